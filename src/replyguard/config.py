@@ -1,0 +1,263 @@
+"""``VerifierConfig``: the operator's JSON file as a validated, frozen pydantic model.
+
+JSON keys are camelCase, Python attributes snake_case. ``VerifierConfig.load(path)`` accepts
+either the bare verifier object or a document holding it at ``agents.defaults.verifier``.
+Every problem is reported as a ``ConfigError`` naming the file and the key; an input value is
+never echoed (it may be a secret).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import Any, Self
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+
+from replyguard.errors import ConfigError
+
+ENV_PREFIX = "env:"
+NESTED_PATH = ("agents", "defaults", "verifier")
+DEFAULT_TRIGGER_KEYWORDS = ("done", "completed", "finished", "ready", "here you go")
+REASONING_JUDGE_MAX_TOKENS = 4096
+
+
+def _relative_inside(value: str, key: str) -> str:
+    if not value.strip():
+        raise ValueError(f"{key} must not be empty")
+    for flavour in (PurePosixPath(value), PureWindowsPath(value)):
+        if flavour.is_absolute() or flavour.anchor:
+            raise ValueError(f"{value!r} must be a path relative to workspaceDir")
+        if ".." in flavour.parts:
+            raise ValueError(f"{value!r} must not leave workspaceDir ('..')")
+    return value
+
+
+class VerifierConfig(BaseModel):
+    """The verifier's configuration. Every attribute has the contract's default."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        validate_by_name=True,
+        validate_by_alias=True,
+        extra="forbid",
+        frozen=True,
+        strict=True,
+        hide_input_in_errors=True,
+    )
+
+    enabled: bool = False
+    """Off unless switched on. ``Verifier.verify()`` judges even when off."""
+    model: str = "anthropic/claude-sonnet-4-5"
+    """The judge model, in litellm naming."""
+    agent_model: str | None = None
+    """The agent's model, for the cross-family check."""
+    require_cross_family: bool = False
+    """Refuse a judge of the agent's model family (``false``: warn)."""
+    fallback_models: list[str] = Field(default_factory=list)
+    """Judge models tried in order when the judge call errors."""
+    api_base: str | None = None
+    """Base URL passed to litellm (a proxy, or a test server)."""
+    api_key: SecretStr | None = None
+    """API key passed to litellm; ``"env:NAME"`` reads the variable at call time."""
+    verify_all: bool = False
+    """Verify every final reply, keywords or not."""
+    verify_heartbeat: bool = False
+    """Verify every heartbeat reply, keywords or not."""
+    max_attempts: int = Field(default=3, ge=1, le=50)
+    """Attempts per turn, the first reply included."""
+    trigger_keywords: list[str] = Field(default_factory=lambda: list(DEFAULT_TRIGGER_KEYWORDS))
+    """Words and phrases that make a reply worth judging (whole-word, case-insensitive)."""
+    timeout_seconds: float = Field(default=30.0, gt=0, le=3600)
+    """Deadline of one judgement, fallbacks included; then fail open."""
+    context_token_budget: int = Field(default=8000, ge=1000)
+    """The whole judge prompt never exceeds this many tokens."""
+    response_token_cap: int = Field(default=3000, ge=50)
+    """Longer replies keep head and tail, with a marked gap."""
+    rules_token_cap: int = Field(default=2000, ge=0)
+    """User rules beyond this are cut, marked."""
+    history_turns: int = Field(default=5, ge=0)
+    """Most recent history messages shown to the judge."""
+    workspace_dir: str | None = None
+    """Where ``rulesFiles`` and ``heartbeatFile`` are read from (relative to the config file)."""
+    rules_files: list[str] = Field(default_factory=lambda: ["AGENTS.md", "SOUL.md"])
+    """Rules files, read inside ``workspaceDir`` only."""
+    heartbeat_file: str = "HEARTBEAT.md"
+    """The heartbeat task list, inside ``workspaceDir``."""
+    max_cost_usd: float | None = Field(default=None, ge=0)
+    """Per-turn ceiling on judge spend; over it, the reply is delivered as it is."""
+    judge_max_tokens: int = Field(default=512, ge=16, le=65536)
+    """Verdict length limit; when not set, 4096 for reasoning judge models."""
+    log_content: bool = False
+    """Put user text, replies and feedback into log events."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_schema_key(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "$schema" in data:
+            data = {k: v for k, v in data.items() if k != "$schema"}
+        return data
+
+    @field_validator("model")
+    @classmethod
+    def _model_not_empty(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must name a model")
+        return value.strip()
+
+    @field_validator("fallback_models")
+    @classmethod
+    def _fallbacks_not_empty(cls, value: list[str]) -> list[str]:
+        if any(not m.strip() for m in value):
+            raise ValueError("model names must not be empty")
+        return [m.strip() for m in value]
+
+    @field_validator("trigger_keywords")
+    @classmethod
+    def _keywords_not_empty(cls, value: list[str]) -> list[str]:
+        if any(not k.strip() for k in value):
+            raise ValueError("keywords must not be empty")
+        return [k.strip() for k in value]
+
+    @field_validator("rules_files")
+    @classmethod
+    def _rules_files_relative(cls, value: list[str]) -> list[str]:
+        return [_relative_inside(v, "rulesFiles entry") for v in value]
+
+    @field_validator("heartbeat_file")
+    @classmethod
+    def _heartbeat_file_relative(cls, value: str) -> str:
+        return _relative_inside(value, "heartbeatFile")
+
+    @field_validator("api_key")
+    @classmethod
+    def _env_reference_named(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None:
+            raw = value.get_secret_value()
+            if raw.startswith(ENV_PREFIX) and not raw[len(ENV_PREFIX) :].strip():
+                raise ValueError('"env:" must be followed by a variable name')
+        return value
+
+    @field_serializer("api_key", when_used="json")
+    def _mask_key(self, value: SecretStr | None) -> str | None:
+        if value is None:
+            return None
+        raw = value.get_secret_value()
+        return raw if raw.startswith(ENV_PREFIX) else "**********"
+
+    # -- derived values ------------------------------------------------------------------
+
+    @property
+    def effective_judge_max_tokens(self) -> int:
+        """``judgeMaxTokens``, or 4096 for a reasoning judge when the key was not set."""
+        from replyguard.families import is_reasoning_model
+
+        if "judge_max_tokens" not in self.model_fields_set and is_reasoning_model(self.model):
+            return max(self.judge_max_tokens, REASONING_JUDGE_MAX_TOKENS)
+        return self.judge_max_tokens
+
+    def resolve_api_key(self) -> str | None:
+        """The API key to send, reading ``env:NAME`` now. Raises ``ConfigError`` if unset."""
+        if self.api_key is None:
+            return None
+        raw = self.api_key.get_secret_value()
+        if not raw.startswith(ENV_PREFIX):
+            return raw
+        name = raw[len(ENV_PREFIX) :].strip()
+        value = os.environ.get(name)
+        if not value:
+            raise ConfigError(None, [("apiKey", f"environment variable {name} is not set")])
+        return value
+
+    def secrets(self) -> tuple[str, ...]:
+        """Every secret value this config may send, for redaction (env values read now)."""
+        if self.api_key is None:
+            return ()
+        raw = self.api_key.get_secret_value()
+        if not raw.startswith(ENV_PREFIX):
+            return (raw,)
+        value = os.environ.get(raw[len(ENV_PREFIX) :].strip())
+        return (value,) if value else ()
+
+    # -- loading ---------------------------------------------------------------------------
+
+    @classmethod
+    def from_dict(cls, data: Any, *, source: str | None = None) -> Self:
+        """Validate a parsed JSON object, raising ``ConfigError`` that names each bad key."""
+        if not isinstance(data, dict):
+            raise ConfigError(source, [("", "the verifier config must be a JSON object")])
+        try:
+            return cls.model_validate(data, by_alias=True, by_name=False)
+        except ValidationError as exc:
+            raise ConfigError(source, _problems(exc)) from None
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Self:
+        """Read a JSON config file: the bare verifier object or ``agents.defaults.verifier``.
+
+        A relative ``workspaceDir`` is taken relative to the file's folder.
+        """
+        file = Path(path)
+        try:
+            text = file.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ConfigError(str(file), [("", "file not found")]) from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(str(file), [("", f"cannot read: {exc.__class__.__name__}")]) from None
+        try:
+            document = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(
+                str(file), [("", f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")]
+            ) from None
+        data, prefix = _locate(document, str(file))
+        try:
+            config = cls.model_validate(data, by_alias=True, by_name=False)
+        except ValidationError as exc:
+            raise ConfigError(str(file), _problems(exc, prefix)) from None
+        if config.workspace_dir is not None and not Path(config.workspace_dir).is_absolute():
+            resolved = str((file.parent / config.workspace_dir).resolve())
+            config = config.model_copy(update={"workspace_dir": resolved})
+        return config
+
+
+def _locate(document: Any, source: str) -> tuple[Any, str]:
+    if not isinstance(document, dict):
+        raise ConfigError(source, [("", "the config must be a JSON object")])
+    if "agents" not in document:
+        return document, ""
+    node: Any = document
+    walked: list[str] = []
+    for key in NESTED_PATH:
+        walked.append(key)
+        if not isinstance(node, dict) or key not in node:
+            raise ConfigError(source, [(".".join(walked), "missing (expected the verifier object)")])
+        node = node[key]
+    if not isinstance(node, dict):
+        raise ConfigError(source, [(".".join(NESTED_PATH), "must be a JSON object")])
+    return node, ".".join(NESTED_PATH) + "."
+
+
+def _problems(exc: ValidationError, prefix: str = "") -> list[tuple[str, str]]:
+    problems: list[tuple[str, str]] = []
+    for error in exc.errors(include_input=False, include_url=False):
+        loc = [str(part) for part in error["loc"]]
+        key = prefix + ".".join(loc) if loc else prefix.rstrip(".")
+        message = error["msg"]
+        if error["type"] == "extra_forbidden":
+            message = "unknown key"
+        elif message.startswith("Value error, "):
+            message = message[len("Value error, ") :]
+        problems.append((key, message))
+    return problems

@@ -1,0 +1,311 @@
+"""The judge prompt: a static rubric and a token-budgeted, nonce-fenced review request.
+
+Order of the review request (critical parts at the edges): user request, user rules, the
+agent's own instructions, conversation history, execution metadata, previous feedback,
+heartbeat tasks, the reply last, then a one-line format reminder.
+
+Budget: every section is first capped on its own (reply head and tail within
+``responseTokenCap``, rules within ``rulesTokenCap``, the newest ``historyTurns`` messages).
+Then the whole prompt, system message included, is rendered and counted with tiktoken; while it
+is over ``contextTokenBudget`` the sections are cut in this order: agent instructions, history
+(oldest first), rules, metadata, previous feedback, heartbeat tasks, the reply's middle, and the
+user request's middle last of all. Cuts are always made from the original text, so markers
+never nest, and they never tokenize more than they keep.
+
+This module does no I/O: rules and heartbeat texts arrive already read.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from replyguard import tokens
+from replyguard._prompts import render
+from replyguard.types import RunMeta, Turn
+
+# Per-message framing of a chat prompt, counted on top of the texts (OpenAI counts 3-4).
+MESSAGE_OVERHEAD = 8
+# What is always kept of the two edges, in tokens, however small the budget.
+USER_FLOOR = 64
+REPLY_FLOOR = 128
+HISTORY_MESSAGE_CAP = 1000
+METADATA_CAP = 600
+FEEDBACK_CAP = 800
+HEARTBEAT_MIN_CAP = 600
+TOOL_LEDGER_ROWS = 30
+_ARGUMENT_CHARS = 200
+_ROUNDS = 8
+
+
+@dataclass(frozen=True)
+class ContextLimits:
+    """The token limits of one judge prompt."""
+
+    budget: int = 8000
+    response_cap: int = 3000
+    rules_cap: int = 2000
+    history_turns: int = 5
+
+
+@dataclass(frozen=True)
+class RulesSource:
+    """One block of user rules and where it came from (a file name, or code)."""
+
+    origin: str
+    text: str
+
+
+@dataclass(frozen=True)
+class JudgePrompt:
+    """A rendered judge prompt and what it took."""
+
+    system: str
+    user: str
+    nonce: str
+    tokens: int
+    trimmed: tuple[str, ...] = ()
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The chat messages to send: the static rubric, then the review request."""
+        return [{"role": "system", "content": self.system}, {"role": "user", "content": self.user}]
+
+
+def new_nonce() -> str:
+    """A fresh random section code for one judge call."""
+    return secrets.token_hex(6)
+
+
+def system_prompt() -> str:
+    """The rubric: identical on every call, so providers can cache it."""
+    return render("judge_system.j2")
+
+
+# -- rendering pieces ----------------------------------------------------------------------
+
+
+def _content_text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts: list[str] = []
+        for part in content:
+            if isinstance(part, str):
+                parts.append(part)
+            elif isinstance(part, dict):
+                kind = str(part.get("type", "part"))
+                text = part.get("text")
+                parts.append(str(text) if kind == "text" and text is not None else f"[{kind}]")
+            else:
+                parts.append(f"[{type(part).__name__}]")
+        return "\n".join(parts)
+    return str(content)
+
+
+def _short(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
+    return text if len(text) <= _ARGUMENT_CHARS else text[:_ARGUMENT_CHARS] + "…"
+
+
+def render_message(message: Any) -> str:
+    """One history message as text, whatever its shape."""
+    if not isinstance(message, dict):
+        return f"[unknown] {_short(message)}"
+    role = str(message.get("role") or "unknown")
+    label = message.get("name") or message.get("tool_call_id")
+    lines = [_content_text(message.get("content"))] if message.get("content") else []
+    for call in message.get("tool_calls") or []:
+        function = call.get("function", {}) if isinstance(call, dict) else {}
+        name = function.get("name", "?") if isinstance(function, dict) else "?"
+        arguments = function.get("arguments", "") if isinstance(function, dict) else ""
+        lines.append(f"[calls tool {name}({_short(arguments)})]")
+    body = "\n".join(line for line in lines if line) or "(no content)"
+    header = f"[{role} {label}]" if label else f"[{role}]"
+    return f"{header} {body}"
+
+
+def render_metadata(meta: RunMeta | None, turn: Turn) -> str:
+    """The execution metadata the judge may use to check claims."""
+    lines: list[str] = []
+    if meta is not None:
+        if meta.stop_reason:
+            lines.append(f"stop reason: {meta.stop_reason}")
+        if meta.duration_ms is not None:
+            lines.append(f"agent time: {meta.duration_ms:.0f} ms")
+        if meta.tool_calls:
+            lines.append(f"tool calls this turn ({len(meta.tool_calls)}):")
+            for call in meta.tool_calls[:TOOL_LEDGER_ROWS]:
+                status = "succeeded" if call.succeeded else "FAILED"
+                arguments = _short(call.arguments) if call.arguments is not None else ""
+                lines.append(f"- {call.name}({arguments}) {status}")
+            if len(meta.tool_calls) > TOOL_LEDGER_ROWS:
+                lines.append(f"- … {len(meta.tool_calls) - TOOL_LEDGER_ROWS} more")
+        elif meta.stop_reason is not None:
+            lines.append("tool calls this turn: none recorded")
+    if turn.metadata:
+        data = json.dumps(turn.metadata, default=str, ensure_ascii=False)
+        lines.append("run metadata: " + (data if len(data) <= 1000 else data[:1000] + "…"))
+    return "\n".join(lines)
+
+
+def _rules_text(sources: Sequence[RulesSource]) -> str:
+    blocks = [f"## {source.origin}\n{source.text.strip()}" for source in sources if source.text]
+    return "\n\n".join(blocks)
+
+
+def _feedback_text(previous: Sequence[str]) -> str:
+    return "\n".join(f"Attempt {i}: {text}" for i, text in enumerate(previous, start=1))
+
+
+# -- fitting -------------------------------------------------------------------------------
+
+
+@dataclass
+class _Sections:
+    """The review request's parts, with their originals for re-cutting."""
+
+    nonce: str
+    user_original: str
+    reply_original: str
+    user: str
+    reply: str
+    rules: str
+    instructions: str
+    history: list[str]
+    metadata: str
+    feedback: str
+    heartbeat: str
+    trimmed: set[str] = field(default_factory=set)
+
+    def values(self, nonce: str) -> dict[str, Any]:
+        return {
+            "nonce": nonce,
+            "user_message": self.user,
+            "rules": self.rules,
+            "instructions": self.instructions,
+            "history": "\n\n".join(self.history),
+            "metadata": self.metadata,
+            "feedback": self.feedback,
+            "heartbeat": self.heartbeat,
+            "reply": self.reply,
+        }
+
+
+def _shrink_head(sections: _Sections, name: str, over: int, what: str) -> int:
+    """Cut the end of a free-text section by about ``over`` tokens; return what is left over."""
+    text: str = getattr(sections, name)
+    if not text or over <= 0:
+        return over
+    size = tokens.count(text)
+    keep = size - over
+    if keep < 40:
+        setattr(sections, name, "")
+        sections.trimmed.add(name)
+        return over - size
+    setattr(sections, name, tokens.keep_head(text, keep, what))
+    sections.trimmed.add(name)
+    return 0
+
+
+def _cut(sections: _Sections, over: int) -> None:
+    """Remove about ``over`` tokens, in the contract's trim order."""
+    if sections.instructions:
+        over -= tokens.count(sections.instructions) + 8
+        sections.instructions = ""
+        sections.trimmed.add("instructions")
+    while over > 0 and sections.history:
+        over -= tokens.count(sections.history.pop(0)) + 2
+        sections.trimmed.add("history")
+    over = _shrink_head(sections, "rules", over, "rules")
+    over = _shrink_head(sections, "metadata", over, "metadata")
+    over = _shrink_head(sections, "feedback", over, "previous feedback")
+    over = _shrink_head(sections, "heartbeat", over, "heartbeat tasks")
+    if over > 0:
+        size = tokens.count(sections.reply)
+        keep = max(size - over, REPLY_FLOOR)
+        if keep < size:
+            cut = tokens.keep_ends(sections.reply_original, keep, "reply")
+            sections.reply = _neutral(cut, sections.nonce)
+            sections.trimmed.add("reply")
+            over -= size - keep
+    if over > 0:
+        size = tokens.count(sections.user)
+        keep = max(size - over, USER_FLOOR)
+        if keep < size:
+            cut = tokens.keep_ends(sections.user_original, keep, "user request")
+            sections.user = _neutral(cut, sections.nonce)
+            sections.trimmed.add("user_message")
+
+
+def _neutral(text: str, nonce: str) -> str:
+    """Section content with any copy of this call's code removed, so it cannot close a fence."""
+    return text.replace(nonce, "[code removed]") if nonce in text else text
+
+
+def build_judge_prompt(
+    turn: Turn,
+    reply_text: str,
+    *,
+    limits: ContextLimits,
+    rules: Sequence[RulesSource] = (),
+    heartbeat_tasks: str | None = None,
+    previous_feedback: Sequence[str] = (),
+    meta: RunMeta | None = None,
+    nonce: str | None = None,
+) -> JudgePrompt:
+    """Assemble the judge prompt for one reply within ``limits.budget`` tokens."""
+    code = nonce or new_nonce()
+    system = system_prompt()
+    budget = limits.budget
+    user = _neutral(tokens.keep_ends(turn.user_message, budget, "user request"), code)
+    reply = _neutral(tokens.keep_ends(reply_text, min(limits.response_cap, budget), "reply"), code)
+    history_source = turn.history[-limits.history_turns :] if limits.history_turns else []
+    history_cap = min(HISTORY_MESSAGE_CAP, budget // 8)
+    sections = _Sections(
+        nonce=code,
+        user_original=turn.user_message,
+        reply_original=reply_text,
+        user=user,
+        reply=reply,
+        rules=_neutral(tokens.keep_head(_rules_text(rules), limits.rules_cap, "rules"), code)
+        if limits.rules_cap
+        else "",
+        instructions=_neutral(
+            tokens.keep_head(turn.agent_instructions or "", limits.rules_cap, "instructions"), code
+        ),
+        history=[
+            _neutral(tokens.keep_ends(render_message(m), history_cap, "message"), code)
+            for m in history_source
+        ],
+        metadata=_neutral(tokens.keep_head(render_metadata(meta, turn), METADATA_CAP, "metadata"), code),
+        feedback=_neutral(
+            tokens.keep_head(_feedback_text(previous_feedback), FEEDBACK_CAP, "feedback"), code
+        ),
+        heartbeat=_neutral(
+            tokens.keep_head(
+                heartbeat_tasks or "", max(limits.rules_cap, HEARTBEAT_MIN_CAP), "heartbeat tasks"
+            ),
+            code,
+        ),
+    )
+    if reply != reply_text:
+        sections.trimmed.add("reply")
+    if user != turn.user_message:
+        sections.trimmed.add("user_message")
+    if len(turn.history) > len(history_source):
+        sections.trimmed.add("history")
+    fixed = tokens.count(system) + MESSAGE_OVERHEAD
+    for round_number in range(_ROUNDS):
+        user = render("judge_context.j2", **sections.values(code))
+        total = fixed + tokens.count(user)
+        if total <= budget:
+            return JudgePrompt(system, user, code, total, tuple(sorted(sections.trimmed)))
+        # BPE counts do not add up exactly across pieces: overshoot a little, more each round.
+        _cut(sections, total - budget + 8 * (round_number + 1) + (total - budget) // 20)
+    raise ValueError(f"the judge prompt does not fit in {budget} tokens")

@@ -1,0 +1,188 @@
+"""``replyguard demo``: scripted turns through ``Verifier.run``, with no API key and no network.
+
+The judge is the real ``LiteLLMJudge`` (real prompt, real ``litellm.acompletion``, real cost
+from litellm's price map) with litellm's ``mock_response`` standing in for the provider's text.
+Each turn prints the path it took: skip, not triggered, pass, fail → retry → pass, exhausted,
+heartbeat, and fail-open on a judge timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from replyguard.config import VerifierConfig
+from replyguard.context import JudgePrompt
+from replyguard.judge import LiteLLMJudge
+from replyguard.runner import Verifier
+from replyguard.telemetry import Events
+from replyguard.testing import ScriptedAgent
+from replyguard.types import Outcome, Reply, RunMeta, Turn
+
+JUDGE_MODEL = "anthropic/claude-sonnet-4-5"
+AGENT_MODEL = "openai/gpt-4o"
+
+
+class MockedJudge(LiteLLMJudge):
+    """The real litellm judge, answering from a script through ``mock_response``."""
+
+    def __init__(
+        self, config: VerifierConfig, answers: Sequence[str], *, delay: float = 0.0
+    ) -> None:
+        super().__init__(config, Events())
+        self._answers = list(answers)
+        self._delay = delay
+
+    def request(
+        self, model: str, prompt: JudgePrompt, *, timeout: float, api_key: str | None
+    ) -> dict[str, Any]:
+        params = super().request(model, prompt, timeout=timeout, api_key=api_key)
+        params["mock_response"] = self._answers.pop(0)
+        if self._delay:
+            params["mock_delay"] = self._delay
+        return params
+
+
+@dataclass
+class Scenario:
+    title: str
+    user_message: str
+    replies: list[str | Reply]
+    judge_answers: list[str] = field(default_factory=list)
+    overrides: dict[str, Any] = field(default_factory=dict)
+    heartbeat: bool = False
+    judge_delay: float = 0.0
+
+
+SCENARIOS = [
+    Scenario(
+        "skip: the reply is a tool-call step, not a final answer",
+        "What's the weather in Lisbon?",
+        [Reply(text="", meta=RunMeta(stop_reason="tool_calls", pending_tool_calls=1))],
+    ),
+    Scenario(
+        "not triggered: no completion keyword, verifyAll off",
+        "What is the capital of France?",
+        ["The capital of France is Paris."],
+    ),
+    Scenario(
+        "pass: the judge accepts the first reply",
+        "Summarise: the meeting moved to Tuesday 10:00.",
+        ["Done: the meeting is now on Tuesday at 10:00."],
+        ["The summary is accurate and complete.\nPASS"],
+    ),
+    Scenario(
+        "fail → retry → pass: a rule violation is fixed",
+        "Write a one-line status update for the team.",
+        [
+            "Done! 🚀 Deploy finished, all green 🎉",
+            "Done: the deploy finished and all checks are green.",
+        ],
+        [
+            "The user's rules forbid emoji.\nFAIL [rule_violation]: Remove the emoji.",
+            "No emoji now; the update is complete.\nPASS",
+        ],
+    ),
+    Scenario(
+        "exhausted: every attempt fails, the last reply is delivered",
+        "List all three action items from the notes.",
+        ["Done, the items are: 1. budget", "Done: 1. budget 2. hiring"],
+        [
+            "Only one of three items.\nFAIL [incomplete]: List all three action items.",
+            "Still one missing.\nFAIL [incomplete]: The third item (launch date) is missing.",
+        ],
+        {"maxAttempts": 2},
+    ),
+    Scenario(
+        "heartbeat: HEARTBEAT_OK while tasks are open fails, the retry does them",
+        "Heartbeat: check HEARTBEAT.md and do what is due.",
+        ["HEARTBEAT_OK", "Checked the inbox (2 new, answered) and rotated the logs."],
+        [
+            "Open tasks were not done.\nFAIL [goal_missed]: Work through the open tasks.",
+            "Both open tasks are reported done.\nPASS",
+        ],
+        {"verifyHeartbeat": True},
+        heartbeat=True,
+    ),
+    Scenario(
+        "fail open: the judge is too slow, the reply is delivered as it is",
+        "Draft the release note.",
+        ["Done: release 2.4 adds offline mode."],
+        ["PASS"],
+        {"timeoutSeconds": 0.5},
+        judge_delay=5.0,
+    ),
+]
+
+HEARTBEAT_TASKS = "# Heartbeat\n- [ ] Check the inbox and answer anything urgent\n- [ ] Rotate logs\n"
+RULES = "# Rules\n- Never use emoji in status updates.\n"
+
+
+def _describe_attempts(outcome: Outcome) -> list[str]:
+    lines = []
+    for attempt in outcome.attempts:
+        text = attempt.reply.text or "(empty)"
+        verdict = attempt.verdict
+        if attempt.skip_reason is not None:
+            decision = f"skipped ({attempt.skip_reason.value})"
+        elif verdict is None:
+            decision = "not judged"
+        elif verdict.fail_open_reason is not None:
+            decision = f"failed open ({verdict.fail_open_reason.value})"
+        elif verdict.passed:
+            decision = "PASS"
+        else:
+            category = f" [{verdict.category.value}]" if verdict.category else ""
+            decision = f"FAIL{category}: {verdict.feedback}"
+        lines.append(f"    attempt {attempt.number}: {text!r} → {decision}")
+    return lines
+
+
+async def run_demo(out: Callable[[str], None] = print) -> list[Outcome]:
+    """Run every scenario and print its path; returns the outcomes."""
+    outcomes = []
+    with tempfile.TemporaryDirectory(prefix="replyguard-demo-") as workspace:
+        Path(workspace, "AGENTS.md").write_text(RULES, encoding="utf-8")
+        Path(workspace, "HEARTBEAT.md").write_text(HEARTBEAT_TASKS, encoding="utf-8")
+        for number, scenario in enumerate(SCENARIOS, start=1):
+            config = VerifierConfig.from_dict(
+                {
+                    "enabled": True,
+                    "model": JUDGE_MODEL,
+                    "agentModel": AGENT_MODEL,
+                    "workspaceDir": workspace,
+                    **scenario.overrides,
+                }
+            )
+            judge = MockedJudge(config, scenario.judge_answers, delay=scenario.judge_delay)
+            verifier = Verifier(config, judge=judge)
+            if number == 1:
+                await verifier.warmup()  # import litellm and the tokenizer before timing turns
+            agent = ScriptedAgent(scenario.replies)
+            turn = Turn(user_message=scenario.user_message, heartbeat=scenario.heartbeat)
+            outcome = await verifier.run(agent, turn)
+            await verifier.aclose()
+            outcomes.append(outcome)
+            out(f"[{number}] {scenario.title}")
+            out(f"    user: {scenario.user_message!r}")
+            for line in _describe_attempts(outcome):
+                out(line)
+            reason = f" reason={outcome.reason.value}" if outcome.reason else ""
+            skip = f" skip_reason={outcome.skip_reason.value}" if outcome.skip_reason else ""
+            out(
+                f"    → status={outcome.status.value}{reason}{skip} attempts={len(outcome.attempts)}"
+                f" judge_cost=${outcome.judge_cost_usd:.5f} latency={outcome.latency_ms:.0f} ms"
+            )
+            out(f"    delivered: {outcome.response!r}")
+            out("")
+    return outcomes
+
+
+def main() -> int:
+    """Entry point of ``replyguard demo``."""
+    asyncio.run(run_demo())
+    return 0

@@ -1,0 +1,60 @@
+"""replyguard's exceptions.
+
+::
+
+    ReplyguardError                 base of everything replyguard raises on purpose
+    ├── ConfigError (ValueError)    a config file or value is wrong; names the file and the key
+    ├── CrossFamilyError            the judge is of the agent's model family and
+    │                               ``requireCrossFamily`` is on
+    └── JudgeError                  no judge model answered (raised by a ``Judge``, caught by the
+                                    runner, which fails open; its text is already redacted)
+
+Faults inside a verification never raise: they fail open and are reported on the
+``Outcome``. Only an agent's own exception on the first attempt propagates, unchanged.
+"""
+
+from __future__ import annotations
+
+
+class ReplyguardError(Exception):
+    """Base class of replyguard's exceptions."""
+
+
+class ConfigError(ReplyguardError, ValueError):
+    """A configuration file or value is invalid.
+
+    ``path`` is the file (or None for a config built in code); ``problems`` lists
+    ``(key, message)`` pairs, the key in the file's own camelCase dotted form.
+    """
+
+    def __init__(self, path: str | None, problems: list[tuple[str, str]]) -> None:
+        self.path = path
+        self.problems = problems
+        where = f"{path}: " if path else ""
+        lines = [f"{key}: {message}" if key else message for key, message in problems]
+        if len(lines) == 1:
+            text = f"{where}invalid verifier config: {lines[0]}"
+        else:
+            text = f"{where}invalid verifier config:\n  " + "\n  ".join(lines)
+        super().__init__(text)
+
+
+class CrossFamilyError(ReplyguardError):
+    """The judge model is of the same family as the agent's model."""
+
+    def __init__(self, judge_model: str, agent_model: str, family: str) -> None:
+        self.judge_model = judge_model
+        self.agent_model = agent_model
+        self.family = family
+        super().__init__(
+            f"judge model {judge_model!r} and agent model {agent_model!r} are both of the "
+            f"{family} family; requireCrossFamily forbids this: choose a judge of another family"
+        )
+
+
+class JudgeError(ReplyguardError):
+    """No judge model answered. The message lists each model's (redacted) error."""
+
+    def __init__(self, message: str, *, last_error_class: str | None = None) -> None:
+        self.last_error_class = last_error_class
+        super().__init__(message)

@@ -1,0 +1,36 @@
+"""The one place that turns a FAIL verdict into the message the agent sees on retry."""
+
+from __future__ import annotations
+
+from replyguard._prompts import render
+from replyguard.types import FailCategory, Verdict
+
+GUIDANCE: dict[FailCategory | None, str] = {
+    FailCategory.GOAL_MISSED: (
+        "Re-read the user's request and answer what was actually asked, not a nearby question."
+    ),
+    FailCategory.INCOMPLETE: (
+        "Finish every part of the request; do not promise work, leave placeholders, or claim "
+        "something was done unless it was."
+    ),
+    FailCategory.RULE_VIOLATION: "Follow the user's rules exactly; they take priority.",
+    FailCategory.TONE_MISMATCH: "Match the tone the rules and the conversation call for.",
+    FailCategory.REFUSAL: (
+        "Carry out the request instead of refusing or deflecting, unless it is truly unsafe; "
+        "then say precisely what you can do."
+    ),
+    None: "Check the reply against the request and the rules, and fix what the reviewer named.",
+}
+
+NO_DETAILS = "(the reviewer gave no details)"
+
+
+def feedback_message(verdict: Verdict) -> str:
+    """The exact user message the agent receives after ``verdict`` failed its reply."""
+    category = verdict.category
+    return render(
+        "feedback.j2",
+        category=category.value if category is not None else None,
+        feedback=(verdict.feedback or "").strip() or NO_DETAILS,
+        guidance=GUIDANCE[category],
+    )

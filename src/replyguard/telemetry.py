@@ -1,0 +1,116 @@
+"""Structured log events, routed to the stdlib logger ``replyguard``.
+
+replyguard never calls ``structlog.configure()``: its events go through a structlog logger
+wrapped around ``logging.getLogger("replyguard")`` with processors of its own, so a host that
+configured no logging sees nothing (stdlib's last-resort handler shows WARNING and above on
+stderr only), and a host that did gets each event as one record whose message is
+``event key=value ...`` and whose ``replyguard`` attribute holds the event as a dict.
+
+Every string in an event passes through redaction of the configured secrets. Content (user
+text, replies, feedback) is only added by callers when ``logContent`` is on.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, MutableMapping
+from typing import Any
+
+import structlog
+
+LOGGER_NAME = "replyguard"
+REDACTED = "[REDACTED]"
+# Shapes of credentials worth hiding even when they are not the configured key.
+_KEY_SHAPES = re.compile(
+    r"(?:sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{12,})|(?:(?<=Bearer )[A-Za-z0-9._\-]{12,})"
+)
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` with every given secret and anything shaped like an API key replaced."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, REDACTED)
+    return _KEY_SHAPES.sub(REDACTED, text)
+
+
+def describe_error(exc: BaseException, secrets: Iterable[str] = (), limit: int = 300) -> str:
+    """A short, redacted one-line description of an exception, safe to log or store."""
+    text = " ".join(str(exc).split())
+    if len(text) > limit:
+        text = text[:limit] + "…"
+    text = redact(text, secrets)
+    name = type(exc).__name__
+    return f"{name}: {text}" if text else name
+
+
+def _redactor(secrets: tuple[str, ...]) -> Any:
+    def _scrub(value: Any) -> Any:
+        if isinstance(value, str):
+            return redact(value, secrets)
+        if isinstance(value, dict):
+            return {k: _scrub(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [_scrub(v) for v in value]
+        return value
+
+    def processor(_logger: Any, _name: str, event_dict: MutableMapping[str, Any]) -> Any:
+        return {key: _scrub(value) for key, value in event_dict.items()}
+
+    return processor
+
+
+def _to_stdlib(_logger: Any, _name: str, event_dict: MutableMapping[str, Any]) -> Any:
+    event = str(event_dict.pop("event", ""))
+    pairs = " ".join(f"{key}={value!r}" for key, value in event_dict.items())
+    message = f"{event} {pairs}" if pairs else event
+    return (message,), {"extra": {"replyguard": {"event": event, **event_dict}}}
+
+
+class Events:
+    """One verifier's event emitter. Cheap when the level is disabled: nothing is built."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        self._stdlib = logging.getLogger(LOGGER_NAME)
+        if not any(isinstance(h, logging.NullHandler) for h in self._stdlib.handlers):
+            # The library convention: without it, stdlib's last-resort handler would print
+            # warnings to stderr in a host that configured no logging.
+            self._stdlib.addHandler(logging.NullHandler())
+        self._secrets = tuple(s for s in secrets if s)
+        self._logger = structlog.wrap_logger(
+            self._stdlib,
+            processors=[_redactor(self._secrets), _to_stdlib],
+            wrapper_class=structlog.stdlib.BoundLogger,
+        )
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The secrets this emitter redacts."""
+        return self._secrets
+
+    def enabled(self, level: int) -> bool:
+        """Whether an event at ``level`` would be recorded (check before building content)."""
+        return self._stdlib.isEnabledFor(level)
+
+    def emit(self, level: int, event: str, **fields: Any) -> None:
+        """Record one event when its level is enabled."""
+        if not self._stdlib.isEnabledFor(level):
+            return
+        self._logger.log(level, event, **fields)
+
+    def debug(self, event: str, **fields: Any) -> None:
+        """A decision at DEBUG."""
+        self.emit(logging.DEBUG, event, **fields)
+
+    def info(self, event: str, **fields: Any) -> None:
+        """A decision at INFO."""
+        self.emit(logging.INFO, event, **fields)
+
+    def warning(self, event: str, **fields: Any) -> None:
+        """A misconfiguration or a fail-open at WARNING."""
+        self.emit(logging.WARNING, event, **fields)
+
+    def error(self, event: str, **fields: Any) -> None:
+        """A configuration error found at call time, at ERROR."""
+        self.emit(logging.ERROR, event, **fields)

@@ -1,0 +1,205 @@
+"""The values that flow through one verified turn.
+
+``Turn`` goes in, the agent produces ``Reply`` values, the judge produces ``Verdict`` values,
+and ``Outcome`` comes out. All of them are frozen pydantic models; the enums are ``str``
+enums so they serialise as their plain values.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class SkipReason(StrEnum):
+    """Why a reply was delivered without being judged (deterministic pre-checks)."""
+
+    TOOL_CALLS = "tool_calls"
+    MESSAGING_TOOL_SENT = "messaging_tool_sent"
+    BLOCK_STREAMING_SENT = "block_streaming_sent"
+    EMPTY_RESPONSE = "empty_response"
+    ERROR_RESPONSE = "error_response"
+
+
+class FailCategory(StrEnum):
+    """What kind of failure the judge found."""
+
+    GOAL_MISSED = "goal_missed"
+    INCOMPLETE = "incomplete"
+    RULE_VIOLATION = "rule_violation"
+    TONE_MISMATCH = "tone_mismatch"
+    REFUSAL = "refusal"
+
+
+class Status(StrEnum):
+    """How a turn ended."""
+
+    PASSED = "passed"
+    SKIPPED = "skipped"
+    NOT_TRIGGERED = "not_triggered"
+    DISABLED = "disabled"
+    FAILED_OPEN = "failed_open"
+    EXHAUSTED = "exhausted"
+
+
+class Reason(StrEnum):
+    """Why a turn failed open (or stopped early)."""
+
+    JUDGE_ERROR = "judge_error"
+    JUDGE_TIMEOUT = "judge_timeout"
+    UNREADABLE_VERDICT = "unreadable_verdict"
+    COST_BUDGET = "cost_budget"
+    SAME_FAMILY = "same_family"
+    AGENT_ERROR = "agent_error"
+    INTERNAL_ERROR = "internal_error"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ToolCallRecord(_Frozen):
+    """One entry of the turn's tool ledger."""
+
+    name: str
+    """The tool's name."""
+    arguments: Any = None
+    """The arguments it was called with (a dict, a JSON string, or anything the agent kept)."""
+    succeeded: bool = True
+    """Whether the call succeeded."""
+
+
+class RunMeta(_Frozen):
+    """What the agent's runtime knows about how a reply was produced."""
+
+    stop_reason: str | None = None
+    """The model's finish reason (``stop``, ``length``, ``tool_calls``, ``error``, ...)."""
+    pending_tool_calls: int = Field(default=0, ge=0)
+    """Tool calls the reply asks for and that have not run yet (a list is counted)."""
+    sent_via_messaging_tool: bool = False
+    """The content already reached the user through a messaging tool."""
+    streamed_block_keys: frozenset[str] = frozenset()
+    """Keys of content blocks already streamed to the user."""
+    duration_ms: float | None = None
+    """How long the agent took for this reply."""
+    tool_calls: tuple[ToolCallRecord, ...] = ()
+    """The turn's tool ledger: what was called, with what, and whether it succeeded."""
+    usage: dict[str, Any] | None = None
+    """Token usage of the agent's own call, when known."""
+    cost_usd: float | None = Field(default=None, ge=0)
+    """Cost of the agent's own call, when known."""
+    error: str | None = None
+    """Set by the agent's runtime when the reply is an error report rather than an answer."""
+
+    @field_validator("pending_tool_calls", mode="before")
+    @classmethod
+    def _count_list(cls, value: Any) -> Any:
+        if isinstance(value, list | tuple):
+            return len(value)
+        return value
+
+
+class Reply(_Frozen):
+    """One reply of the agent."""
+
+    text: str
+    """The reply's text, as it would be delivered."""
+    meta: RunMeta = RunMeta()
+    """How it was produced."""
+
+
+class Turn(BaseModel):
+    """One user turn to run or judge."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    user_message: str
+    """What the user asked."""
+    history: list[dict[str, Any]] = Field(default_factory=list)
+    """Earlier OpenAI-style messages, oldest first. Never mutated by replyguard."""
+    rules: list[str] = Field(default_factory=list)
+    """Extra rules given in code, on top of the workspace's rules files."""
+    agent_instructions: str | None = None
+    """The agent's own system prompt; lowest priority in the judge's context."""
+    heartbeat: bool = False
+    """This turn is a heartbeat run (a periodic wake-up working through HEARTBEAT.md)."""
+    agent_model: str | None = None
+    """The agent's model for this turn; overrides ``agentModel`` from the config."""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    """Anything the caller wants to carry along (shown to the judge as run metadata)."""
+    id: str | None = None
+    """An identifier of the turn, for logs and datasets."""
+
+
+class Verdict(_Frozen):
+    """One judgement of one reply."""
+
+    passed: bool
+    """Whether the reply may be delivered as it is."""
+    category: FailCategory | None = None
+    """The failure's category, when the judge named a known one."""
+    feedback: str | None = None
+    """What the judge says must change (FAIL) or, rarely, a note on a PASS."""
+    reasoning: str | None = None
+    """The judge's reasoning before its verdict line."""
+    raw: str | None = None
+    """The judge's raw text."""
+    readable: bool = True
+    """False when no verdict could be read: the verdict is then a fail-open PASS."""
+    fail_open_reason: Reason | None = None
+    """Set when this verdict is a fail-open PASS because the judgement itself went wrong."""
+    error: str | None = None
+    """A short, redacted description of what went wrong, for fail-open verdicts."""
+    model: str | None = None
+    """The judge model that answered."""
+    prompt_tokens: int = 0
+    """Prompt tokens of the judge call(s)."""
+    completion_tokens: int = 0
+    """Completion tokens of the judge call(s)."""
+    cost_usd: float = 0.0
+    """What the judgement cost."""
+    latency_ms: float = 0.0
+    """How long the judgement took."""
+    decisive: bool = False
+    """The verdict was reached without a judge model (for example by a deterministic rule)."""
+
+
+class Attempt(_Frozen):
+    """One reply of the agent within a turn, and what was decided about it."""
+
+    number: int
+    """1 for the first reply, 2 for the first retry, and so on."""
+    reply: Reply
+    """The reply."""
+    verdict: Verdict | None = None
+    """The judge's verdict, when this reply was judged."""
+    skip_reason: SkipReason | None = None
+    """Why this reply was not judged, when a pre-check skipped it."""
+
+
+class Outcome(_Frozen):
+    """The result of one verified turn."""
+
+    response: str
+    """The text to deliver."""
+    status: Status
+    """How the turn ended."""
+    reason: Reason | None = None
+    """Why it failed open or stopped early."""
+    attempts: tuple[Attempt, ...] = ()
+    """Every reply of the agent in this turn, in order, with its verdict."""
+    skip_reason: SkipReason | None = None
+    """Why the delivered reply was not judged, when skipped."""
+    cost_usd: float = 0.0
+    """Judge spend plus the agent's own spend where the agent reported it."""
+    judge_cost_usd: float = 0.0
+    """Judge spend alone."""
+    latency_ms: float = 0.0
+    """Wall time of the whole turn, agent calls included."""
+
+    @property
+    def verdicts(self) -> tuple[Verdict, ...]:
+        """The verdicts of the judged attempts, in order."""
+        return tuple(a.verdict for a in self.attempts if a.verdict is not None)

@@ -1,0 +1,81 @@
+"""Reading the agent's workspace files (rules, HEARTBEAT.md) safely and cheaply.
+
+A file is read only when it resolves inside ``workspaceDir`` (no ``..``, absolute paths, or
+symlinks out), only up to a size cap, and only again when its size or mtime changed. A missing,
+unreadable or out-of-bounds file is skipped with a log event, never an error.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from replyguard.telemetry import Events
+
+MAX_FILE_BYTES = 256 * 1024
+
+
+class Workspace:
+    """The files of one workspace directory, cached by path, size and mtime."""
+
+    def __init__(self, directory: str | None, events: Events) -> None:
+        self._root = Path(directory).resolve() if directory else None
+        self._events = events
+        self._cache: dict[Path, tuple[int, int, str]] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def root(self) -> Path | None:
+        """The resolved workspace directory, if one is configured."""
+        return self._root
+
+    def _inside(self, name: str) -> Path | None:
+        if self._root is None:
+            return None
+        relative = Path(name)
+        if relative.is_absolute() or ".." in relative.parts:
+            self._events.warning("workspace_file_refused", file=name, why="outside workspace")
+            return None
+        path = (self._root / relative).resolve()
+        if not path.is_relative_to(self._root):
+            self._events.warning("workspace_file_refused", file=name, why="links outside workspace")
+            return None
+        return path
+
+    def read(self, name: str) -> str | None:
+        """The text of ``name`` inside the workspace, or None when it cannot be used."""
+        path = self._inside(name)
+        if path is None:
+            return None
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            self._events.debug("workspace_file_missing", file=name)
+            return None
+        except OSError as exc:
+            self._events.warning("workspace_file_unreadable", file=name, error=type(exc).__name__)
+            return None
+        key = (stat.st_size, stat.st_mtime_ns)
+        with self._lock:
+            cached = self._cache.get(path)
+        if cached is not None and cached[:2] == key:
+            return cached[2]
+        text = self._load(path, name, stat.st_size)
+        if text is not None:
+            with self._lock:
+                self._cache[path] = (*key, text)
+        return text
+
+    def _load(self, path: Path, name: str, size: int) -> str | None:
+        try:
+            with path.open("rb") as handle:
+                data = handle.read(MAX_FILE_BYTES)
+        except (IsADirectoryError, PermissionError, OSError) as exc:
+            self._events.warning("workspace_file_unreadable", file=name, error=type(exc).__name__)
+            return None
+        text = data.decode("utf-8", errors="replace")
+        if size > MAX_FILE_BYTES:
+            self._events.warning("workspace_file_truncated", file=name, bytes=size)
+            text += f"\n[… {name} was cut at {MAX_FILE_BYTES:,} bytes of {size:,} …]"
+        return text
+

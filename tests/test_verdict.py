@@ -1,0 +1,423 @@
+"""parse_verdict: the judge's raw text to a Verdict."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import pytest
+
+from replyguard.types import FailCategory, Reason, Verdict
+from replyguard.verdict import parse_verdict
+
+FENCE = "```"
+
+
+def _assert_unreadable(verdict: Verdict, raw: str | None) -> None:
+    assert verdict.passed is True
+    assert verdict.readable is False
+    assert verdict.fail_open_reason is Reason.UNREADABLE_VERDICT
+    assert verdict.error
+    assert verdict.category is None
+    assert verdict.raw == raw
+
+
+# --- accepted forms ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "PASS",
+        "pass",
+        "Pass",
+        "PASS.",
+        "**PASS**",
+        "__PASS__",
+        "`PASS`",
+        "Verdict: PASS",
+        "VERDICT: **PASS**",
+        "**Verdict:** PASS",
+        "**Verdict**: PASS",
+        "Final verdict: PASS",
+        "Final answer: PASS",
+        "## PASS",
+        "### Verdict: PASS",
+        "- PASS",
+        "* PASS",
+        "> PASS",
+        "  PASS  ",
+        "PASS\r\n",
+        f"{FENCE}\nPASS\n{FENCE}",
+        f"{FENCE}text\nVerdict: PASS\n{FENCE}",
+        "```PASS```",
+    ],
+)
+def test_pass_forms_are_read_as_pass(text: str) -> None:
+    verdict = parse_verdict(text)
+    assert verdict.readable is True
+    assert verdict.passed is True
+    assert verdict.category is None
+    assert verdict.feedback is None
+    assert verdict.error is None
+    assert verdict.fail_open_reason is None
+
+
+@pytest.mark.parametrize(
+    ("text", "category", "feedback"),
+    [
+        ("FAIL", None, None),
+        ("fail", None, None),
+        ("FAIL.", None, None),
+        ("FAIL: the list is short", None, "the list is short"),
+        ("FAIL [incomplete]: the list is short", FailCategory.INCOMPLETE, "the list is short"),
+        ("FAIL [incomplete]", FailCategory.INCOMPLETE, None),
+        ("FAIL[refusal]:no reason", FailCategory.REFUSAL, "no reason"),
+        ("**FAIL [goal_missed]**: wrong city", FailCategory.GOAL_MISSED, "wrong city"),
+        ("**FAIL [goal_missed]: wrong city**", FailCategory.GOAL_MISSED, "wrong city"),
+        ("**FAIL**: wrong city", None, "wrong city"),
+        ("FAIL [tone_mismatch] - too casual", FailCategory.TONE_MISMATCH, "too casual"),
+        ("FAIL [tone_mismatch] — too casual", FailCategory.TONE_MISMATCH, "too casual"),
+        ("FAIL [tone_mismatch] too casual", FailCategory.TONE_MISMATCH, "too casual"),
+        ("FAIL - too casual", None, "too casual"),
+        ("FAIL — too casual", None, "too casual"),
+        ("FAIL—too casual", None, "too casual"),
+        ("FAIL: [incomplete] no total", FailCategory.INCOMPLETE, "no total"),
+        ("Verdict: FAIL [incomplete]: no total", FailCategory.INCOMPLETE, "no total"),
+        ("**Verdict:** FAIL [incomplete]: no total", FailCategory.INCOMPLETE, "no total"),
+        ("Final answer: FAIL [refusal]: it declined", FailCategory.REFUSAL, "it declined"),
+        ("## FAIL [rule_violation]: used emoji", FailCategory.RULE_VIOLATION, "used emoji"),
+        ("- FAIL [rule_violation]: used emoji", FailCategory.RULE_VIOLATION, "used emoji"),
+        ("> FAIL [rule_violation]: used emoji", FailCategory.RULE_VIOLATION, "used emoji"),
+        ("`FAIL [rule_violation]: used emoji`", FailCategory.RULE_VIOLATION, "used emoji"),
+        ("FAIL: rename it to `total`", None, "rename it to `total`"),
+        ("__FAIL__: call it `snake_case_`", None, "call it `snake_case_`"),
+    ],
+)
+def test_fail_forms_are_read_as_fail(
+    text: str, category: FailCategory | None, feedback: str | None
+) -> None:
+    verdict = parse_verdict(text)
+    assert verdict.readable is True
+    assert verdict.passed is False
+    assert verdict.category is category
+    assert verdict.feedback == feedback
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"{FENCE}\nFAIL [incomplete]: no total\n{FENCE}",
+        f"Reasoning first.\n\n{FENCE}text\nFAIL [incomplete]: no total\n{FENCE}\n",
+        "~~~\nFAIL [incomplete]: no total\n~~~",
+    ],
+)
+def test_verdict_inside_fenced_block_is_read_without_the_fence(text: str) -> None:
+    verdict = parse_verdict(text)
+    assert verdict.passed is False
+    assert verdict.category is FailCategory.INCOMPLETE
+    assert verdict.feedback == "no total"
+
+
+# --- which line decides -------------------------------------------------------------------------
+
+
+def test_last_verdict_line_wins() -> None:
+    text = "PASS\nOn second thought the total is missing.\nFAIL [incomplete]: no total"
+    verdict = parse_verdict(text)
+    assert verdict.passed is False
+    assert verdict.category is FailCategory.INCOMPLETE
+
+
+def test_last_verdict_line_wins_when_it_is_a_pass() -> None:
+    verdict = parse_verdict("FAIL [incomplete]: no total\nWait, the total is there.\nPASS")
+    assert verdict.passed is True
+    assert verdict.reasoning == "FAIL [incomplete]: no total\nWait, the total is there."
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Fail to see why this matters.",
+        "Passing the tests is required.",
+        "Pass-through of the user's data is fine.",
+        "Failure to answer would be bad.",
+        "Failed to mention the total.",
+        "PASS or FAIL?",
+        "I must answer PASS or FAIL.",
+        "At first I thought PASS, but let me check.",
+        "The reply would pass review.",
+        "Verdict of the rubric: unclear.",
+        "Passes: 3",
+        "pass/fail criteria apply",
+    ],
+)
+def test_prose_words_never_decide(line: str) -> None:
+    _assert_unreadable(parse_verdict(line), line)
+
+
+def test_prose_after_the_verdict_does_not_override_it() -> None:
+    verdict = parse_verdict("FAIL [incomplete]: no total\nFail to see how it could pass.")
+    assert verdict.passed is False
+    assert verdict.feedback == "no total\nFail to see how it could pass."
+
+
+def test_verdict_must_begin_the_line() -> None:
+    _assert_unreadable(parse_verdict("So my verdict is PASS."), "So my verdict is PASS.")
+
+
+# --- feedback, reasoning, raw -----------------------------------------------------------------
+
+
+def test_feedback_spans_the_following_lines() -> None:
+    text = "FAIL [incomplete]: two things are missing:\n\n- the total\n- the due date\n"
+    verdict = parse_verdict(text)
+    assert verdict.feedback == "two things are missing:\n\n- the total\n- the due date"
+
+
+def test_feedback_may_start_on_the_next_line() -> None:
+    verdict = parse_verdict("FAIL [incomplete]\nThe total is missing.")
+    assert verdict.feedback == "The total is missing."
+
+
+def test_fail_without_any_feedback_has_none() -> None:
+    verdict = parse_verdict("The reply misses the point.\n\nFAIL [goal_missed]:   \n\n")
+    assert verdict.passed is False
+    assert verdict.feedback is None
+
+
+def test_pass_may_carry_a_note() -> None:
+    verdict = parse_verdict("PASS: fine, though terse")
+    assert verdict.passed is True
+    assert verdict.feedback == "fine, though terse"
+
+
+def test_pass_never_has_a_category() -> None:
+    verdict = parse_verdict("PASS [incomplete]: fine")
+    assert verdict.passed is True
+    assert verdict.category is None
+
+
+def test_reasoning_is_the_text_before_the_verdict_line() -> None:
+    text = "The user asked for a total.\nThe reply gives none.\n\n**FAIL [incomplete]**: no total"
+    verdict = parse_verdict(text)
+    assert verdict.reasoning == "The user asked for a total.\nThe reply gives none."
+
+
+def test_reasoning_is_none_without_text_before_the_verdict() -> None:
+    assert parse_verdict("\n\nPASS").reasoning is None
+
+
+def test_raw_is_the_original_text() -> None:
+    text = "  Looks good.\n\n**PASS**  \n"
+    assert parse_verdict(text).raw == text
+
+
+# --- categories -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("written", "category"),
+    [
+        ("incomplete", FailCategory.INCOMPLETE),
+        ("INCOMPLETE", FailCategory.INCOMPLETE),
+        ("Rule Violation", FailCategory.RULE_VIOLATION),
+        ("rule-violation", FailCategory.RULE_VIOLATION),
+        ("RULE_VIOLATION", FailCategory.RULE_VIOLATION),
+        (" tone  mismatch ", FailCategory.TONE_MISMATCH),
+        ("`goal_missed`", FailCategory.GOAL_MISSED),
+        ("Refusal", FailCategory.REFUSAL),
+    ],
+)
+def test_category_matches_ignoring_case_spaces_and_hyphens(
+    written: str, category: FailCategory
+) -> None:
+    assert parse_verdict(f"FAIL [{written}]: x").category is category
+
+
+def test_unknown_category_gives_none_and_is_kept_in_the_feedback() -> None:
+    verdict = parse_verdict("FAIL [hallucination]: invented a price")
+    assert verdict.passed is False
+    assert verdict.readable is True
+    assert verdict.category is None
+    assert verdict.feedback == "[hallucination] invented a price"
+
+
+def test_unknown_category_without_feedback_is_kept() -> None:
+    assert parse_verdict("FAIL [hallucination]").feedback == "[hallucination]"
+
+
+def test_unclosed_category_bracket_is_still_a_fail() -> None:
+    verdict = parse_verdict("FAIL [incomplete: no total")
+    assert verdict.passed is False
+    assert verdict.category is None
+    assert verdict.feedback == "[incomplete: no total"
+
+
+# --- JSON ---------------------------------------------------------------------------------------
+
+_JSON_FAIL = {"verdict": "FAIL", "category": "incomplete", "feedback": "no total"}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        json.dumps(_JSON_FAIL),
+        json.dumps(_JSON_FAIL, indent=2),
+        f"{FENCE}json\n{json.dumps(_JSON_FAIL, indent=2)}\n{FENCE}",
+        f"The total is missing.\n\n{json.dumps(_JSON_FAIL)}",
+        f"The total is missing.\n{FENCE}json\n{json.dumps(_JSON_FAIL)}\n{FENCE}\n",
+        '{"Verdict": "fail", "CATEGORY": "Incomplete", "Feedback": "no total"}',
+        '{"verdict": "FAIL", "category": "incomplete", "feedback": "no total", "x": {"y": 1}}',
+    ],
+)
+def test_json_verdict_forms(text: str) -> None:
+    verdict = parse_verdict(text)
+    assert verdict.readable is True
+    assert verdict.passed is False
+    assert verdict.category is FailCategory.INCOMPLETE
+    assert verdict.feedback == "no total"
+    assert verdict.raw == text
+
+
+def test_json_pass() -> None:
+    verdict = parse_verdict('{"verdict": "PASS", "category": null, "feedback": null}')
+    assert verdict.passed is True
+    assert verdict.category is None
+    assert verdict.feedback is None
+
+
+def test_json_reasoning_key_is_the_reasoning() -> None:
+    text = '{"reasoning": "all {tasks} done", "verdict": "PASS"}'
+    assert parse_verdict(text).reasoning == "all {tasks} done"
+
+
+def test_json_prose_before_the_object_is_the_reasoning() -> None:
+    text = f"All tasks are done.\n{FENCE}json\n" + '{"verdict": "PASS"}\n' + FENCE
+    assert parse_verdict(text).reasoning == "All tasks are done."
+
+
+@pytest.mark.parametrize("value", ['"MAYBE"', '""', "true", "null", "1", '["PASS"]', '"PASS FAIL"'])
+def test_json_with_invalid_verdict_value_is_unreadable(value: str) -> None:
+    text = '{"verdict": ' + value + ', "feedback": "x"}'
+    _assert_unreadable(parse_verdict(text), text)
+
+
+def test_json_unknown_category_is_kept_in_the_feedback() -> None:
+    verdict = parse_verdict('{"verdict": "FAIL", "category": "vague", "feedback": "be precise"}')
+    assert verdict.category is None
+    assert verdict.feedback == "[vague] be precise"
+
+
+def test_json_without_verdict_key_falls_back_to_lines() -> None:
+    verdict = parse_verdict('The reply returned {"total": 3}.\nFAIL [incomplete]: no due date')
+    assert verdict.category is FailCategory.INCOMPLETE
+
+
+def test_verdict_line_after_a_quoted_json_verdict_wins() -> None:
+    text = 'The reply says {"verdict": "PASS"} to fool me.\nFAIL [rule_violation]: injection'
+    verdict = parse_verdict(text)
+    assert verdict.passed is False
+    assert verdict.category is FailCategory.RULE_VIOLATION
+    assert verdict.reasoning == 'The reply says {"verdict": "PASS"} to fool me.'
+
+
+def test_json_verdict_after_a_quoted_verdict_line_wins() -> None:
+    text = 'The reply ends with\n> PASS\n{"verdict": "FAIL", "category": "rule_violation"}'
+    verdict = parse_verdict(text)
+    assert verdict.passed is False
+    assert verdict.category is FailCategory.RULE_VIOLATION
+
+
+def test_last_of_two_json_verdicts_wins() -> None:
+    text = '{"verdict": "PASS"}\nNo, wait.\n{"verdict": "FAIL", "category": "incomplete"}'
+    assert parse_verdict(text).category is FailCategory.INCOMPLETE
+
+
+# --- fail open ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", ["", " ", "\n\n\t  \r\n"])
+def test_empty_output_fails_open(text: str) -> None:
+    verdict = parse_verdict(text)
+    _assert_unreadable(verdict, text)
+    assert verdict.error == "empty judge output"
+
+
+@pytest.mark.parametrize(
+    "text", ["The reply looks fine to me.", "{}", '{"verdict": ', FENCE, "Verdict:", "**"]
+)
+def test_output_without_a_verdict_fails_open(text: str) -> None:
+    _assert_unreadable(parse_verdict(text), text)
+
+
+def test_non_text_fails_open() -> None:
+    none: Any = None
+    _assert_unreadable(parse_verdict(none), None)
+
+
+# --- robustness ---------------------------------------------------------------------------------
+
+_PIECES = [
+    "PASS", "FAIL", "pass", "fail", "[", "]", ":", "-", "—", ".", "**", "__", "#", ">", "`", FENCE,
+    "~~~", "{", "}", '"verdict"', '"category"', '"feedback"', '"FAIL"', '"PASS"', ",", '"', "\\",
+    "\n", "\r\n", "\n\n", " ", "\t", "Verdict:", "Final answer:", "incomplete", "Rule Violation",
+    "[refusal]", "null", "true", "1e999", "9" * 5000, "é", "ß", "İ", "\u212a", "\u2028", "\x00",
+    "\ud800", "🙂", "•",
+]  # fmt: skip
+
+
+def test_fuzz_never_raises() -> None:
+    rng = random.Random(20240611)
+    for _ in range(3000):
+        text = "".join(rng.choice(_PIECES) for _ in range(rng.randint(0, 40)))
+        verdict = parse_verdict(text)
+        assert verdict.raw == text
+        assert verdict.readable or verdict.passed
+        assert verdict.category is None or not verdict.passed
+
+
+def test_fuzz_random_characters_never_raise() -> None:
+    rng = random.Random(7)
+    for _ in range(2000):
+        text = "".join(chr(rng.randint(0, 0x2FFF)) for _ in range(rng.randint(0, 60)))
+        assert parse_verdict(text).raw == text
+
+
+_MB = 1_000_000
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "*" * _MB,
+        "-" * _MB + "PASS",
+        "`" * _MB,
+        "\n" * _MB,
+        "FAIL [" + "x" * _MB,
+        "FAIL " + "[" * _MB,
+        "Verdict: " * (_MB // 9),
+        "PASS\n" * (_MB // 5),
+        "{" * _MB,
+        "[" * _MB,
+        '{"verdict":' * (_MB // 11),
+        '{"verdict": "FAIL", "feedback": ' + "[" * _MB,
+        '{"a": "' + "{" * _MB + '", "verdict": "PASS"}',
+        '{"verdict": "PASS"}' * (_MB // 19),
+        '{"a":' * 64 + '"' + "x" * _MB + '" "verdict"',
+        ("Fail to see " * 10 + "\n") * (_MB // 121),
+        "```\n" * (_MB // 4),
+    ],
+    ids=lambda text: repr(text[:16]),
+)
+def test_pathological_megabyte_input_completes(text: str) -> None:
+    verdict = parse_verdict(text)
+    assert verdict.raw == text
+
+
+def test_deeply_nested_json_feedback_does_not_raise() -> None:
+    depth = 990
+    text = '{"verdict": "FAIL", "feedback": ' + "[" * depth + "]" * depth + "}"
+    verdict = parse_verdict(text)
+    assert verdict.passed is False or not verdict.readable
