@@ -1,0 +1,195 @@
+"""A loopback HTTP server playing an LLM provider, for end-to-end tests through ``apiBase``.
+
+It speaks the OpenAI chat-completions wire format on ``.../chat/completions`` and the
+Anthropic messages format on ``.../messages``, answering each request from a script of
+``Step`` values (text, status, delay, raw bytes, or a dropped connection). It runs its own
+event loop in a thread, so both ``await verifier.run`` and ``verifier.run_sync`` can use it,
+and sets ``TCP_NODELAY`` and writes each response in one send.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import socket
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Step:
+    """How to answer one request."""
+
+    text: str | None = "PASS"
+    status: int = 200
+    delay: float = 0.0
+    body: bytes | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    drop: bool = False
+    prompt_tokens: int = 900
+    completion_tokens: int = 12
+
+
+@dataclass
+class Seen:
+    """One request the server received."""
+
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+
+def openai_body(step: Step, model: str) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": step.text},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": step.prompt_tokens,
+            "completion_tokens": step.completion_tokens,
+            "total_tokens": step.prompt_tokens + step.completion_tokens,
+        },
+    }
+
+
+def anthropic_body(step: Step, model: str) -> dict[str, Any]:
+    content = [] if step.text is None else [{"type": "text", "text": step.text}]
+    return {
+        "id": "msg_test",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": step.prompt_tokens, "output_tokens": step.completion_tokens},
+    }
+
+
+class ProviderServer:
+    """Start with ``with ProviderServer() as server:``; point ``apiBase`` at ``server.url``."""
+
+    def __init__(self, steps: list[Step] | None = None, *, default: Step | None = None) -> None:
+        self._steps: deque[Step] = deque(steps or [])
+        self._default = default
+        self._lock = threading.Lock()
+        self.seen: list[Seen] = []
+        self._loop = asyncio.new_event_loop()
+        self._server: asyncio.Server | None = None
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.port = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def push(self, *steps: Step) -> None:
+        with self._lock:
+            self._steps.extend(steps)
+
+    def _next(self) -> Step:
+        with self._lock:
+            if self._steps:
+                return self._steps.popleft()
+        if self._default is None:
+            return Step(text=None, status=500, body=b'{"error": "the test script ran out"}')
+        return self._default
+
+    def __enter__(self) -> ProviderServer:
+        self._thread.start()
+        future = asyncio.run_coroutine_threadsafe(self._start(), self._loop)
+        future.result(timeout=10)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result(timeout=10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+        self._loop.close()
+
+    async def _start(self) -> None:
+        self._server = await asyncio.start_server(self._client, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def _stop(self) -> None:
+        assert self._server is not None
+        self._server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(BaseException):
+                await task
+        await self._server.wait_closed()
+
+    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)  # type: ignore[arg-type]
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            while await self._one(reader, writer):
+                pass
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            self._tasks.discard(task)  # type: ignore[arg-type]
+            writer.close()
+            with contextlib.suppress(BaseException):
+                await writer.wait_closed()
+
+    async def _one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        head = await reader.readuntil(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        _method, path, _version = lines[0].split(" ", 2)
+        headers = {}
+        for line in lines[1:]:
+            if ":" in line:
+                name, value = line.split(":", 1)
+                headers[name.strip().lower()] = value.strip()
+        length = int(headers.get("content-length", "0"))
+        raw = await reader.readexactly(length) if length else b""
+        body = json.loads(raw) if raw else {}
+        self.seen.append(Seen(path=path, headers=headers, body=body))
+        step = self._next()
+        if step.delay:
+            await asyncio.sleep(step.delay)
+        if step.drop:
+            transport = writer.transport
+            sock = writer.get_extra_info("socket")
+            if sock is not None:  # an RST rather than a clean FIN
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+            transport.abort()
+            return False
+        model = str(body.get("model", "unknown"))
+        if step.body is not None:
+            payload = step.body
+        elif path.rstrip("/").endswith("/messages"):
+            payload = json.dumps(anthropic_body(step, model)).encode()
+        else:
+            payload = json.dumps(openai_body(step, model)).encode()
+        reason = {200: "OK", 429: "Too Many Requests", 500: "Internal Server Error"}.get(
+            step.status, "Status"
+        )
+        response_headers = {"content-type": "application/json", **step.headers}
+        response_headers["content-length"] = str(len(payload))
+        head_out = f"HTTP/1.1 {step.status} {reason}\r\n" + "".join(
+            f"{k}: {v}\r\n" for k, v in response_headers.items()
+        )
+        writer.write(head_out.encode("latin-1") + b"\r\n" + payload)
+        await writer.drain()
+        return True
