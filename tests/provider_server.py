@@ -16,6 +16,7 @@ import socket
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +42,30 @@ class Seen:
     path: str
     headers: dict[str, str]
     body: dict[str, Any]
+
+    @property
+    def prompt_texts(self) -> list[str]:
+        """The texts of the prompt as sent, system first, whatever the wire format.
+
+        OpenAI sends ``messages`` with string content; Anthropic moves the system message to a
+        top-level ``system`` list of blocks and may send content as a list of text blocks.
+        """
+        texts = [_block_text(self.body["system"])] if "system" in self.body else []
+        texts += [_block_text(m.get("content")) for m in self.body.get("messages", [])]
+        return texts
+
+    @property
+    def prompt(self) -> str:
+        """Every prompt text in one string, for searching."""
+        return "\n".join(self.prompt_texts)
+
+
+def _block_text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    return "\n".join(str(block.get("text", "")) for block in content if isinstance(block, dict))
 
 
 def openai_body(step: Step, model: str) -> dict[str, Any]:
@@ -90,6 +115,7 @@ class ProviderServer:
         self._server: asyncio.Server | None = None
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._tasks: set[asyncio.Task[None]] = set()
+        self._responder: Callable[[Seen], Step] | None = None
         self.port = 0
 
     @property
@@ -100,10 +126,19 @@ class ProviderServer:
         with self._lock:
             self._steps.extend(steps)
 
-    def _next(self) -> Step:
+    def respond_with(self, responder: Callable[[Seen], Step]) -> None:
+        """Answer every request the script does not cover with ``responder(request)``.
+
+        It runs on the server's thread, possibly for many requests at once: keep it pure.
+        """
+        self._responder = responder
+
+    def _next(self, seen: Seen) -> Step:
         with self._lock:
             if self._steps:
                 return self._steps.popleft()
+        if self._responder is not None:
+            return self._responder(seen)
         if self._default is None:
             return Step(text=None, status=500, body=b'{"error": "the test script ran out"}')
         return self._default
@@ -146,6 +181,10 @@ class ProviderServer:
                 pass
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
+        except asyncio.CancelledError:
+            # Shutdown cancels a handler still sleeping on a ``delay``; ending it normally
+            # keeps Python 3.11's stream callback from logging the cancellation as an error.
+            pass
         finally:
             self._tasks.discard(task)  # type: ignore[arg-type]
             writer.close()
@@ -164,15 +203,18 @@ class ProviderServer:
         length = int(headers.get("content-length", "0"))
         raw = await reader.readexactly(length) if length else b""
         body = json.loads(raw) if raw else {}
-        self.seen.append(Seen(path=path, headers=headers, body=body))
-        step = self._next()
+        seen = Seen(path=path, headers=headers, body=body)
+        self.seen.append(seen)
+        step = self._next(seen)
         if step.delay:
             await asyncio.sleep(step.delay)
         if step.drop:
             transport = writer.transport
             sock = writer.get_extra_info("socket")
             if sock is not None:  # an RST rather than a clean FIN
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+                sock.setsockopt(
+                    socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00"
+                )
             transport.abort()
             return False
         model = str(body.get("model", "unknown"))

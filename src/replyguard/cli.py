@@ -1,7 +1,7 @@
 """The ``replyguard`` command.
 
-Commands: ``demo`` (scripted turns through the real runner, no API key needed) and
-``check-config FILE`` (validate a config and print it with secrets masked). Exit codes: 0 on
+Commands: ``demo`` (scripted turns through the real runner, no API key needed), ``schema``
+(the config's JSON Schema) and ``check-config FILE`` (validate a config and print it with secrets masked). Exit codes: 0 on
 success, 2 on a usage or config error.
 """
 
@@ -26,6 +26,7 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser(
         "demo", help="run scripted turns through the verifier (no API key, no network)"
     )
+    commands.add_parser("schema", help="print the JSON Schema of the config file")
     check = commands.add_parser(
         "check-config", help="validate a config file and print the effective config"
     )
@@ -40,6 +41,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from replyguard.demo import main as demo_main
 
         return demo_main()
+    if args.command == "schema":
+        print(json.dumps(VerifierConfig.json_schema(), indent=2))
+        return 0
     try:
         config = VerifierConfig.load(args.file)
     except ConfigError as exc:

@@ -55,6 +55,7 @@ class VerifierConfig(BaseModel):
         frozen=True,
         strict=True,
         hide_input_in_errors=True,
+        use_attribute_docstrings=True,
     )
 
     enabled: bool = False
@@ -190,6 +191,14 @@ class VerifierConfig(BaseModel):
         value = os.environ.get(raw[len(ENV_PREFIX) :].strip())
         return (value,) if value else ()
 
+    @classmethod
+    def json_schema(cls) -> dict[str, Any]:
+        """The JSON Schema of the config file (camelCase keys, ``$schema`` allowed)."""
+        schema = cls.model_json_schema(by_alias=True, mode="validation")
+        schema["properties"] = {"$schema": {"type": "string"}, **schema["properties"]}
+        schema["title"] = "replyguard verifier config"
+        return schema
+
     # -- loading ---------------------------------------------------------------------------
 
     @classmethod
@@ -219,7 +228,8 @@ class VerifierConfig(BaseModel):
             document = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ConfigError(
-                str(file), [("", f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")]
+                str(file),
+                [("", f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")],
             ) from None
         data, prefix = _locate(document, str(file))
         try:
@@ -242,7 +252,9 @@ def _locate(document: Any, source: str) -> tuple[Any, str]:
     for key in NESTED_PATH:
         walked.append(key)
         if not isinstance(node, dict) or key not in node:
-            raise ConfigError(source, [(".".join(walked), "missing (expected the verifier object)")])
+            raise ConfigError(
+                source, [(".".join(walked), "missing (expected the verifier object)")]
+            )
         node = node[key]
     if not isinstance(node, dict):
         raise ConfigError(source, [(".".join(NESTED_PATH), "must be a JSON object")])

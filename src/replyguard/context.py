@@ -277,19 +277,26 @@ def build_judge_prompt(
         if limits.rules_cap
         else "",
         instructions=_neutral(
-            tokens.keep_head(turn.agent_instructions or "", limits.rules_cap, "instructions"), code
+            tokens.keep_head(
+                (turn.agent_instructions or "").strip(), limits.rules_cap, "instructions"
+            ),
+            code,
         ),
         history=[
             _neutral(tokens.keep_ends(render_message(m), history_cap, "message"), code)
             for m in history_source
         ],
-        metadata=_neutral(tokens.keep_head(render_metadata(meta, turn), METADATA_CAP, "metadata"), code),
+        metadata=_neutral(
+            tokens.keep_head(render_metadata(meta, turn), METADATA_CAP, "metadata"), code
+        ),
         feedback=_neutral(
             tokens.keep_head(_feedback_text(previous_feedback), FEEDBACK_CAP, "feedback"), code
         ),
         heartbeat=_neutral(
             tokens.keep_head(
-                heartbeat_tasks or "", max(limits.rules_cap, HEARTBEAT_MIN_CAP), "heartbeat tasks"
+                (heartbeat_tasks or "").strip(),
+                max(limits.rules_cap, HEARTBEAT_MIN_CAP),
+                "heartbeat tasks",
             ),
             code,
         ),

@@ -118,7 +118,9 @@ SCENARIOS = [
     ),
 ]
 
-HEARTBEAT_TASKS = "# Heartbeat\n- [ ] Check the inbox and answer anything urgent\n- [ ] Rotate logs\n"
+HEARTBEAT_TASKS = (
+    "# Heartbeat\n- [ ] Check the inbox and answer anything urgent\n- [ ] Rotate logs\n"
+)
 RULES = "# Rules\n- Never use emoji in status updates.\n"
 
 
@@ -142,47 +144,53 @@ def _describe_attempts(outcome: Outcome) -> list[str]:
     return lines
 
 
-async def run_demo(out: Callable[[str], None] = print) -> list[Outcome]:
-    """Run every scenario and print its path; returns the outcomes."""
+def write_workspace(directory: str) -> None:
+    """The demo agent's rules and heartbeat task list."""
+    Path(directory, "AGENTS.md").write_text(RULES, encoding="utf-8")
+    Path(directory, "HEARTBEAT.md").write_text(HEARTBEAT_TASKS, encoding="utf-8")
+
+
+async def run_demo(workspace: str, out: Callable[[str], None] = print) -> list[Outcome]:
+    """Run every scenario against ``workspace`` and print its path; returns the outcomes."""
     outcomes = []
-    with tempfile.TemporaryDirectory(prefix="replyguard-demo-") as workspace:
-        Path(workspace, "AGENTS.md").write_text(RULES, encoding="utf-8")
-        Path(workspace, "HEARTBEAT.md").write_text(HEARTBEAT_TASKS, encoding="utf-8")
-        for number, scenario in enumerate(SCENARIOS, start=1):
-            config = VerifierConfig.from_dict(
-                {
-                    "enabled": True,
-                    "model": JUDGE_MODEL,
-                    "agentModel": AGENT_MODEL,
-                    "workspaceDir": workspace,
-                    **scenario.overrides,
-                }
-            )
-            judge = MockedJudge(config, scenario.judge_answers, delay=scenario.judge_delay)
-            verifier = Verifier(config, judge=judge)
-            if number == 1:
-                await verifier.warmup()  # import litellm and the tokenizer before timing turns
-            agent = ScriptedAgent(scenario.replies)
-            turn = Turn(user_message=scenario.user_message, heartbeat=scenario.heartbeat)
-            outcome = await verifier.run(agent, turn)
-            await verifier.aclose()
-            outcomes.append(outcome)
-            out(f"[{number}] {scenario.title}")
-            out(f"    user: {scenario.user_message!r}")
-            for line in _describe_attempts(outcome):
-                out(line)
-            reason = f" reason={outcome.reason.value}" if outcome.reason else ""
-            skip = f" skip_reason={outcome.skip_reason.value}" if outcome.skip_reason else ""
-            out(
-                f"    → status={outcome.status.value}{reason}{skip} attempts={len(outcome.attempts)}"
-                f" judge_cost=${outcome.judge_cost_usd:.5f} latency={outcome.latency_ms:.0f} ms"
-            )
-            out(f"    delivered: {outcome.response!r}")
-            out("")
+    for number, scenario in enumerate(SCENARIOS, start=1):
+        config = VerifierConfig.from_dict(
+            {
+                "enabled": True,
+                "model": JUDGE_MODEL,
+                "agentModel": AGENT_MODEL,
+                "workspaceDir": workspace,
+                **scenario.overrides,
+            }
+        )
+        judge = MockedJudge(config, scenario.judge_answers, delay=scenario.judge_delay)
+        verifier = Verifier(config, judge=judge)
+        if number == 1:
+            await verifier.warmup()  # import litellm and the tokenizer before timing turns
+        agent = ScriptedAgent(scenario.replies)
+        turn = Turn(user_message=scenario.user_message, heartbeat=scenario.heartbeat)
+        outcome = await verifier.run(agent, turn)
+        await verifier.aclose()
+        outcomes.append(outcome)
+        out(f"[{number}] {scenario.title}")
+        out(f"    user: {scenario.user_message!r}")
+        for line in _describe_attempts(outcome):
+            out(line)
+        reason = f" reason={outcome.reason.value}" if outcome.reason else ""
+        skip = f" skip_reason={outcome.skip_reason.value}" if outcome.skip_reason else ""
+        out(
+            f"    → status={outcome.status.value}{reason}{skip}"
+            f" attempts={len(outcome.attempts)} judge_cost=${outcome.judge_cost_usd:.5f}"
+            f" latency={outcome.latency_ms:.0f} ms"
+        )
+        out(f"    delivered: {outcome.response!r}")
+        out("")
     return outcomes
 
 
 def main() -> int:
     """Entry point of ``replyguard demo``."""
-    asyncio.run(run_demo())
+    with tempfile.TemporaryDirectory(prefix="replyguard-demo-") as workspace:
+        write_workspace(workspace)
+        asyncio.run(run_demo(workspace))
     return 0

@@ -15,7 +15,10 @@ _NAME_TOKENS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("anthropic", ("claude",)),
     ("openai", ("gpt", "chatgpt", "o1", "o3", "o4", "davinci", "babbage", "codex")),
     ("google", ("gemini", "gemma", "palm", "bison")),
-    ("mistral", ("mistral", "mixtral", "codestral", "ministral", "pixtral", "magistral", "devstral")),
+    (
+        "mistral",
+        ("mistral", "mixtral", "codestral", "ministral", "pixtral", "magistral", "devstral"),
+    ),
     ("meta", ("llama",)),
     ("deepseek", ("deepseek",)),
     ("qwen", ("qwen", "qwq")),

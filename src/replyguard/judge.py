@@ -41,9 +41,9 @@ class JudgeReply:
 
 
 class Judge(Protocol):
-    """Anything that can judge a prompt within ``timeout`` seconds."""
+    """Anything that can judge a prompt within ``time_left`` seconds."""
 
-    async def judge(self, prompt: JudgePrompt, *, timeout: float) -> JudgeReply:
+    async def judge(self, prompt: JudgePrompt, *, time_left: float) -> JudgeReply:
         """Return the judge's answer, or raise; the runner fails open on any exception."""
         ...
 
@@ -140,12 +140,12 @@ class LiteLLMJudge:
             "api_key": api_key,
         }
 
-    async def judge(self, prompt: JudgePrompt, *, timeout: float) -> JudgeReply:
+    async def judge(self, prompt: JudgePrompt, *, time_left: float) -> JudgeReply:
         """Ask each model in turn until one answers; raise ``JudgeError`` if none does."""
         litellm = await import_litellm()
         api_key = self._config.resolve_api_key()
         secrets = (*self._events.secrets, *((api_key,) if api_key else ()))
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + time_left
         failures: list[str] = []
         last: BaseException | None = None
         for model in self._models:
@@ -168,4 +168,6 @@ class LiteLLMJudge:
                 )
                 continue
             return read_response(response, model)
-        raise JudgeError("; ".join(failures), last_error_class=type(last).__name__ if last else None)
+        raise JudgeError(
+            "; ".join(failures), last_error_class=type(last).__name__ if last else None
+        )

@@ -121,6 +121,15 @@ class Verifier:
         "_warned_lock",
         "_workspace",
     )
+    _config: VerifierConfig
+    _events: Events
+    _judge: Judge
+    _limits: ContextLimits
+    _loop_thread: _LoopThread
+    _triggers: TriggerMatcher
+    _warned: set[tuple[Any, ...]]
+    _warned_lock: threading.Lock
+    _workspace: Workspace
 
     def __init__(self, config: VerifierConfig, *, judge: Judge | None = None) -> None:
         events = Events(config.secrets())
@@ -216,7 +225,9 @@ class Verifier:
             if (text := self._workspace.read(name))
         ]
         if turn.rules:
-            sources.append(RulesSource("rules for this turn", "\n".join(f"- {r}" for r in turn.rules)))
+            sources.append(
+                RulesSource("rules for this turn", "\n".join(f"- {r}" for r in turn.rules))
+            )
         return sources
 
     async def _judgement(
@@ -229,7 +240,11 @@ class Verifier:
         def failed(reason: Reason, error: str) -> Verdict:
             latency = (time.perf_counter() - started) * 1000
             return Verdict(
-                passed=True, readable=False, fail_open_reason=reason, error=error, latency_ms=latency
+                passed=True,
+                readable=False,
+                fail_open_reason=reason,
+                error=error,
+                latency_ms=latency,
             )
 
         try:
@@ -243,8 +258,12 @@ class Verifier:
                 previous_feedback=previous_feedback,
                 meta=reply.meta,
             )
+        except Exception as exc:
+            events.error("judge_prompt_failed", error=describe_error(exc, events.secrets))
+            return failed(Reason.INTERNAL_ERROR, describe_error(exc, events.secrets))
+        try:
             async with asyncio.timeout(config.timeout_seconds):
-                answer = await self._judge.judge(prompt, timeout=config.timeout_seconds)
+                answer = await self._judge.judge(prompt, time_left=config.timeout_seconds)
         except TimeoutError:
             return failed(Reason.JUDGE_TIMEOUT, f"no verdict within {config.timeout_seconds:g} s")
         except Exception as exc:

@@ -97,10 +97,10 @@ class ScriptedJudge(_Script[JudgePrompt]):
         self.delay = delay
         self.timeouts: list[float] = []
 
-    async def judge(self, prompt: JudgePrompt, *, timeout: float) -> JudgeReply:
+    async def judge(self, prompt: JudgePrompt, *, time_left: float) -> JudgeReply:
         """Answer with the next scripted entry."""
         entry = self._next(prompt)
-        self.timeouts.append(timeout)
+        self.timeouts.append(time_left)
         if self.delay:
             await asyncio.sleep(self.delay)
         result = await self._resolve(entry, prompt)
@@ -117,9 +117,7 @@ class ScriptedAgent(_Script[list[dict[str, Any]]]):
     It records a copy of the messages of each call in ``calls``.
     """
 
-    def __init__(
-        self, script: Sequence[str | Reply | BaseException | Callable[..., Any]]
-    ) -> None:
+    def __init__(self, script: Sequence[str | Reply | BaseException | Callable[..., Any]]) -> None:
         super().__init__("ScriptedAgent", script)
 
     async def __call__(self, messages: list[dict[str, Any]]) -> Reply | str:

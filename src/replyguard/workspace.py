@@ -78,4 +78,3 @@ class Workspace:
             self._events.warning("workspace_file_truncated", file=name, bytes=size)
             text += f"\n[… {name} was cut at {MAX_FILE_BYTES:,} bytes of {size:,} …]"
         return text
-

@@ -1,0 +1,78 @@
+"""The demo runs every path through the real runner, and the CLI's config check."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from replyguard import Reason, Status, VerifierConfig
+from replyguard.cli import main
+from replyguard.demo import run_demo, write_workspace
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+async def test_demo_walks_every_path(tmp_path: Path) -> None:
+    write_workspace(str(tmp_path))
+    printed: list[str] = []
+    outcomes = await run_demo(str(tmp_path), printed.append)
+    assert [(o.status, o.reason) for o in outcomes] == [
+        (Status.SKIPPED, None),
+        (Status.NOT_TRIGGERED, None),
+        (Status.PASSED, None),
+        (Status.PASSED, None),
+        (Status.EXHAUSTED, None),
+        (Status.PASSED, None),
+        (Status.FAILED_OPEN, Reason.JUDGE_TIMEOUT),
+    ]
+    assert [len(o.attempts) for o in outcomes] == [1, 1, 1, 2, 2, 2, 1]
+    assert all(o.judge_cost_usd > 0 for o in outcomes[2:6])  # priced by litellm's map
+    assert any("FAIL [rule_violation]: Remove the emoji." in line for line in printed)
+
+
+def test_cli_demo_prints_each_turn(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("→ status=") == 7
+    assert "status=failed_open reason=judge_timeout" in out
+
+
+def test_check_config_prints_effective_config_with_key_masked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "verifier.json"
+    path.write_text(json.dumps({"enabled": True, "apiKey": "sk-literal-secret-123456"}))
+    assert main(["check-config", str(path)]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["enabled"] is True and shown["maxAttempts"] == 3
+    assert shown["apiKey"] == "**********"
+
+
+def test_check_config_names_file_and_key_and_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "verifier.json"
+    path.write_text(json.dumps({"maxAtempts": 2}))
+    assert main(["check-config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert str(path) in err and "maxAtempts: unknown key" in err
+
+
+def test_example_config_shows_every_key_with_its_default() -> None:
+    example = ROOT / "config.example.json"
+    document = json.loads(example.read_text(encoding="utf-8"))
+    defaults = VerifierConfig().model_dump(mode="json", by_alias=True)
+    assert document["$schema"] == "./replyguard.schema.json"
+    assert {key: value for key, value in document.items() if key != "$schema"} == defaults
+    assert VerifierConfig.load(example) == VerifierConfig()
+
+
+def test_shipped_schema_matches_the_config_model(capsys: pytest.CaptureFixture[str]) -> None:
+    shipped = json.loads((ROOT / "replyguard.schema.json").read_text(encoding="utf-8"))
+    assert main(["schema"]) == 0
+    assert json.loads(capsys.readouterr().out) == shipped
+    assert set(shipped["properties"]) == set(VerifierConfig().model_dump(by_alias=True)) | {
+        "$schema"
+    }

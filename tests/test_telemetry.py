@@ -1,0 +1,132 @@
+"""Log events: routed to the stdlib logger, silent by default, redacted, content opt-in."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from typing import Any
+
+import pytest
+
+from replyguard import Status, Turn, Verifier
+from replyguard.telemetry import REDACTED, describe_error, redact
+from replyguard.testing import ScriptedAgent, ScriptedJudge
+
+API_KEY = "sk-ant-api03-SECRET-abcdefghijklmnop"
+USER_TEXT = "my account number is 4242-SECRET-USER-TEXT"
+REPLY_TEXT = "Done: moved 4242-SECRET-REPLY-TEXT"
+
+
+def all_log_text(caplog: pytest.LogCaptureFixture) -> str:
+    return "\n".join(f"{r.getMessage()} {getattr(r, 'replyguard', '')}" for r in caplog.records)
+
+
+def test_host_without_logging_config_sees_nothing_printed() -> None:
+    script = textwrap.dedent(
+        """
+        import asyncio
+        from replyguard import Turn, Verifier, VerifierConfig
+        from replyguard.testing import ScriptedAgent, ScriptedJudge
+        config = VerifierConfig(enabled=True, verify_all=True, agent_model="claude-3-haiku")
+        verifier = Verifier(config, judge=ScriptedJudge([RuntimeError("judge down")]))
+        outcome = asyncio.run(verifier.run(ScriptedAgent(["Hello"]), Turn(user_message="Hi")))
+        assert outcome.status == "failed_open", outcome.status
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+
+
+async def test_each_decision_is_one_structured_record(
+    make_config: Any, replyguard_logs: pytest.LogCaptureFixture
+) -> None:
+    verifier = Verifier(make_config(), judge=ScriptedJudge(["FAIL [incomplete]: more", "PASS"]))
+    await verifier.run(ScriptedAgent(["Done.", "Done!"]), Turn(user_message="Hi", id="t-7"))
+    events = [r.replyguard for r in replyguard_logs.records]  # type: ignore[attr-defined]
+    assert [e["event"] for e in events] == ["verdict", "retry", "verdict", "passed"]
+    assert {e["turn_id"] for e in events} == {"t-7"}
+    first = events[0]
+    assert (first["attempt"], first["passed"], first["category"]) == (1, False, "incomplete")
+    assert {"model", "prompt_tokens", "completion_tokens", "cost_usd", "latency_ms"} <= set(first)
+
+
+async def test_skip_and_not_triggered_are_debug_events(
+    make_config: Any, replyguard_logs: pytest.LogCaptureFixture
+) -> None:
+    verifier = Verifier(make_config(), judge=ScriptedJudge([]))
+    await verifier.run(ScriptedAgent([""]), Turn(user_message="Hi"))
+    await verifier.run(ScriptedAgent(["Paris."]), Turn(user_message="Hi"))
+    assert [(r.levelname, r.replyguard["event"]) for r in replyguard_logs.records] == [  # type: ignore[attr-defined]
+        ("DEBUG", "skipped"),
+        ("DEBUG", "not_triggered"),
+    ]
+
+
+async def test_fail_open_is_a_warning_with_the_error_class(
+    make_config: Any, replyguard_logs: pytest.LogCaptureFixture
+) -> None:
+    verifier = Verifier(make_config(), judge=ScriptedJudge([ConnectionError("refused")]))
+    outcome = await verifier.run(ScriptedAgent(["Done."]), Turn(user_message="Hi"))
+    assert outcome.status == Status.FAILED_OPEN
+    record = replyguard_logs.records[-1]
+    assert record.levelname == "WARNING"
+    assert record.replyguard["reason"] == "judge_error"  # type: ignore[attr-defined]
+    assert record.replyguard["error"] == "ConnectionError: refused"  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("log_content", [False, True])
+async def test_content_is_logged_only_when_asked(
+    make_config: Any, replyguard_logs: pytest.LogCaptureFixture, log_content: bool
+) -> None:
+    verifier = Verifier(
+        make_config(logContent=log_content),
+        judge=ScriptedJudge(["FAIL [incomplete]: 4242-SECRET-FEEDBACK", "PASS"]),
+    )
+    await verifier.run(ScriptedAgent([REPLY_TEXT, REPLY_TEXT + "!"]), Turn(user_message=USER_TEXT))
+    text = all_log_text(replyguard_logs)
+    for secret in ("SECRET-USER-TEXT", "SECRET-REPLY-TEXT", "SECRET-FEEDBACK"):
+        assert (secret in text) is log_content
+
+
+async def test_api_key_echoed_by_an_error_is_redacted_everywhere(
+    make_config: Any, replyguard_logs: pytest.LogCaptureFixture
+) -> None:
+    error = RuntimeError(f"401 invalid x-api-key {API_KEY} for this request")
+    verifier = Verifier(make_config(apiKey=API_KEY), judge=ScriptedJudge([error]))
+    outcome = await verifier.run(ScriptedAgent(["Done."]), Turn(user_message="Hi"))
+    assert outcome.status == Status.FAILED_OPEN
+    for place in (all_log_text(replyguard_logs), repr(outcome), outcome.model_dump_json()):
+        assert API_KEY not in place
+    assert REDACTED in (outcome.attempts[0].verdict.error or "")  # type: ignore[union-attr]
+
+
+async def test_key_read_from_the_environment_is_redacted(
+    make_config: Any, replyguard_logs: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("JUDGE_KEY", "plainvalue-without-key-shape-123")
+    error = RuntimeError("bad key plainvalue-without-key-shape-123")
+    verifier = Verifier(make_config(apiKey="env:JUDGE_KEY"), judge=ScriptedJudge([error]))
+    outcome = await verifier.run(ScriptedAgent(["Done."]), Turn(user_message="Hi"))
+    assert "plainvalue" not in all_log_text(replyguard_logs) + outcome.model_dump_json()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Bearer abcdefghijklmnopqrstuvwxyz",
+        "key sk-proj-ABCDEFGHIJKLMNOPQRST",
+        "key sk-ant-api03-ABCDEFGHIJKLMNOP",
+    ],
+)
+def test_key_shaped_strings_are_redacted_even_unconfigured(text: str) -> None:
+    assert REDACTED in redact(text)
+    assert text.split()[-1] not in redact(text)
+
+
+def test_error_description_is_one_short_line() -> None:
+    described = describe_error(ValueError("line one\nline two " + "x" * 1000))
+    assert described.startswith("ValueError: line one line two")
+    assert "\n" not in described and len(described) < 400
