@@ -103,6 +103,63 @@ def anthropic_body(step: Step, model: str) -> dict[str, Any]:
     }
 
 
+# The error ``type`` each provider puts in its error body, by HTTP status.
+_OPENAI_ERROR_TYPES = {401: "invalid_request_error", 429: "requests", 500: "server_error"}
+_ANTHROPIC_ERROR_TYPES = {401: "authentication_error", 429: "rate_limit_error", 500: "api_error"}
+
+
+@dataclass(frozen=True)
+class Wire:
+    """One provider's wire format, and a judge / agent model pair that makes litellm speak it."""
+
+    name: str
+    judge_model: str
+    agent_model: str
+    """A model of another family than the judge's, so the cross-family check stays quiet."""
+    path: str
+    """Where litellm posts, relative to ``apiBase``."""
+    url: str
+    """The provider's public endpoint (what respx mocks when no ``apiBase`` is set)."""
+    key_header: str
+    key_prefix: str
+
+    def answer(self, step: Step, model: str) -> dict[str, Any]:
+        """A successful response body in this wire format."""
+        return openai_body(step, model) if self.name == "openai" else anthropic_body(step, model)
+
+    def error(self, status: int, message: str) -> bytes:
+        """An error body in this provider's shape, carrying ``message``."""
+        if self.name == "openai":
+            kind = _OPENAI_ERROR_TYPES.get(status, "server_error")
+            body: dict[str, Any] = {
+                "error": {"message": message, "type": kind, "param": None, "code": None}
+            }
+        else:
+            kind = _ANTHROPIC_ERROR_TYPES.get(status, "api_error")
+            body = {"type": "error", "error": {"type": kind, "message": message}}
+        return json.dumps(body).encode()
+
+
+OPENAI = Wire(
+    name="openai",
+    judge_model="openai/gpt-4o-mini",
+    agent_model="anthropic/claude-sonnet-4-5",
+    path="/chat/completions",
+    url="https://api.openai.com/v1/chat/completions",
+    key_header="authorization",
+    key_prefix="Bearer ",
+)
+ANTHROPIC = Wire(
+    name="anthropic",
+    judge_model="anthropic/claude-sonnet-4-5",
+    agent_model="openai/gpt-4o",
+    path="/v1/messages",
+    url="https://api.anthropic.com/v1/messages",
+    key_header="x-api-key",
+    key_prefix="",
+)
+
+
 class ProviderServer:
     """Start with ``with ProviderServer() as server:``; point ``apiBase`` at ``server.url``."""
 
@@ -224,9 +281,12 @@ class ProviderServer:
             payload = json.dumps(anthropic_body(step, model)).encode()
         else:
             payload = json.dumps(openai_body(step, model)).encode()
-        reason = {200: "OK", 429: "Too Many Requests", 500: "Internal Server Error"}.get(
-            step.status, "Status"
-        )
+        reason = {
+            200: "OK",
+            401: "Unauthorized",
+            429: "Too Many Requests",
+            500: "Internal Server Error",
+        }.get(step.status, "Status")
         response_headers = {"content-type": "application/json", **step.headers}
         response_headers["content-length"] = str(len(payload))
         head_out = f"HTTP/1.1 {step.status} {reason}\r\n" + "".join(

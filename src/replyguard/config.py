@@ -248,13 +248,10 @@ def _locate(document: Any, source: str) -> tuple[Any, str]:
     if "agents" not in document:
         return document, ""
     node: Any = document
-    walked: list[str] = []
     for key in NESTED_PATH:
-        walked.append(key)
         if not isinstance(node, dict) or key not in node:
-            raise ConfigError(
-                source, [(".".join(walked), "missing (expected the verifier object)")]
-            )
+            where = ".".join(NESTED_PATH)
+            raise ConfigError(source, [(where, "missing (expected the verifier object there)")])
         node = node[key]
     if not isinstance(node, dict):
         raise ConfigError(source, [(".".join(NESTED_PATH), "must be a JSON object")])

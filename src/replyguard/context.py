@@ -8,8 +8,8 @@ Budget: every section is first capped on its own (reply head and tail within
 ``responseTokenCap``, rules within ``rulesTokenCap``, the newest ``historyTurns`` messages).
 Then the whole prompt, system message included, is rendered and counted with tiktoken; while it
 is over ``contextTokenBudget`` the sections are cut in this order: agent instructions, history
-(oldest first), rules, metadata, previous feedback, heartbeat tasks, the reply's middle, and the
-user request's middle last of all. Cuts are always made from the original text, so markers
+(oldest first), rules, metadata, previous feedback, the reply's middle, heartbeat tasks, and
+the user request's middle last of all. Cuts are always made from the original text, so markers
 never nest, and they never tokenize more than they keep.
 
 This module does no I/O: rules and heartbeat texts arrive already read.
@@ -213,8 +213,30 @@ def _shrink_head(sections: _Sections, name: str, over: int, what: str) -> int:
     return 0
 
 
+def _shrink_ends(sections: _Sections, name: str, over: int, floor: int) -> int:
+    """Cut the middle of the reply or user request by about ``over`` tokens, from the original."""
+    text: str = getattr(sections, name)
+    if over <= 0:
+        return over
+    size = tokens.count(text)
+    keep = max(size - over, floor)
+    if keep >= size:
+        return over
+    original: str = getattr(sections, f"{name}_original")
+    what = "reply" if name == "reply" else "user request"
+    setattr(sections, name, _neutral(tokens.keep_ends(original, keep, what), sections.nonce))
+    sections.trimmed.add("reply" if name == "reply" else "user_message")
+    return over - (size - keep)
+
+
 def _cut(sections: _Sections, over: int) -> None:
-    """Remove about ``over`` tokens, in the contract's trim order."""
+    """Remove about ``over`` tokens, in the trim order.
+
+    The edges (reply, heartbeat tasks, user request) are only cut in a pass that cut nothing
+    else: after cutting lower-priority sections the prompt is measured again first, so an
+    estimate's slack never costs the parts that matter most.
+    """
+    before = over
     if sections.instructions:
         over -= tokens.count(sections.instructions) + 8
         sections.instructions = ""
@@ -225,22 +247,11 @@ def _cut(sections: _Sections, over: int) -> None:
     over = _shrink_head(sections, "rules", over, "rules")
     over = _shrink_head(sections, "metadata", over, "metadata")
     over = _shrink_head(sections, "feedback", over, "previous feedback")
+    if over != before:
+        return
+    over = _shrink_ends(sections, "reply", over, REPLY_FLOOR)
     over = _shrink_head(sections, "heartbeat", over, "heartbeat tasks")
-    if over > 0:
-        size = tokens.count(sections.reply)
-        keep = max(size - over, REPLY_FLOOR)
-        if keep < size:
-            cut = tokens.keep_ends(sections.reply_original, keep, "reply")
-            sections.reply = _neutral(cut, sections.nonce)
-            sections.trimmed.add("reply")
-            over -= size - keep
-    if over > 0:
-        size = tokens.count(sections.user)
-        keep = max(size - over, USER_FLOOR)
-        if keep < size:
-            cut = tokens.keep_ends(sections.user_original, keep, "user request")
-            sections.user = _neutral(cut, sections.nonce)
-            sections.trimmed.add("user_message")
+    _shrink_ends(sections, "user", over, USER_FLOOR)
 
 
 def _neutral(text: str, nonce: str) -> str:
@@ -263,6 +274,7 @@ def build_judge_prompt(
     code = nonce or new_nonce()
     system = system_prompt()
     budget = limits.budget
+    rules_cap = min(limits.rules_cap, budget)
     user = _neutral(tokens.keep_ends(turn.user_message, budget, "user request"), code)
     reply = _neutral(tokens.keep_ends(reply_text, min(limits.response_cap, budget), "reply"), code)
     history_source = turn.history[-limits.history_turns :] if limits.history_turns else []
@@ -273,13 +285,11 @@ def build_judge_prompt(
         reply_original=reply_text,
         user=user,
         reply=reply,
-        rules=_neutral(tokens.keep_head(_rules_text(rules), limits.rules_cap, "rules"), code)
-        if limits.rules_cap
+        rules=_neutral(tokens.keep_head(_rules_text(rules), rules_cap, "rules"), code)
+        if rules_cap
         else "",
         instructions=_neutral(
-            tokens.keep_head(
-                (turn.agent_instructions or "").strip(), limits.rules_cap, "instructions"
-            ),
+            tokens.keep_head((turn.agent_instructions or "").strip(), rules_cap, "instructions"),
             code,
         ),
         history=[
@@ -295,7 +305,7 @@ def build_judge_prompt(
         heartbeat=_neutral(
             tokens.keep_head(
                 (heartbeat_tasks or "").strip(),
-                max(limits.rules_cap, HEARTBEAT_MIN_CAP),
+                max(rules_cap, min(HEARTBEAT_MIN_CAP, budget)),
                 "heartbeat tasks",
             ),
             code,

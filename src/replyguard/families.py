@@ -52,8 +52,8 @@ _PROVIDER_FAMILIES: dict[str, str] = {
 
 _TOKEN_SPLIT = re.compile(r"[^a-z0-9]+")
 _REASONING = re.compile(
-    r"(?:^|[/:.\-_])(?:o[134](?:$|[\-_.])|gpt-5|deepseek-r1|deepseek-reasoner|qwq|magistral|"
-    r"gemini-2\.5|gemini-3|grok-3-mini|grok-4|.*thinking)"
+    r"(?:^|[/:.\-_])(?:o[134](?:$|[\-_.])|gpt-5|gpt-oss|deepseek[.\-_]r1|deepseek-reasoner|"
+    r"qwq|magistral|gemini-2\.5|gemini-3|grok-3-mini|grok-4|.*thinking)"
 )
 
 

@@ -50,9 +50,12 @@ class Judge(Protocol):
 
 async def import_litellm() -> Any:
     """litellm, imported off the event loop the first time (the import takes seconds)."""
-    module = sys.modules.get("litellm")
+    module: Any = sys.modules.get("litellm")
     if module is None:
         module = await asyncio.to_thread(importlib.import_module, "litellm")
+    # Otherwise litellm prints a "Give Feedback / Get Help" banner to stdout on every provider
+    # error, and a library must print nothing.
+    module.suppress_debug_info = True
     return module
 
 

@@ -71,6 +71,29 @@ async def _call_agent(agent: Agent, messages: Messages) -> Reply:
     return _as_reply(result)
 
 
+async def _shutdown_loop() -> None:
+    """Close litellm's clients and cancel what is left on this loop (as ``asyncio.run`` does)."""
+    await close_litellm_clients()
+    current = asyncio.current_task()
+    pending = [task for task in asyncio.all_tasks() if task is not current]
+    for task in pending:
+        task.cancel()
+    await asyncio.gather(*pending, return_exceptions=True)
+
+
+def _copy_messages(messages: Messages) -> Messages:
+    """A deep copy of JSON-like messages, so an agent's edits never reach the caller."""
+
+    def copy(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {key: copy(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [copy(item) for item in value]
+        return value
+
+    return [copy(message) for message in messages]
+
+
 class _LoopThread:
     """One event loop in a daemon thread, shared by every ``run_sync`` call of a Verifier.
 
@@ -101,7 +124,7 @@ class _LoopThread:
             self._loop = self._thread = None
         if loop is None or thread is None:
             return
-        asyncio.run_coroutine_threadsafe(close_litellm_clients(), loop).result(timeout=5)
+        asyncio.run_coroutine_threadsafe(_shutdown_loop(), loop).result(timeout=10)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(timeout=5)
         loop.close()
@@ -267,9 +290,9 @@ class Verifier:
         except TimeoutError:
             return failed(Reason.JUDGE_TIMEOUT, f"no verdict within {config.timeout_seconds:g} s")
         except Exception as exc:
-            reason = Reason.JUDGE_ERROR
-            if "timeout" in type(exc).__name__.lower():
-                reason = Reason.JUDGE_TIMEOUT
+            # litellm's own Timeout (its per-call timeout is the same deadline) is a timeout too.
+            kind = getattr(exc, "last_error_class", None) or type(exc).__name__
+            reason = Reason.JUDGE_TIMEOUT if "timeout" in kind.lower() else Reason.JUDGE_ERROR
             return failed(reason, describe_error(exc, events.secrets))
         verdict = parse_verdict(answer.text)
         update: dict[str, Any] = {
@@ -331,15 +354,14 @@ class Verifier:
     async def run(self, agent: Agent, turn: Turn) -> Outcome:
         """Run ``agent`` for ``turn``, verify its reply, retry with feedback, deliver.
 
-        ``agent`` receives OpenAI-style messages (a fresh copy on every call) and returns a
+        ``agent`` receives OpenAI-style messages (a fresh deep copy on every call) and returns a
         ``Reply`` or a ``str``, sync or async. Its exception on the first attempt propagates;
         on a retry it fails open with the best reply so far.
         """
         started = time.perf_counter()
         config, events = self._config, self._events
-        messages: Messages = [dict(m) for m in turn.history]
-        messages.append({"role": "user", "content": turn.user_message})
-        reply = await _call_agent(agent, list(messages))
+        messages: Messages = [*turn.history, {"role": "user", "content": turn.user_message}]
+        reply = await _call_agent(agent, _copy_messages(messages))
         attempts: list[Attempt] = []
 
         def finish(
@@ -404,7 +426,7 @@ class Verifier:
                 {"role": "user", "content": feedback},
             ]
             try:
-                retry = await _call_agent(agent, list(messages))
+                retry = await _call_agent(agent, _copy_messages(messages))
             except Exception as exc:
                 events.warning(
                     "agent_retry_failed",

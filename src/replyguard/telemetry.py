@@ -37,10 +37,10 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
 
 def describe_error(exc: BaseException, secrets: Iterable[str] = (), limit: int = 300) -> str:
     """A short, redacted one-line description of an exception, safe to log or store."""
-    text = " ".join(str(exc).split())
+    # Redact before cutting: a cut through a secret would leave a piece no pattern matches.
+    text = redact(" ".join(str(exc).split()), secrets)
     if len(text) > limit:
         text = text[:limit] + "…"
-    text = redact(text, secrets)
     name = type(exc).__name__
     return f"{name}: {text}" if text else name
 

@@ -19,6 +19,8 @@ ENCODING_NAME = "o200k_base"
 # a prefix that long is treated as holding the limit.
 _CHARS_PER_TOKEN_GUESS = 4
 _CHARS_PER_TOKEN_CEILING = 16
+# Tokens kept free for a cut marker such as "[… 1,234 characters of the reply cut here …]".
+_MARKER_ROOM = 24
 
 
 @functools.cache
@@ -108,7 +110,9 @@ def keep_ends(text: str, limit: int, what: str) -> str:
     """``text`` if it fits ``limit`` tokens, else its head and tail with a marked gap."""
     if within(text, limit):
         return text
-    budget = max(limit - 24, 2)
+    if limit < _MARKER_ROOM * 2:  # no room for a marker: keep what fits
+        return head(text, limit)
+    budget = limit - _MARKER_ROOM
     start = head(text, budget // 2)
     end = tail(text, budget - budget // 2)
     gap = max(len(text) - len(start) - len(end), 0)
@@ -119,5 +123,7 @@ def keep_head(text: str, limit: int, what: str) -> str:
     """``text`` if it fits ``limit`` tokens, else its start with a marked cut."""
     if within(text, limit):
         return text
-    start = head(text, max(limit - 20, 1))
+    if limit < _MARKER_ROOM * 2:
+        return head(text, limit)
+    start = head(text, limit - _MARKER_ROOM)
     return f"{start}\n[… {len(text) - len(start):,} more characters of the {what} cut here …]"

@@ -36,7 +36,11 @@ class Workspace:
         if relative.is_absolute() or ".." in relative.parts:
             self._events.warning("workspace_file_refused", file=name, why="outside workspace")
             return None
-        path = (self._root / relative).resolve()
+        try:
+            path = (self._root / relative).resolve()
+        except (OSError, RuntimeError, ValueError) as exc:  # symlink loop, NUL byte, ...
+            self._events.warning("workspace_file_unreadable", file=name, error=type(exc).__name__)
+            return None
         if not path.is_relative_to(self._root):
             self._events.warning("workspace_file_refused", file=name, why="links outside workspace")
             return None
@@ -52,7 +56,7 @@ class Workspace:
         except FileNotFoundError:
             self._events.debug("workspace_file_missing", file=name)
             return None
-        except OSError as exc:
+        except (OSError, ValueError) as exc:
             self._events.warning("workspace_file_unreadable", file=name, error=type(exc).__name__)
             return None
         key = (stat.st_size, stat.st_mtime_ns)

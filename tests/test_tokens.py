@@ -1,0 +1,209 @@
+"""Token counting and token-bounded cutting (tiktoken ``o200k_base``)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import pytest
+
+from replyguard import tokens
+
+MILLION = 1_000_000
+Cut = Callable[[str, int], str]
+
+
+def _repeat(unit: str, chars: int) -> str:
+    return (unit * (chars // len(unit) + 1))[:chars]
+
+
+# Long texts of very different densities; each is far over every limit used below.
+LONG_TEXTS = {
+    "prose": _repeat("The quick brown fox jumps over the lazy dog. ", 60_000),
+    "cjk": _repeat("漢字仮名交じり文の例です。中文文本测试。", 30_000),
+    "emoji": _repeat("🎉👩‍👩‍👧‍👦🇯🇵🏳️‍🌈", 30_000),
+    "combining": _repeat("e\u0301a\u0308o\u0303 ", 30_000),
+    "special-tokens": _repeat("text <|endoftext|> more <|fim_prefix|> ", 30_000),
+    "one-character": "a" * 60_000,
+    "code": _repeat('def f(x):\n    return {"k": [x, x * 2]}\n', 60_000),
+}
+LIMITS = [1, 8, 16, 32, 100, 1000]
+CUTTERS: dict[str, Cut] = {
+    "keep_ends": lambda text, limit: tokens.keep_ends(text, limit, "reply"),
+    "keep_head": lambda text, limit: tokens.keep_head(text, limit, "rules"),
+}
+GAP = re.compile(r"\[… ([\d,]+) characters of the reply cut here …\]")
+MORE = re.compile(r"\[… ([\d,]+) more characters of the rules cut here …\]")
+
+long_texts = pytest.mark.parametrize("text", list(LONG_TEXTS.values()), ids=list(LONG_TEXTS))
+limits = pytest.mark.parametrize("limit", LIMITS)
+cutters = pytest.mark.parametrize("cut", list(CUTTERS.values()), ids=list(CUTTERS))
+
+
+# -- count ----------------------------------------------------------------------------------------
+
+
+def test_count_of_empty_text_is_zero() -> None:
+    assert tokens.count("") == 0
+
+
+def test_count_is_exact() -> None:
+    text = "Hello, world! 漢字 🎉"
+    assert tokens.count(text) == len(tokens.encoding().encode_ordinary(text))
+
+
+@pytest.mark.parametrize("text", ["<|endoftext|>", "a <|endoftext|> b <|fim_prefix|>"])
+def test_count_treats_special_tokens_as_ordinary_text(text: str) -> None:
+    assert tokens.count(text) == len(tokens.encoding().encode_ordinary(text))
+    assert tokens.count("<|endoftext|>") > 1  # not the single special token
+
+
+# -- within ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "limit"),
+    [("", 0), ("word", 1), ("one two three", 3), ("🎉" * 10, 100), ("a" * 1000, 1000)],
+)
+def test_within_is_true_when_the_text_fits(text: str, limit: int) -> None:
+    assert tokens.count(text) <= limit
+    assert tokens.within(text, limit) is True
+
+
+@long_texts
+@limits
+def test_within_is_false_when_the_text_does_not_fit(text: str, limit: int) -> None:
+    assert tokens.within(text, limit) is False
+
+
+def test_within_is_exact_at_the_boundary() -> None:
+    text = LONG_TEXTS["prose"][:2000]
+    size = tokens.count(text)
+    assert (tokens.within(text, size), tokens.within(text, size - 1)) == (True, False)
+
+
+# -- head and tail -------------------------------------------------------------------------------
+
+
+@long_texts
+@limits
+def test_head_is_a_prefix_within_the_limit(text: str, limit: int) -> None:
+    start = tokens.head(text, limit)
+    assert text.startswith(start)
+    assert tokens.count(start) <= limit
+
+
+@long_texts
+@limits
+def test_tail_is_a_suffix_within_the_limit(text: str, limit: int) -> None:
+    end = tokens.tail(text, limit)
+    assert text.endswith(end)
+    assert tokens.count(end) <= limit
+
+
+@pytest.mark.parametrize("edge", [tokens.head, tokens.tail], ids=["head", "tail"])
+def test_head_and_tail_fill_the_limit_of_dense_text(edge: Cut) -> None:
+    kept = edge(LONG_TEXTS["prose"], 500)
+    assert 495 <= tokens.count(kept) <= 500
+
+
+@pytest.mark.parametrize("edge", [tokens.head, tokens.tail], ids=["head", "tail"])
+@pytest.mark.parametrize("limit", [0, -5])
+def test_head_and_tail_of_no_room_are_empty(edge: Cut, limit: int) -> None:
+    assert edge("some text", limit) == ""
+
+
+@pytest.mark.parametrize("edge", [tokens.head, tokens.tail], ids=["head", "tail"])
+@pytest.mark.parametrize(
+    "text", ["", "short", "<|endoftext|>", "🎉" * 20, "e\u0301" * 20, "漢字" * 20], ids=repr
+)
+def test_head_and_tail_return_a_text_that_fits_unchanged(edge: Cut, text: str) -> None:
+    assert edge(text, tokens.count(text)) == text
+
+
+# -- keep_ends and keep_head ---------------------------------------------------------------------
+
+
+@cutters
+@pytest.mark.parametrize(
+    "text",
+    ["", "short", "<|endoftext|>", LONG_TEXTS["cjk"][:300]],
+    ids=["empty", "short", "eot", "cjk"],
+)
+def test_cutters_return_a_text_that_fits_unchanged(cut: Cut, text: str) -> None:
+    assert cut(text, max(tokens.count(text), 1)) == text
+
+
+@cutters
+@long_texts
+@pytest.mark.parametrize("limit", [32, 100, 1000])
+def test_cutters_never_exceed_the_limit(cut: Cut, text: str, limit: int) -> None:
+    assert tokens.count(cut(text, limit)) <= limit
+
+
+@cutters
+@pytest.mark.parametrize("limit", [1, 8])
+def test_cutters_never_exceed_a_limit_smaller_than_their_marker(cut: Cut, limit: int) -> None:
+    assert tokens.count(cut(LONG_TEXTS["prose"], limit)) <= limit
+
+
+@long_texts
+def test_keep_ends_keeps_a_head_and_a_tail_around_a_gap_marker(text: str) -> None:
+    kept = tokens.keep_ends(text, 200, "reply")
+    start, end = GAP.split(kept)[::2]
+    assert start.endswith("\n")
+    assert end.startswith("\n")
+    assert start[:-1]
+    assert end[1:]
+    assert text.startswith(start[:-1])
+    assert text.endswith(end[1:])
+
+
+@long_texts
+def test_keep_ends_gap_marker_states_the_characters_cut(text: str) -> None:
+    kept = tokens.keep_ends(text, 200, "reply")
+    start, gap, end = GAP.split(kept)
+    assert int(gap.replace(",", "")) == len(text) - len(start[:-1]) - len(end[1:])
+
+
+@long_texts
+def test_keep_head_keeps_a_prefix_and_states_the_characters_cut(text: str) -> None:
+    kept = tokens.keep_head(text, 200, "rules")
+    start, cut, rest = MORE.split(kept)
+    assert rest == ""
+    assert start.endswith("\n")
+    assert start[:-1]
+    assert text.startswith(start[:-1])
+    assert int(cut.replace(",", "")) == len(text) - len(start[:-1])
+
+
+def test_markers_name_what_was_cut() -> None:
+    text = LONG_TEXTS["prose"]
+    assert "of the user request cut here" in tokens.keep_ends(text, 100, "user request")
+    assert "of the heartbeat tasks cut here" in tokens.keep_head(text, 100, "heartbeat tasks")
+
+
+# -- very large inputs ---------------------------------------------------------------------------
+
+MILLION_TEXTS = {
+    "prose": _repeat("Lorem ipsum dolor sit amet, consectetur adipiscing elit. ", MILLION),
+    "cjk": _repeat("漢字仮名交じり文の例です。", MILLION),
+    "emoji": "🎉" * MILLION,
+    "one-character": "a" * MILLION,
+}
+
+
+@pytest.mark.parametrize("text", list(MILLION_TEXTS.values()), ids=list(MILLION_TEXTS))
+def test_million_character_inputs_are_cut_within_the_limit(text: str) -> None:
+    limit = 3000
+    start, end = tokens.head(text, limit), tokens.tail(text, limit)
+    assert text.startswith(start)
+    assert text.endswith(end)
+    assert tokens.within(text, limit) is False
+    results = [
+        start,
+        end,
+        tokens.keep_ends(text, limit, "reply"),
+        tokens.keep_head(text, limit, "rules"),
+    ]
+    assert max(tokens.count(result) for result in results) <= limit
