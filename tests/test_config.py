@@ -19,7 +19,7 @@ CONTRACT_DEFAULTS: list[tuple[str, str, Any]] = [
     ("model", "model", "anthropic/claude-sonnet-4-5"),
     ("agentModel", "agent_model", None),
     ("requireCrossFamily", "require_cross_family", False),
-    ("fallbackModels", "fallback_models", []),
+    ("fallbackModels", "fallback_models", ()),
     ("apiBase", "api_base", None),
     ("apiKey", "api_key", None),
     ("verifyAll", "verify_all", False),
@@ -28,7 +28,7 @@ CONTRACT_DEFAULTS: list[tuple[str, str, Any]] = [
     (
         "triggerKeywords",
         "trigger_keywords",
-        ["done", "completed", "finished", "ready", "here you go"],
+        ("done", "completed", "finished", "ready", "here you go"),
     ),
     ("timeoutSeconds", "timeout_seconds", 30),
     ("contextTokenBudget", "context_token_budget", 8000),
@@ -36,12 +36,14 @@ CONTRACT_DEFAULTS: list[tuple[str, str, Any]] = [
     ("rulesTokenCap", "rules_token_cap", 2000),
     ("historyTurns", "history_turns", 5),
     ("workspaceDir", "workspace_dir", None),
-    ("rulesFiles", "rules_files", ["AGENTS.md", "SOUL.md"]),
+    ("rulesFiles", "rules_files", ("AGENTS.md", "SOUL.md")),
     ("heartbeatFile", "heartbeat_file", "HEARTBEAT.md"),
     ("maxCostUsd", "max_cost_usd", None),
     ("judgeMaxTokens", "judge_max_tokens", 512),
     ("logContent", "log_content", False),
 ]
+# Keys added beyond the contract's table (checks before the judge).
+CHECK_KEYS = {"checks": "checks", "judgeAfterChecks": "judge_after_checks"}
 
 # One non-default value per key, to prove the JSON key reaches the attribute.
 NON_DEFAULTS: dict[str, Any] = {
@@ -95,7 +97,8 @@ def test_default_matches_the_contract(json_key: str, attribute: str, default: An
 
 
 def test_contract_table_lists_every_key() -> None:
-    assert set(VerifierConfig.model_fields) == {attribute for _, attribute, _ in CONTRACT_DEFAULTS}
+    expected = {attribute for _, attribute, _ in CONTRACT_DEFAULTS} | set(CHECK_KEYS.values())
+    assert set(VerifierConfig.model_fields) == expected
 
 
 def test_an_empty_object_gives_the_defaults() -> None:
@@ -109,12 +112,13 @@ def test_camel_case_json_key_sets_the_snake_case_attribute(json_key: str, attrib
         assert config.resolve_api_key() == SECRET
     else:
         config = VerifierConfig.from_dict({json_key: NON_DEFAULTS[json_key]})
-        assert getattr(config, attribute) == NON_DEFAULTS[json_key]
+        value = getattr(config, attribute)
+        assert (list(value) if isinstance(value, tuple) else value) == NON_DEFAULTS[json_key]
 
 
 def test_dump_by_alias_uses_camel_case_keys() -> None:
     dumped = VerifierConfig().model_dump(mode="json", by_alias=True)
-    assert set(dumped) == {json_key for json_key, _, _ in CONTRACT_DEFAULTS}
+    assert set(dumped) == {json_key for json_key, _, _ in CONTRACT_DEFAULTS} | set(CHECK_KEYS)
 
 
 @pytest.mark.parametrize("snake_key", ["max_attempts", "api_key", "workspace_dir", "verify_all"])
@@ -234,7 +238,7 @@ def test_workspace_file_outside_the_workspace_is_rejected(key: str, value: Any) 
 
 @pytest.mark.parametrize("name", ["docs/AGENTS.md", "./SOUL.md", "notes..md"])
 def test_workspace_file_inside_the_workspace_is_accepted(name: str) -> None:
-    assert VerifierConfig.from_dict({"rulesFiles": [name]}).rules_files == [name]
+    assert VerifierConfig.from_dict({"rulesFiles": [name]}).rules_files == (name,)
 
 
 # -- effective judge token limit -------------------------------------------------------------
@@ -457,3 +461,20 @@ def test_load_keeps_an_absolute_workspace_dir(tmp_path: Path) -> None:
 def test_load_accepts_a_str_path(tmp_path: Path) -> None:
     path = _write(tmp_path, {"enabled": True})
     assert VerifierConfig.load(str(path)).enabled is True
+
+
+def test_list_settings_cannot_be_changed_after_construction() -> None:
+    config = VerifierConfig.from_dict({"triggerKeywords": ["done"], "fallbackModels": ["x/y"]})
+    assert isinstance(config.trigger_keywords, tuple)
+    assert isinstance(config.fallback_models, tuple)
+    assert isinstance(config.rules_files, tuple)
+
+
+def test_workspace_dir_accepts_a_path_in_code(tmp_path: Path) -> None:
+    assert VerifierConfig(workspace_dir=tmp_path).workspace_dir == str(tmp_path)
+
+
+def test_a_masked_key_is_refused_rather_than_sent() -> None:
+    dumped = VerifierConfig(api_key=SECRET).model_dump(mode="json", by_alias=True)
+    assert dumped["apiKey"] == "**********"
+    assert _error({"apiKey": dumped["apiKey"]}).problems[0][0] == "apiKey"

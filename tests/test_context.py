@@ -12,7 +12,6 @@ import pytest
 from replyguard import tokens
 from replyguard.context import (
     MESSAGE_OVERHEAD,
-    REPLY_FLOOR,
     ContextLimits,
     JudgePrompt,
     RulesSource,
@@ -575,8 +574,21 @@ def test_trim_cuts_the_user_request_last_keeping_head_and_tail() -> None:
     assert reply is not None
     assert reply.startswith("REPLY-HEAD")
     assert reply.endswith("REPLY-TAIL")
-    assert tokens.count(reply) <= REPLY_FLOOR  # the reply was cut to its floor first
+    assert tokens.count(reply) <= 1000 // 4  # the reply keeps a quarter before the request is cut
     assert _fits(prompt, 1000)
+
+
+def test_reply_keeps_a_quarter_of_the_budget_against_a_long_user_paste() -> None:
+    prompt = build_judge_prompt(
+        Turn(user_message=_words("USER", 7000)),
+        _words("REPLY", 4000),
+        limits=ContextLimits(budget=8000),
+        nonce=NONCE,
+    )
+    reply = _section(prompt, "assistant_reply") or ""
+    assert tokens.count(reply) >= 8000 // 4 - 30
+    assert "user_message" in prompt.trimmed
+    assert _fits(prompt, 8000)
 
 
 def test_a_reply_over_the_response_cap_keeps_head_and_tail_with_a_gap_marker() -> None:

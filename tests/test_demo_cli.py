@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from replyguard import Reason, Status, VerifierConfig
+from replyguard import FailCategory, Reason, Status, VerifierConfig
 from replyguard.cli import main
 from replyguard.demo import run_demo, write_workspace
 
@@ -25,17 +25,23 @@ async def test_demo_walks_every_path(tmp_path: Path) -> None:
         (Status.PASSED, None),
         (Status.EXHAUSTED, None),
         (Status.PASSED, None),
+        (Status.PASSED, None),
         (Status.FAILED_OPEN, Reason.JUDGE_TIMEOUT),
     ]
-    assert [len(o.attempts) for o in outcomes] == [1, 1, 1, 2, 2, 2, 1]
-    assert all(o.judge_cost_usd > 0 for o in outcomes[2:6])  # priced by litellm's map
+    assert [len(o.attempts) for o in outcomes] == [1, 1, 1, 2, 2, 2, 2, 1]
+    assert all(o.judge_cost_usd > 0 for o in outcomes[2:7])  # priced by litellm's map
     assert any("FAIL [rule_violation]: Remove the emoji." in line for line in printed)
+    caught = [outcomes[5].attempts[0].verdict, outcomes[6].attempts[0].verdict]
+    assert [(v.category, v.decisive, v.cost_usd) for v in caught if v] == [
+        (FailCategory.GOAL_MISSED, True, 0.0),
+        (FailCategory.INCOMPLETE, True, 0.0),
+    ]
 
 
 def test_cli_demo_prints_each_turn(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
-    assert out.count("→ status=") == 7
+    assert out.count("→ status=") == 8
     assert "status=failed_open reason=judge_timeout" in out
 
 

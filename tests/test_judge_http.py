@@ -301,8 +301,11 @@ async def test_provider_error_prints_nothing(
 
 
 async def test_fallback_model_gives_the_verdict_when_the_first_model_errors(
-    http: respx.MockRouter, config_for: Callable[..., VerifierConfig]
+    http: respx.MockRouter,
+    config_for: Callable[..., VerifierConfig],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "anthropic-own-key-0000")
     first = http.post(OPENAI.url).mock(
         return_value=httpx.Response(500, content=OPENAI.error(500, "overloaded"))
     )
@@ -317,6 +320,24 @@ async def test_fallback_model_gives_the_verdict_when_the_first_model_errors(
     assert sent(fallback).body["model"] == "claude-haiku-4-5"
     assert verdict.model == "claude-haiku-4-5"
     assert (verdict.passed, verdict.category) == (False, FailCategory.RULE_VIOLATION)
+
+
+async def test_configured_key_is_never_sent_to_a_fallback_of_another_provider(
+    http: respx.MockRouter,
+    config_for: Callable[..., VerifierConfig],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "anthropic-own-key-0000")
+    first = http.post(OPENAI.url).mock(
+        return_value=httpx.Response(500, content=OPENAI.error(500, "overloaded"))
+    )
+    fallback = http.post(ANTHROPIC.url).mock(side_effect=answering(ANTHROPIC, "PASS"))
+    config = config_for(
+        OPENAI, agentModel="gemini/gemini-2.5-pro", fallbackModels=["anthropic/claude-haiku-4-5"]
+    )
+    await judge_once(config)
+    assert sent(first).headers["authorization"] == f"Bearer {API_KEY}"
+    assert sent(fallback).headers["x-api-key"] == "anthropic-own-key-0000"
 
 
 # --- reasoning (o-series) judges ----------------------------------------------------------------

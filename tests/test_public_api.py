@@ -9,6 +9,16 @@ import replyguard
 
 EXPECTED = {
     "Attempt",
+    "Check",
+    "CheckResult",
+    "ClaimCheck",
+    "CommandCheck",
+    "FunctionCheck",
+    "HeartbeatCheck",
+    "HttpRequestCheck",
+    "JsonCheck",
+    "RuleCheck",
+    "repair_json",
     "ConfigError",
     "CrossFamilyError",
     "FailCategory",

@@ -250,8 +250,13 @@ async def test_agent_returning_a_wrong_type_is_the_callers_error(make_config: An
 
 @pytest.mark.parametrize(
     "retry",
-    [RuntimeError("agent crashed"), "", Reply(text="Done?", meta=RunMeta(error="overloaded"))],
-    ids=["raises", "empty", "error_reply"],
+    [
+        RuntimeError("agent crashed"),
+        "",
+        Reply(text="Done?", meta=RunMeta(error="overloaded")),
+        Reply(text="", meta=RunMeta(pending_tool_calls=1)),
+    ],
+    ids=["raises", "empty", "error_reply", "tool_call_step"],
 )
 async def test_agent_trouble_on_retry_delivers_the_previous_reply(
     make_config: Any, retry: Any
@@ -377,7 +382,7 @@ async def test_heartbeat_turn_is_judged_with_its_task_list(
     judge = ScriptedJudge(["FAIL [goal_missed]: Rotate the logs.", "PASS"])
     config = make_config(verifyHeartbeat=True, workspaceDir=str(tmp_path))
     outcome = await Verifier(config, judge=judge).run(
-        ScriptedAgent(["HEARTBEAT_OK", "Rotated the logs."]),
+        ScriptedAgent(["Checked; nothing urgent.", "Rotated the logs."]),
         Turn(user_message="tick", heartbeat=True),
     )
     assert outcome.status == Status.PASSED
@@ -529,3 +534,55 @@ def test_scripted_fakes_fail_loudly_when_overcalled() -> None:
     asyncio.run(agent([]))
     with pytest.raises(ScriptError, match="called 2 times but scripted for 1"):
         asyncio.run(agent([]))
+
+
+# -- a custom judge's answers are checked ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [lambda p: None, lambda p: 42, lambda p: JudgeReply(text="PASS", model="m", cost_usd=None)],
+    ids=["none", "number", "bad_cost"],
+)
+async def test_custom_judge_returning_nonsense_fails_open(make_config: Any, answer: Any) -> None:
+    class Odd:
+        async def judge(self, prompt: JudgePrompt, *, time_left: float) -> Any:
+            return answer(prompt)
+
+    outcome = await Verifier(make_config(verifyAll=True), judge=Odd()).run(  # type: ignore[arg-type]
+        ScriptedAgent(["Hello"]), TURN
+    )
+    assert (outcome.status, outcome.reason, outcome.response) == (
+        Status.FAILED_OPEN,
+        Reason.JUDGE_ERROR,
+        "Hello",
+    )
+
+
+def test_fallback_of_the_agents_family_is_refused_when_cross_family_is_required(
+    make_config: Any,
+) -> None:
+    config = make_config(requireCrossFamily=True, fallbackModels=["azure/gpt-4o-mini"])
+    with pytest.raises(CrossFamilyError, match="gpt-4o-mini"):
+        Verifier(config, judge=ScriptedJudge([]))
+
+
+async def test_zero_cost_ceiling_never_pays_a_judge(make_config: Any) -> None:
+    judge = ScriptedJudge([])
+    outcome = await Verifier(make_config(maxCostUsd=0), judge=judge).run(
+        ScriptedAgent(["Done."]), TURN
+    )
+    assert (outcome.status, outcome.reason) == (Status.FAILED_OPEN, Reason.COST_BUDGET)
+    judge.assert_exhausted()
+
+
+async def test_judge_warmup_is_not_counted_in_the_judgement_deadline(make_config: Any) -> None:
+    class SlowStart(ScriptedJudge):
+        async def warmup(self) -> None:
+            await asyncio.sleep(0.5)  # a cold import of litellm, say
+
+    judge = SlowStart(["PASS"])
+    outcome = await Verifier(make_config(timeoutSeconds=0.3), judge=judge).run(
+        ScriptedAgent(["Done."]), TURN
+    )
+    assert outcome.status == Status.PASSED

@@ -93,6 +93,8 @@ def test_pass_forms_are_read_as_pass(text: str) -> None:
         ("`FAIL [rule_violation]: used emoji`", FailCategory.RULE_VIOLATION, "used emoji"),
         ("FAIL: rename it to `total`", None, "rename it to `total`"),
         ("__FAIL__: call it `snake_case_`", None, "call it `snake_case_`"),
+        ("FAIL (incomplete): add the date", FailCategory.INCOMPLETE, "add the date"),
+        ("FAIL ❌ no date", None, "❌ no date"),
     ],
 )
 def test_fail_forms_are_read_as_fail(
@@ -421,3 +423,13 @@ def test_deeply_nested_json_feedback_does_not_raise() -> None:
     text = '{"verdict": "FAIL", "feedback": ' + "[" * depth + "]" * depth + "}"
     verdict = parse_verdict(text)
     assert verdict.passed is False or not verdict.readable
+
+
+@pytest.mark.parametrize("text", ["PASS ✅", "PASS ✔"])
+def test_pass_followed_by_a_symbol_is_a_pass(text: str) -> None:
+    verdict = parse_verdict(text)
+    assert (verdict.readable, verdict.passed) == (True, True)
+
+
+def test_pass_slash_fail_is_no_verdict() -> None:
+    assert parse_verdict("PASS/FAIL").readable is False

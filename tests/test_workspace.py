@@ -90,7 +90,7 @@ def test_directory_where_a_file_is_expected_is_none_and_logged(
 ) -> None:
     (root / "HEARTBEAT.md").mkdir()
     assert workspace.read("HEARTBEAT.md") is None
-    assert _event_names(replyguard_logs) == ["workspace_file_unreadable"]
+    assert _event_names(replyguard_logs) == ["workspace_file_refused"]
     assert replyguard_logs.records[-1].levelno == logging.WARNING
 
 
@@ -236,3 +236,11 @@ def test_a_deleted_file_is_no_longer_served_from_the_cache(
     assert workspace.read("AGENTS.md") is not None
     (root / "AGENTS.md").unlink()
     assert workspace.read("AGENTS.md") is None
+
+
+def test_a_fifo_is_refused_without_blocking(
+    root: Path, workspace: Workspace, replyguard_logs: pytest.LogCaptureFixture
+) -> None:
+    os.mkfifo(root / "SOUL.md")  # opening it for reading would wait for a writer forever
+    assert workspace.read("SOUL.md") is None
+    assert _event_names(replyguard_logs) == ["workspace_file_refused"]

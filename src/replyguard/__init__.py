@@ -12,7 +12,19 @@ from replyguard._env import set_env_defaults
 
 set_env_defaults()
 
-from replyguard.config import VerifierConfig  # noqa: E402 - after the env defaults
+from replyguard.checks import (  # noqa: E402 - after the env defaults
+    Check,
+    CheckResult,
+    ClaimCheck,
+    CommandCheck,
+    FunctionCheck,
+    HeartbeatCheck,
+    HttpRequestCheck,
+    JsonCheck,
+    RuleCheck,
+    repair_json,
+)
+from replyguard.config import VerifierConfig  # noqa: E402
 from replyguard.errors import (  # noqa: E402
     ConfigError,
     CrossFamilyError,
@@ -41,9 +53,17 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Attempt",
+    "Check",
+    "CheckResult",
+    "ClaimCheck",
+    "CommandCheck",
     "ConfigError",
     "CrossFamilyError",
     "FailCategory",
+    "FunctionCheck",
+    "HeartbeatCheck",
+    "HttpRequestCheck",
+    "JsonCheck",
     "Judge",
     "JudgeError",
     "JudgeReply",
@@ -52,6 +72,7 @@ __all__ = [
     "Reason",
     "Reply",
     "ReplyguardError",
+    "RuleCheck",
     "RunMeta",
     "SkipReason",
     "Status",
@@ -62,5 +83,6 @@ __all__ = [
     "VerifierConfig",
     "__version__",
     "parse_verdict",
+    "repair_json",
     "skip_reason",
 ]

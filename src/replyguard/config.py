@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path, PurePosixPath, PureWindowsPath
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 from pydantic import (
     BaseModel,
@@ -25,9 +25,11 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from replyguard.checks.specs import CheckSpec, HeartbeatCheckSpec
 from replyguard.errors import ConfigError
 
 ENV_PREFIX = "env:"
+MASK = "**********"
 NESTED_PATH = ("agents", "defaults", "verifier")
 DEFAULT_TRIGGER_KEYWORDS = ("done", "completed", "finished", "ready", "here you go")
 REASONING_JUDGE_MAX_TOKENS = 4096
@@ -66,7 +68,7 @@ class VerifierConfig(BaseModel):
     """The agent's model, for the cross-family check."""
     require_cross_family: bool = False
     """Refuse a judge of the agent's model family (``false``: warn)."""
-    fallback_models: list[str] = Field(default_factory=list)
+    fallback_models: tuple[str, ...] = Field(default=(), strict=False)
     """Judge models tried in order when the judge call errors."""
     api_base: str | None = None
     """Base URL passed to litellm (a proxy, or a test server)."""
@@ -78,7 +80,7 @@ class VerifierConfig(BaseModel):
     """Verify every heartbeat reply, keywords or not."""
     max_attempts: int = Field(default=3, ge=1, le=50)
     """Attempts per turn, the first reply included."""
-    trigger_keywords: list[str] = Field(default_factory=lambda: list(DEFAULT_TRIGGER_KEYWORDS))
+    trigger_keywords: tuple[str, ...] = Field(default=DEFAULT_TRIGGER_KEYWORDS, strict=False)
     """Words and phrases that make a reply worth judging (whole-word, case-insensitive)."""
     timeout_seconds: float = Field(default=30.0, gt=0, le=3600)
     """Deadline of one judgement, fallbacks included; then fail open."""
@@ -92,7 +94,7 @@ class VerifierConfig(BaseModel):
     """Most recent history messages shown to the judge."""
     workspace_dir: str | None = None
     """Where ``rulesFiles`` and ``heartbeatFile`` are read from (relative to the config file)."""
-    rules_files: list[str] = Field(default_factory=lambda: ["AGENTS.md", "SOUL.md"])
+    rules_files: tuple[str, ...] = Field(default=("AGENTS.md", "SOUL.md"), strict=False)
     """Rules files, read inside ``workspaceDir`` only."""
     heartbeat_file: str = "HEARTBEAT.md"
     """The heartbeat task list, inside ``workspaceDir``."""
@@ -102,6 +104,12 @@ class VerifierConfig(BaseModel):
     """Verdict length limit; when not set, 4096 for reasoning judge models."""
     log_content: bool = False
     """Put user text, replies and feedback into log events."""
+    checks: tuple[CheckSpec, ...] = Field(
+        default=(HeartbeatCheckSpec(type="heartbeat"),), strict=False
+    )
+    """Deterministic checks run before the judge, in parallel (see README for each type)."""
+    judge_after_checks: Literal["on_pass", "always", "never"] = "on_pass"
+    """Call the judge only when every check passed, always, or never (checks alone decide)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -109,6 +117,11 @@ class VerifierConfig(BaseModel):
         if isinstance(data, dict) and "$schema" in data:
             data = {k: v for k, v in data.items() if k != "$schema"}
         return data
+
+    @field_validator("workspace_dir", mode="before")
+    @classmethod
+    def _path_to_text(cls, value: Any) -> Any:
+        return os.fspath(value) if isinstance(value, os.PathLike) else value
 
     @field_validator("model")
     @classmethod
@@ -119,22 +132,22 @@ class VerifierConfig(BaseModel):
 
     @field_validator("fallback_models")
     @classmethod
-    def _fallbacks_not_empty(cls, value: list[str]) -> list[str]:
+    def _fallbacks_not_empty(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         if any(not m.strip() for m in value):
             raise ValueError("model names must not be empty")
-        return [m.strip() for m in value]
+        return tuple(m.strip() for m in value)
 
     @field_validator("trigger_keywords")
     @classmethod
-    def _keywords_not_empty(cls, value: list[str]) -> list[str]:
+    def _keywords_not_empty(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         if any(not k.strip() for k in value):
             raise ValueError("keywords must not be empty")
-        return [k.strip() for k in value]
+        return tuple(k.strip() for k in value)
 
     @field_validator("rules_files")
     @classmethod
-    def _rules_files_relative(cls, value: list[str]) -> list[str]:
-        return [_relative_inside(v, "rulesFiles entry") for v in value]
+    def _rules_files_relative(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(_relative_inside(v, "rulesFiles entry") for v in value)
 
     @field_validator("heartbeat_file")
     @classmethod
@@ -148,6 +161,8 @@ class VerifierConfig(BaseModel):
             raw = value.get_secret_value()
             if raw.startswith(ENV_PREFIX) and not raw[len(ENV_PREFIX) :].strip():
                 raise ValueError('"env:" must be followed by a variable name')
+            if raw == MASK:
+                raise ValueError("is the mask of a key, not a key (a dumped config hides it)")
         return value
 
     @field_serializer("api_key", when_used="json")
@@ -155,18 +170,27 @@ class VerifierConfig(BaseModel):
         if value is None:
             return None
         raw = value.get_secret_value()
-        return raw if raw.startswith(ENV_PREFIX) else "**********"
+        return raw if raw.startswith(ENV_PREFIX) else MASK
 
     # -- derived values ------------------------------------------------------------------
 
     @property
-    def effective_judge_max_tokens(self) -> int:
-        """``judgeMaxTokens``, or 4096 for a reasoning judge when the key was not set."""
+    def judge_models(self) -> tuple[str, ...]:
+        """The judge model, then each fallback, in the order they are tried."""
+        return (self.model, *self.fallback_models)
+
+    def judge_max_tokens_for(self, model: str) -> int:
+        """``judgeMaxTokens``, or 4096 for a reasoning model when the key was not set."""
         from replyguard.families import is_reasoning_model
 
-        if "judge_max_tokens" not in self.model_fields_set and is_reasoning_model(self.model):
+        if "judge_max_tokens" not in self.model_fields_set and is_reasoning_model(model):
             return max(self.judge_max_tokens, REASONING_JUDGE_MAX_TOKENS)
         return self.judge_max_tokens
+
+    @property
+    def effective_judge_max_tokens(self) -> int:
+        """``judgeMaxTokens`` as it applies to the primary judge model."""
+        return self.judge_max_tokens_for(self.model)
 
     def resolve_api_key(self) -> str | None:
         """The API key to send, reading ``env:NAME`` now. Raises ``ConfigError`` if unset."""

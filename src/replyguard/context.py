@@ -171,6 +171,7 @@ class _Sections:
     """The review request's parts, with their originals for re-cutting."""
 
     nonce: str
+    budget: int
     user_original: str
     reply_original: str
     user: str
@@ -249,9 +250,12 @@ def _cut(sections: _Sections, over: int) -> None:
     over = _shrink_head(sections, "feedback", over, "previous feedback")
     if over != before:
         return
-    over = _shrink_ends(sections, "reply", over, REPLY_FLOOR)
+    # The reply keeps a quarter of the budget before the user request is touched; only when
+    # the request is down to its floor too does the reply shrink to its own.
+    over = _shrink_ends(sections, "reply", over, max(REPLY_FLOOR, sections.budget // 4))
     over = _shrink_head(sections, "heartbeat", over, "heartbeat tasks")
-    _shrink_ends(sections, "user", over, USER_FLOOR)
+    over = _shrink_ends(sections, "user", over, USER_FLOOR)
+    _shrink_ends(sections, "reply", over, REPLY_FLOOR)
 
 
 def _neutral(text: str, nonce: str) -> str:
@@ -281,6 +285,7 @@ def build_judge_prompt(
     history_cap = min(HISTORY_MESSAGE_CAP, budget // 8)
     sections = _Sections(
         nonce=code,
+        budget=budget,
         user_original=turn.user_message,
         reply_original=reply_text,
         user=user,

@@ -3,7 +3,8 @@
 The judge is the real ``LiteLLMJudge`` (real prompt, real ``litellm.acompletion``, real cost
 from litellm's price map) with litellm's ``mock_response`` standing in for the provider's text.
 Each turn prints the path it took: skip, not triggered, pass, fail → retry → pass, exhausted,
-heartbeat, and fail-open on a judge timeout.
+a heartbeat and a claim caught by deterministic checks without a judge call, and fail-open on
+a judge timeout.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from replyguard.judge import LiteLLMJudge
 from replyguard.runner import Verifier
 from replyguard.telemetry import Events
 from replyguard.testing import ScriptedAgent
-from replyguard.types import Outcome, Reply, RunMeta, Turn
+from replyguard.types import Outcome, Reply, RunMeta, ToolCallRecord, Turn
 
 JUDGE_MODEL = "anthropic/claude-sonnet-4-5"
 AGENT_MODEL = "openai/gpt-4o"
@@ -98,15 +99,29 @@ SCENARIOS = [
         {"maxAttempts": 2},
     ),
     Scenario(
-        "heartbeat: HEARTBEAT_OK while tasks are open fails, the retry does them",
+        "heartbeat: HEARTBEAT_OK while tasks are open fails for free, the retry does them",
         "Heartbeat: check HEARTBEAT.md and do what is due.",
         ["HEARTBEAT_OK", "Checked the inbox (2 new, answered) and rotated the logs."],
-        [
-            "Open tasks were not done.\nFAIL [goal_missed]: Work through the open tasks.",
-            "Both open tasks are reported done.\nPASS",
-        ],
+        ["Both open tasks are reported done.\nPASS"],
         {"verifyHeartbeat": True},
         heartbeat=True,
+    ),
+    Scenario(
+        "check: a claimed action with no tool call fails for free, before any judge call",
+        "Send the March invoice to Ada.",
+        [
+            "Done: I sent the March invoice to Ada.",
+            Reply(
+                text="Done: I sent the March invoice to Ada (ada@example.com).",
+                meta=RunMeta(
+                    tool_calls=(
+                        ToolCallRecord(name="send_email", arguments={"to": "ada@example.com"}),
+                    )
+                ),
+            ),
+        ],
+        ["The invoice was sent, as the tool ledger shows.\nPASS"],
+        {"checks": [{"type": "heartbeat"}, {"type": "claims"}]},
     ),
     Scenario(
         "fail open: the judge is too slow, the reply is delivered as it is",
@@ -139,7 +154,9 @@ def _describe_attempts(outcome: Outcome) -> list[str]:
             decision = "PASS"
         else:
             category = f" [{verdict.category.value}]" if verdict.category else ""
-            decision = f"FAIL{category}: {verdict.feedback}"
+            by = " (by a check, no judge call)" if verdict.decisive else ""
+            decision = f"FAIL{category}{by}: {verdict.feedback}"
+        decision = decision.replace("\n", "\n        ")
         lines.append(f"    attempt {attempt.number}: {text!r} → {decision}")
     return lines
 

@@ -16,26 +16,29 @@ import asyncio
 import importlib
 import sys
 import time
-from dataclasses import dataclass
 from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from replyguard.config import VerifierConfig
 from replyguard.context import JudgePrompt
 from replyguard.errors import JudgeError
+from replyguard.families import model_family
 from replyguard.telemetry import Events, describe_error
 
 
-@dataclass(frozen=True)
-class JudgeReply:
-    """What one judgement returned."""
+class JudgeReply(BaseModel):
+    """What one judgement returned (validated: a custom judge cannot smuggle in bad types)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     text: str
     """The judge's raw text ("" when the answer carried none)."""
     model: str
     """The model that answered."""
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
+    prompt_tokens: int = Field(default=0, ge=0)
+    completion_tokens: int = Field(default=0, ge=0)
+    cost_usd: float = Field(default=0.0, ge=0)
     note: str | None = None
     """Why the text is empty, when the provider said (a refusal, tool calls only)."""
 
@@ -48,15 +51,26 @@ class Judge(Protocol):
         ...
 
 
-async def import_litellm() -> Any:
-    """litellm, imported off the event loop the first time (the import takes seconds)."""
-    module: Any = sys.modules.get("litellm")
-    if module is None:
-        module = await asyncio.to_thread(importlib.import_module, "litellm")
+def _load_litellm() -> Any:
+    # import_module waits on the import lock while another thread is importing litellm.
+    module: Any = importlib.import_module("litellm")
     # Otherwise litellm prints a "Give Feedback / Get Help" banner to stdout on every provider
     # error, and a library must print nothing.
     module.suppress_debug_info = True
     return module
+
+
+def _loaded_litellm() -> Any | None:
+    """litellm if its import has finished (not merely started in another thread)."""
+    module = sys.modules.get("litellm")
+    if module is None or getattr(getattr(module, "__spec__", None), "_initializing", False):
+        return None
+    return module if getattr(module, "suppress_debug_info", False) else None
+
+
+async def import_litellm() -> Any:
+    """litellm, imported off the event loop the first time (the import takes seconds)."""
+    return _loaded_litellm() or await asyncio.to_thread(_load_litellm)
 
 
 async def close_litellm_clients() -> None:
@@ -114,14 +128,35 @@ def _completion_cost(response: Any) -> float:
         return 0.0
 
 
+def _provider(model: str) -> str | None:
+    """The route of a litellm model name: its prefix, or its family when it has none."""
+    if "/" in model:
+        return model.split("/", 1)[0].lower()
+    return model_family(model)
+
+
 class LiteLLMJudge:
-    """The judge through litellm: the configured model, then each fallback on error."""
+    """The judge through litellm: the configured model, then each fallback on error.
+
+    ``apiKey`` (and ``apiBase``) belong to the primary model's provider: a fallback on another
+    provider gets them only when ``apiBase`` is set (a proxy serving every model); otherwise
+    litellm reads that provider's own environment variables, and the key never leaves for a
+    provider it was not issued by.
+    """
 
     def __init__(self, config: VerifierConfig, events: Events) -> None:
         self._config = config
         self._events = events
-        self._models = (config.model, *config.fallback_models)
-        self._max_tokens = config.effective_judge_max_tokens
+        self._models = config.judge_models
+        primary = _provider(config.model)
+        self._own_credentials = {
+            model: config.api_base is not None or _provider(model) == primary
+            for model in self._models
+        }
+
+    async def warmup(self) -> None:
+        """Import litellm (off the loop) so the first judgement's deadline is not spent on it."""
+        await import_litellm()
 
     def request(
         self, model: str, prompt: JudgePrompt, *, timeout: float, api_key: str | None
@@ -130,18 +165,20 @@ class LiteLLMJudge:
 
         A subclass may add litellm options here (the demo adds ``mock_response``).
         """
-        return {
+        params: dict[str, Any] = {
             "model": model,
             "messages": prompt.messages,
             "temperature": 0,
-            "max_tokens": self._max_tokens,
+            "max_tokens": self._config.judge_max_tokens_for(model),
             "drop_params": True,
             "timeout": timeout,
             "max_retries": 0,
             "num_retries": 0,
-            "api_base": self._config.api_base,
-            "api_key": api_key,
         }
+        if self._own_credentials.get(model, False):
+            params["api_base"] = self._config.api_base
+            params["api_key"] = api_key
+        return params
 
     async def judge(self, prompt: JudgePrompt, *, time_left: float) -> JudgeReply:
         """Ask each model in turn until one answers; raise ``JudgeError`` if none does."""

@@ -15,22 +15,33 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import inspect
+import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
+from replyguard.checks.base import Check, as_check
+from replyguard.checks.registry import build_checks
+from replyguard.checks.running import checks_verdict, decisive_pass, merged_feedback, run_checks
 from replyguard.config import VerifierConfig
 from replyguard.context import ContextLimits, RulesSource, build_judge_prompt
 from replyguard.errors import CrossFamilyError
 from replyguard.families import model_family
 from replyguard.feedback import feedback_message
-from replyguard.judge import Judge, LiteLLMJudge, close_litellm_clients, import_litellm
+from replyguard.judge import (
+    Judge,
+    JudgeReply,
+    LiteLLMJudge,
+    close_litellm_clients,
+    import_litellm,
+)
 from replyguard.prechecks import skip_reason
 from replyguard.telemetry import Events, describe_error
 from replyguard.triggers import TriggerMatcher
 from replyguard.types import (
     Attempt,
+    CheckResult,
     Outcome,
     Reason,
     Reply,
@@ -46,8 +57,11 @@ Messages = list[dict[str, Any]]
 Agent = Callable[[Messages], "Reply | str | Awaitable[Reply | str]"]
 T = TypeVar("T")
 
-# A retry reply that is empty or an error report is worse than the reply before it.
-_BROKEN_RETRY = frozenset({SkipReason.EMPTY_RESPONSE, SkipReason.ERROR_RESPONSE})
+# A retry is asked for a final answer: a tool-call step, an empty reply or an error report in
+# its place is worse than the reply before it.
+_BROKEN_RETRY = frozenset(
+    {SkipReason.TOOL_CALLS, SkipReason.EMPTY_RESPONSE, SkipReason.ERROR_RESPONSE}
+)
 
 
 def _as_reply(value: Any) -> Reply:
@@ -134,6 +148,7 @@ class Verifier:
     """Verifies agent replies with a judge model. Immutable; share it freely."""
 
     __slots__ = (
+        "_checks",
         "_config",
         "_events",
         "_judge",
@@ -144,6 +159,7 @@ class Verifier:
         "_warned_lock",
         "_workspace",
     )
+    _checks: tuple[Check, ...]
     _config: VerifierConfig
     _events: Events
     _judge: Judge
@@ -154,8 +170,20 @@ class Verifier:
     _warned_lock: threading.Lock
     _workspace: Workspace
 
-    def __init__(self, config: VerifierConfig, *, judge: Judge | None = None) -> None:
+    def __init__(
+        self,
+        config: VerifierConfig,
+        *,
+        judge: Judge | None = None,
+        checks: Sequence[Check | Callable[[Turn, Reply], Any]] = (),
+    ) -> None:
         events = Events(config.secrets())
+        all_checks = (*build_checks(config, events), *(as_check(c) for c in checks))
+        names = [c.name for c in all_checks]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"check names must be unique; repeated: {', '.join(duplicates)}")
+        object.__setattr__(self, "_checks", all_checks)
         object.__setattr__(self, "_config", config)
         object.__setattr__(self, "_events", events)
         object.__setattr__(self, "_judge", judge or LiteLLMJudge(config, events))
@@ -176,8 +204,9 @@ class Verifier:
         object.__setattr__(self, "_warned_lock", threading.Lock())
         if config.agent_model is not None:
             self._family_conflict(config.agent_model, raise_error=config.require_cross_family)
-        if model_family(config.model) is None:
-            self._warn_once("judge_family_unknown", model=config.model)
+        for model in config.judge_models:
+            if model_family(model) is None:
+                self._warn_once("judge_family_unknown", model=model)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("a Verifier is immutable; build a new one from a new config")
@@ -219,18 +248,17 @@ class Verifier:
         self._events.warning(event, **fields)
 
     def _family_conflict(self, agent_model: str, *, raise_error: bool) -> bool:
-        """True when judge and agent share a family (raising if asked to)."""
-        judge_family, agent_family = model_family(self._config.model), model_family(agent_model)
+        """True when a judge model (primary or fallback) shares the agent's family."""
+        agent_family = model_family(agent_model)
         if agent_family is None:
             self._warn_once("agent_family_unknown", model=agent_model)
             return False
-        if judge_family != agent_family:
+        same = [m for m in self._config.judge_models if model_family(m) == agent_family]
+        if not same:
             return False
         if raise_error:
-            raise CrossFamilyError(self._config.model, agent_model, agent_family)
-        self._warn_once(
-            "judge_same_family", judge=self._config.model, agent=agent_model, family=agent_family
-        )
+            raise CrossFamilyError(same[0], agent_model, agent_family)
+        self._warn_once("judge_same_family", judge=same[0], agent=agent_model, family=agent_family)
         return True
 
     def _turn_same_family(self, turn: Turn) -> bool:
@@ -270,6 +298,8 @@ class Verifier:
                 latency_ms=latency,
             )
 
+        if config.max_cost_usd == 0:
+            return failed(Reason.COST_BUDGET, "maxCostUsd is 0: no judge spend is allowed")
         try:
             heartbeat = self._workspace.read(config.heartbeat_file) if turn.heartbeat else None
             prompt = build_judge_prompt(
@@ -285,8 +315,13 @@ class Verifier:
             events.error("judge_prompt_failed", error=describe_error(exc, events.secrets))
             return failed(Reason.INTERNAL_ERROR, describe_error(exc, events.secrets))
         try:
+            warmup = getattr(self._judge, "warmup", None)
+            if warmup is not None:  # one-time setup (litellm's import) is not judgement time
+                await warmup()
             async with asyncio.timeout(config.timeout_seconds):
                 answer = await self._judge.judge(prompt, time_left=config.timeout_seconds)
+            if not isinstance(answer, JudgeReply):
+                raise TypeError(f"the judge returned {type(answer).__name__}, not a JudgeReply")
         except TimeoutError:
             return failed(Reason.JUDGE_TIMEOUT, f"no verdict within {config.timeout_seconds:g} s")
         except Exception as exc:
@@ -325,6 +360,42 @@ class Verifier:
         events.info("verdict", **fields)
         return verdict
 
+    async def _assess(
+        self, turn: Turn, reply: Reply, previous_feedback: Sequence[str], attempt: int
+    ) -> tuple[Verdict, tuple[CheckResult, ...]]:
+        """Checks, then (per ``judgeAfterChecks``) the judge: one verdict on one reply."""
+        config = self._config
+        results = await run_checks(
+            self._checks, turn, reply, time_limit=config.timeout_seconds, events=self._events
+        )
+        if results:
+            clean = all(r.passed and not r.error for r in results)
+            self._events.emit(
+                logging.DEBUG if clean else logging.INFO,
+                "checks",
+                turn_id=turn.id,
+                attempt=attempt,
+                passed=[r.name for r in results if r.passed and not r.error],
+                failed=[r.name for r in results if not r.passed],
+                crashed=[r.name for r in results if r.error],
+            )
+        failure = checks_verdict(results)
+        mode = config.judge_after_checks
+        if failure is not None and mode != "always":
+            return failure, results
+        if failure is None and (mode == "never" or decisive_pass(results)):
+            return Verdict(passed=True, decisive=True, reasoning="deterministic checks"), results
+        verdict = await self._judgement(turn, reply, previous_feedback, attempt)
+        if failure is None:
+            return verdict, results
+        if verdict.passed:  # the judge passed (or failed open): the checks' failure stands
+            return failure.model_copy(update=_spend(verdict)), results
+        judged = f"[judge] {verdict.feedback}" if verdict.feedback else "[judge] failed"
+        merged = f"{merged_feedback(results)}\n{judged}"
+        return verdict.model_copy(
+            update={"feedback": merged, "category": failure.category or verdict.category}
+        ), results
+
     async def verify(self, turn: Turn, reply: Reply | str) -> Verdict:
         """One judgement of ``reply``, no retry; judges even when ``enabled`` is false.
 
@@ -339,7 +410,8 @@ class Verifier:
                 fail_open_reason=Reason.SAME_FAMILY,
                 error=f"judge and agent model {turn.agent_model!r} are of the same family",
             )
-        return await self._judgement(turn, checked, (), 1)
+        verdict, _ = await self._assess(turn, checked, (), 1)
+        return verdict
 
     # -- one turn ----------------------------------------------------------------------------
 
@@ -372,8 +444,10 @@ class Verifier:
         ) -> Outcome:
             judge_cost = sum(a.verdict.cost_usd for a in attempts if a.verdict is not None)
             agent_cost = sum(a.reply.meta.cost_usd or 0.0 for a in attempts)
+            checks = next((a.checks for a in attempts if a.reply is delivered), ())
             outcome = Outcome(
-                response=delivered.text,
+                response=next((r.deliver_text for r in checks if r.deliver_text), delivered.text),
+                parsed=next((r.value for r in checks if r.value is not None), None),
                 status=status,
                 reason=reason,
                 attempts=tuple(attempts),
@@ -401,8 +475,10 @@ class Verifier:
 
         feedback_so_far: list[str] = []
         for number in range(1, config.max_attempts + 1):
-            verdict = await self._judgement(turn, reply, feedback_so_far, number)
-            attempts.append(Attempt(number=number, reply=reply, verdict=verdict))
+            verdict, results = await self._assess(
+                turn, _with_turn_ledger(reply, attempts), feedback_so_far, number
+            )
+            attempts.append(Attempt(number=number, reply=reply, verdict=verdict, checks=results))
             if verdict.fail_open_reason is not None:
                 return finish(Status.FAILED_OPEN, reply, verdict.fail_open_reason)
             if verdict.passed:
@@ -479,6 +555,31 @@ class Verifier:
             fields["user_message"] = turn.user_message
             fields["response"] = outcome.response
         emit(event, **fields)
+
+
+def _with_turn_ledger(reply: Reply, earlier: Sequence[Attempt]) -> Reply:
+    """``reply`` as checks and judge should see it: with the tool calls of the whole turn.
+
+    A retry's own ledger holds only its own calls; "I sent it" may rest on a call an earlier
+    attempt made.
+    """
+    if not earlier:
+        return reply
+    calls = tuple(c for a in earlier for c in a.reply.meta.tool_calls) + reply.meta.tool_calls
+    if calls == reply.meta.tool_calls:
+        return reply
+    return reply.model_copy(update={"meta": reply.meta.model_copy(update={"tool_calls": calls})})
+
+
+def _spend(verdict: Verdict) -> dict[str, Any]:
+    """The judge-call fields of ``verdict``, to carry over onto another verdict."""
+    return {
+        "model": verdict.model,
+        "prompt_tokens": verdict.prompt_tokens,
+        "completion_tokens": verdict.completion_tokens,
+        "cost_usd": verdict.cost_usd,
+        "latency_ms": verdict.latency_ms,
+    }
 
 
 def _feedback_line(verdict: Verdict) -> str:

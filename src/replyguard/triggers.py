@@ -17,16 +17,18 @@ to a hyphenated neighbour: ``done`` fires in "Done!" and "done - shipping", not 
 "doneness", "half-done" or "done-ness". A keyword's edge that is itself a symbol (``c++``,
 ``✅``) has no boundary condition. Keywords are literal text, never patterns.
 
-A negated occurrence does not fire. An occurrence is negated when one of the three words
-before it, within the same clause, is a negation: ``not``, ``no``, ``nor``, ``never``,
-``nothing``, ``none``, ``nobody``, ``neither``, ``without``, ``cannot``, a word ending in
-``n't`` (straight or curly apostrophe), or ``yet`` followed by ``to`` ("yet to be finished").
-A clause ends at ``. ! ? ; : ,``, an ellipsis, an en or em dash, a bracket, a line break, or
-a joining word (``but``, ``however``, ``though``, ``although``, ``and``, ``so``,
-``whereas``). So "not done yet", "isn't finished" and "nothing is ready" do not fire, while
-"It's not perfect, but it's done" and "Done! Nothing else to do" do. The reply fires when any
-occurrence of any keyword is not negated. When in doubt the rule fires: a needless judgement
-costs money, a missed one lets a false claim through.
+A negated occurrence does not fire. An occurrence is negated when, walking back from it
+within its clause over "filler" words only (auxiliaries, pronouns and degree words such as
+``is``, ``been``, ``it's``, ``yet``, ``quite``, ``fully``), the first other word is a
+negation: ``not``, ``no``, ``nor``, ``never``, ``nothing``, ``none``, ``nobody``,
+``neither``, ``without``, ``cannot``, a word ending in ``n't`` (straight or curly
+apostrophe), or ``yet to`` ("yet to be finished"). A clause ends at ``. ! ? ; : ,``, an
+ellipsis, an en or em dash, a bracket, a line break, or a joining word (``but``, ``however``,
+``though``, ``although``, ``and``, ``so``, ``whereas``). So "not done yet", "isn't finished",
+"is not quite ready" and "nothing is ready" do not fire, while "It's not perfect, but it's
+done", "There's no doubt it's done", "I can't believe it's finished" and "Done! Nothing else
+to do" do. The reply fires when any occurrence of any keyword is not negated. When in doubt
+the rule fires: a needless judgement costs money, a missed one lets a false claim through.
 
 Matching is linear in the reply's length: one pass of the compiled pattern, plus a bounded
 look back (``_LOOKBACK_CHARS``) at each occurrence.
@@ -45,8 +47,18 @@ _NEGATIONS = frozenset(
     {"not", "no", "nor", "never", "nothing", "none", "nobody", "neither", "without", "cannot"}
 )
 _CLAUSE_WORDS = frozenset({"but", "however", "though", "although", "and", "so", "whereas"})
-_NEGATION_REACH = 3
-"""How many words before a keyword a negation may stand."""
+_FILLERS = frozenset(
+    {
+        "is", "are", "was", "were", "am", "be", "been", "being", "has", "have", "had",
+        "get", "got", "gotten", "it", "it's", "its", "that", "that's", "this", "everything",
+        "anything", "i", "i'm", "we", "we're", "you", "you're", "they", "they're", "he", "she",
+        "the", "yet", "quite", "fully", "entirely", "completely", "totally", "really", "all",
+        "even", "actually", "still", "properly", "exactly", "ever", "to",
+    }
+)  # fmt: skip
+"""Words that may stand between a negation and the keyword it negates."""
+_NEGATION_REACH = 6
+"""How many words before a keyword are looked at."""
 _LOOKBACK_CHARS = 80
 """How far back the negation words are looked for (three ordinary words fit easily)."""
 _CLAUSE_BREAK = re.compile(r"[.!?;:,\n\r\u2026\u2013\u2014()\[\]{}]")
@@ -123,7 +135,9 @@ def _negated(text: str, start: int) -> bool:
     joins = [i for i, word in enumerate(recent) if word in _CLAUSE_WORDS]
     if joins:
         recent = recent[joins[-1] + 1 :]
-    return any(
-        word in _NEGATIONS or word.endswith("n't") or (word, after) == ("yet", "to")
-        for word, after in pairwise([*recent, ""])
-    )
+    for before, word in pairwise(["", *reversed(recent)]):
+        if word in _NEGATIONS or word.endswith("n't") or (word, before) == ("yet", "to"):
+            return True
+        if word not in _FILLERS:
+            return False
+    return False

@@ -166,6 +166,29 @@ class Verdict(_Frozen):
     """The verdict was reached without a judge model (for example by a deterministic rule)."""
 
 
+class CheckResult(_Frozen):
+    """What one deterministic check found about one reply."""
+
+    name: str
+    """The check's name (the feedback is shown under it)."""
+    passed: bool
+    """Whether the reply passed this check."""
+    category: FailCategory | None = None
+    """The failure's category (None on a pass)."""
+    feedback: str | None = None
+    """What must change, for the agent (None on a pass)."""
+    decisive: bool = False
+    """A pass that settles the turn without a judge call."""
+    value: Any = None
+    """A parsed value the check produced (for example the JSON object), if any."""
+    deliver_text: str | None = None
+    """Text to deliver instead of the reply's own (for example repaired JSON)."""
+    error: str | None = None
+    """Set when the check itself crashed or timed out (redacted, one line)."""
+    required: bool = False
+    """Whether the check was marked required (a crash then counts as a FAIL)."""
+
+
 class Attempt(_Frozen):
     """One reply of the agent within a turn, and what was decided about it."""
 
@@ -177,6 +200,8 @@ class Attempt(_Frozen):
     """The judge's verdict, when this reply was judged."""
     skip_reason: SkipReason | None = None
     """Why this reply was not judged, when a pre-check skipped it."""
+    checks: tuple[CheckResult, ...] = ()
+    """What each deterministic check found, in the order the checks were given."""
 
 
 class Outcome(_Frozen):
@@ -198,6 +223,8 @@ class Outcome(_Frozen):
     """Judge spend alone."""
     latency_ms: float = 0.0
     """Wall time of the whole turn, agent calls included."""
+    parsed: Any = None
+    """A value a check parsed from the delivered reply (the JSON object of ``JsonCheck``)."""
 
     @property
     def verdicts(self) -> tuple[Verdict, ...]:

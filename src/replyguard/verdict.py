@@ -29,6 +29,7 @@ why. Pure, linear in the text's length, and never raises.
 from __future__ import annotations
 
 import json
+import unicodedata
 from typing import Any
 
 from replyguard.types import FailCategory, Reason, Verdict
@@ -83,12 +84,13 @@ def _read_line(line: str) -> tuple[bool, str | None, str] | None:
         return None
     rest = s[4:].lstrip(_TRAIL)
     hyphen = rest == "-" or rest.startswith(("- ", "-\t"))
-    if rest and rest[0] not in "[:." + _DASHES and not hyphen:
+    symbol = bool(rest) and unicodedata.category(rest[0]) == "So"  # "PASS ✅"
+    if rest and rest[0] not in "[(:." + _DASHES and not hyphen and not symbol:
         return None
     category = None
     rest = _skip_separator(rest)
-    if rest.startswith("["):
-        close = rest.find("]")
+    if rest[:1] in ("[", "("):
+        close = rest.find("]" if rest[0] == "[" else ")")
         if close > 0:
             category = rest[1:close].strip(_TRAIL) or None
             rest = _skip_separator(rest[close + 1 :])

@@ -1,14 +1,17 @@
 """Reading the agent's workspace files (rules, HEARTBEAT.md) safely and cheaply.
 
 A file is read only when it resolves inside ``workspaceDir`` (no ``..``, absolute paths, or
-symlinks out), only up to a size cap, and only again when its size or mtime changed. A missing,
+symlinks out) and is a regular file (a FIFO would block the event loop), only up to a size cap,
+and only again when its size or mtime changed. A missing,
 unreadable or out-of-bounds file is skipped with a log event, never an error.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
+from stat import S_ISREG
 
 from replyguard.telemetry import Events
 
@@ -59,6 +62,9 @@ class Workspace:
         except (OSError, ValueError) as exc:
             self._events.warning("workspace_file_unreadable", file=name, error=type(exc).__name__)
             return None
+        if not S_ISREG(stat.st_mode):  # a FIFO or device would block the event loop
+            self._events.warning("workspace_file_refused", file=name, why="not a regular file")
+            return None
         key = (stat.st_size, stat.st_mtime_ns)
         with self._lock:
             cached = self._cache.get(path)
@@ -72,9 +78,14 @@ class Workspace:
 
     def _load(self, path: Path, name: str, size: int) -> str | None:
         try:
-            with path.open("rb") as handle:
+            # O_NONBLOCK: should the file be swapped for a FIFO after the stat, opening it
+            # still returns at once, and the regular-file check below refuses it.
+            descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+            with os.fdopen(descriptor, "rb") as handle:
+                if not S_ISREG(os.fstat(handle.fileno()).st_mode):
+                    raise IsADirectoryError("not a regular file")
                 data = handle.read(MAX_FILE_BYTES)
-        except (IsADirectoryError, PermissionError, OSError) as exc:
+        except OSError as exc:
             self._events.warning("workspace_file_unreadable", file=name, error=type(exc).__name__)
             return None
         text = data.decode("utf-8", errors="replace")

@@ -1,0 +1,354 @@
+"""``ClaimCheck``: "I sent it" needs a successful call of a matching tool in this turn.
+
+When the reply claims an action it took ("I sent the invoice", "I've deployed the fix", "the
+invitations have been sent") and the turn's tool ledger (``reply.meta.tool_calls``) holds no
+*successful* call of a tool mapped to that verb, the check fails as ``INCOMPLETE`` without
+asking the judge. Opt-in: it only runs when configured.
+
+**The map.** ``claims`` maps a claimed verb to tool-name glob patterns (``fnmatch``, matched
+case-insensitively against the whole name: ``*send*`` matches ``gmail_send_message``). A verb
+may be given as a past form (``"sent"``, ``"deployed"``, ``"backed up"``) or as a lemma
+(``"send"``, ``"deploy"``): a small table knows irregular verbs (``run`` → "ran", "have
+run"), regular ones get "-ed". ``DEFAULT_CLAIMS`` holds the defaults; ``claims=`` replaces
+them. A verb mapped to no patterns is a claim no tool call can back up. Shell-like tools
+(``*bash*``, ``*shell*``, ``*exec*``, ``*terminal*``, ``*command*``) back up the workspace and
+deployment verbs by default, but not messages or payments.
+
+**What counts as a claim** (precision first: a missed claim still reaches the judge, a false
+one fails a good reply):
+
+- first person, ``I`` or ``we``, past tense: "I sent", "we pushed"; perfect: "I've saved",
+  "I have deployed", "I had sent", "I'd sent"; with up to three adverbs from a fixed list
+  between: "I just emailed", "I've successfully created", "I went ahead and booked";
+- passive present perfect: "has been deployed", "have all been sent", unless another agent is
+  named ("has been sent by the customer"; "by me", "by email" do not count as another agent);
+- passive simple past only with "successfully" or "just": "was successfully sent", "was sent
+  successfully", "were just deployed". A bare "was sent" usually reports history ("it was
+  sent by the customer", "the order was placed last week"), so it is not a claim.
+- ``is now live`` and other states are not actions; they are left to the judge.
+
+**What never counts:** negations and modals ("I haven't sent", "I have not deployed", "I
+didn't send", "I will send", "I can send", "I'd send"; only the fixed adverbs may stand between
+subject and verb, so "never", "not" and "yet" break the pattern); questions (a sentence ending
+in "?", or an inverted "Have I sent"); subordinate and hypothetical clauses, where ``once``,
+``after``, ``when``, ``if``, ``before``, ``until``, ``unless``, ``whether``, ``as soon as``,
+``suppose``, ``imagine``, ``wish``, ``sure`` ("not sure I sent") appear earlier in the same
+clause (clauses end at ``, ; : ( ) [ ]``, dashes and "but"); passives after a modal or "to"
+("should have been sent", "seems to have been deleted") or with I/we as the receiver ("I have
+been sent"); other subjects ("you sent me", "they deployed", "Sent from my iPhone"); idioms
+("saved you time", "ran into", "paid attention", "pushed back", "ordered them by date");
+claims that introduce content shown in the reply itself, i.e. followed on their line by
+"below", "above", "the following" or a line-ending colon ("I've updated the code below", "I
+created a plan:"); and anything inside fenced code,
+inline code, HTML comments, block quotes (``>``) or quotation marks (straight or curly, so
+"you wrote: 'I sent it'" is a quote). Curly apostrophes count as straight ones (I\u2019ve).
+
+Chat agents that edit text in the reply itself ("I've updated the draft.") should drop
+``created``/``updated``/``deleted`` from their map: those claims need no tool there.
+
+Every pattern is compiled once, at construction; one pass of a few regular expressions per
+line keeps the check linear in the reply's length (lookarounds are bounded).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from types import MappingProxyType
+from typing import NamedTuple
+
+from replyguard.checks.base import CheckResult, failed, passed
+from replyguard.checks.markdown import bulleted, prose_lines
+from replyguard.types import FailCategory, Reply, ToolCallRecord, Turn
+
+MAX_LISTED = 5
+"""The most unsupported claims quoted in the feedback."""
+
+_SHELL = ("*bash*", "*shell*", "*exec*", "*terminal*", "*command*")
+_MESSAGING = ("*send*", "*email*", "*mail*", "*message*", "*slack*", "*sms*", "*notify*")
+_WRITING = ("*write*", "*save*", "*edit*", "*create*", "*update*", "*patch*", "*put*", "*store*")
+_DELETING = ("*delete*", "*remove*", "*rm*", "*destroy*", "*drop*", "*trash*", "*purge*")
+_GIT = ("*git*", *_SHELL)
+_BUYING = ("*order*", "*purchase*", "*buy*", "*checkout*", "*cart*", "*pay*")
+
+DEFAULT_CLAIMS: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "sent": _MESSAGING,
+        "emailed": ("*email*", "*mail*", "*send*", "*message*"),
+        "messaged": ("*message*", "*send*", "*slack*", "*sms*", "*chat*", "*dm*"),
+        "texted": ("*sms*", "*text*", "*send*", "*message*"),
+        "notified": (*_MESSAGING, "*alert*", "*page*"),
+        "posted": ("*post*", "*publish*", "*tweet*", "*comment*", "*send*", "*message*"),
+        "published": ("*publish*", "*post*", "*release*", "*deploy*", "*upload*", *_SHELL),
+        "saved": (*_WRITING, "*upload*", *_SHELL),
+        "created": (*_WRITING, "*new*", "*add*", "*insert*", "*generate*", *_SHELL),
+        "updated": (*_WRITING, "*set*", "*modify*", "*upsert*", "*change*", *_SHELL),
+        "deleted": (*_DELETING, *_SHELL),
+        "uploaded": ("*upload*", "*put*", "*save*", "*write*", "*sync*", "*push*", *_SHELL),
+        "deployed": ("*deploy*", "*release*", "*publish*", "*rollout*", "*ship*", *_SHELL),
+        "committed": ("*commit*", *_GIT),
+        "pushed": ("*push*", *_GIT),
+        "merged": ("*merge*", "*pull_request*", *_GIT),
+        "ran": ("*run*", "*test*", "*invoke*", "*python*", "*code*", *_SHELL),
+        "installed": ("*install*", "*pip*", "*npm*", "*apt*", "*brew*", "*package*", *_SHELL),
+        "restarted": ("*restart*", "*reboot*", "*reload*", *_SHELL),
+        "scheduled": ("*schedule*", "*calendar*", "*event*", "*meeting*", "*cron*", "*remind*"),
+        "booked": ("*book*", "*reserv*", "*schedule*", "*calendar*", "*order*"),
+        "paid": ("*pay*", "*charge*", "*transfer*", "*invoice*", "*checkout*", "*purchase*"),
+        "ordered": _BUYING,
+        "purchased": _BUYING,
+        "filed": ("*file*", "*submit*", "*ticket*", "*issue*", "*report*", "*create*"),
+        "submitted": ("*submit*", "*file*", "*send*", "*post*", "*form*", "*create*"),
+        "cancelled": ("*cancel*", "*delete*", "*remove*", "*refund*"),
+        "canceled": ("*cancel*", "*delete*", "*remove*", "*refund*"),
+        "refunded": ("*refund*", "*pay*", "*charge*", "*reverse*", "*credit*"),
+    }
+)
+"""Claimed verb → tool-name patterns used when ``claims`` is not given."""
+
+# lemma: (simple past, past participle)
+_IRREGULAR = {
+    "send": ("sent", "sent"),
+    "run": ("ran", "run"),
+    "pay": ("paid", "paid"),
+    "buy": ("bought", "bought"),
+    "build": ("built", "built"),
+    "write": ("wrote", "written"),
+    "make": ("made", "made"),
+    "sell": ("sold", "sold"),
+    "spend": ("spent", "spent"),
+    "tell": ("told", "told"),
+    "set": ("set", "set"),
+    "put": ("put", "put"),
+}
+_LEMMA_OF = {form: lemma for lemma, forms in _IRREGULAR.items() for form in (lemma, *forms)}
+_VOWELS = frozenset("aeiou")
+
+_ADVERB = (
+    r"(?:\s+(?:just|already|also|now|then|finally|successfully|both|all|again|quickly|"
+    r"manually|automatically|personally|actually|(?:gone|went)\s+ahead\s+and))"
+)
+_INVERTED = r"(?<!\bhave\s)(?<!\bhas\s)(?<!\bhad\s)(?<!\bdid\s)"  # "Have I sent it"
+_SUBJECT = rf"{_INVERTED}\b(?:I|we)"
+_MODAL_OR_RECEIVER = (
+    *("will", "would", "should", "could", "might", "must", "may", "can", "shall", "to"),
+    *("I", "we"),  # "I have been sent a file": I received it
+)
+_NOT_HYPOTHETICAL = "".join(rf"(?<!\b{word}\s)" for word in _MODAL_OR_RECEIVER) + (
+    r"(?<!'ll\s)(?<!'d\s)(?<!n't\s)"
+)
+_NOT_BY_OTHERS = (
+    r"(?!(?:\s+[\w'-]+){0,4}?\s+by\s+"
+    r"(?!(?:me|us|myself|ourselves|e-?mail|mail|post|text|sms|message|phone|hand|courier)\b)\w)"
+)
+_BENEFIT = (
+    r"\s+(?:you|yourself|us|me|everyone)\s+(?:(?:a|an|the|some|much|so\s+much|a\s+lot\s+of|"
+    r"lots\s+of|plenty\s+of|a\s+bit\s+of|\d+)\s+)?(?:time|trips?|trouble|hassle|effort|money|"
+    r"headaches?|steps?|work|clicks?|minutes?|hours?|days?)\b"
+)
+_RUN_IDIOM = r"\s+(?:into|out|across|away|off|late|short|low|behind)\b"
+_IDIOMS = {  # verb form: what makes it no claim when it follows
+    "saved": _BENEFIT,
+    "spared": _BENEFIT,
+    "ran": _RUN_IDIOM,
+    "run": _RUN_IDIOM,
+    "paid": r"\s+(?:\w+\s+)?(?:attention|heed|tribute|respects?|compliments?|a\s+visit)\b",
+    "pushed": r"\s+back\b",
+    "ordered": r"(?:\s+\S+){0,3}?\s+(?:by|alphabetically|chronologically|numerically)\b",
+}
+_BLOCKER = (
+    r"\b(?:once|after|when|whenever|if|before|until|till|unless|whether|soon|suppose|"
+    r"supposing|imagine|assuming|wish|sure|unsure|doubt)\b"
+)
+_BREAK = r"[,;:()\[\]\u2013\u2014]|\s-\s|\bbut\b"
+_VERB_GROUPS = ("past", "perfect", "passive", "passive_past", "passive_past_late")
+
+_SENTENCE = re.compile(r"\S.*?(?:[.!?]+(?=\s|$)|$)")
+_POINTS_AT_REPLY = re.compile(r"\b(?:below|above|the\s+following)\b|:\s*$", re.IGNORECASE)
+_BLOCK_QUOTE = re.compile(r"\s*>")
+# Inline code, "double" and 'single' quotations. Inside single quotes an apostrophe between
+# letters (I've) is text; any other one ends the quotation, so each scan stops at the next one.
+_QUOTED = re.compile(r"`[^`]*`|\"[^\"]*\"|(?<!\w)'(?=\S)(?:[^']|\b'\b)*(?<=\S)'(?!\w)")
+_QUOTE_MARKS = str.maketrans(
+    {"\u2018": "'", "\u2019": "'", "\u02bc": "'", "\u201c": '"', "\u201d": '"', "\u201e": '"'}
+)
+_PLACEHOLDER = "\u2026"  # stands in for quoted text: not a clause break, not a word
+_QUOTE_CHARS = 100
+
+
+class Claim(NamedTuple):
+    """One claimed action found in a reply."""
+
+    verb: str
+    """The claimed verb as written, lower-cased, spaces collapsed ("sent", "backed up")."""
+    quote: str
+    """The sentence making the claim (a window of it when long)."""
+
+
+class ClaimCheck:
+    """Fails a reply that claims an action no successful tool call of this turn backs up."""
+
+    def __init__(
+        self,
+        *,
+        claims: Mapping[str, Sequence[str]] | None = None,
+        name: str = "claims",
+        required: bool = False,
+    ) -> None:
+        self.name = name
+        self.required = required
+        tools: dict[str, list[str]] = {}
+        past: set[str] = set()
+        participles: set[str] = set()
+        for verb, patterns in (DEFAULT_CLAIMS if claims is None else claims).items():
+            verb_past, verb_participles = _forms(verb)
+            past |= verb_past
+            participles |= verb_participles
+            for form in verb_past | verb_participles:
+                tools.setdefault(form, []).extend(patterns)
+        self._tools = {form: _tool_pattern(patterns) for form, patterns in tools.items()}
+        self._any_verb = re.compile(r"\b" + _verbs(tools), re.IGNORECASE)
+        self._events = _events_pattern(past, participles)
+
+    def find_claims(self, text: str) -> list[Claim]:
+        """Every claimed action in ``text``, in order."""
+        return [claim for line in _claim_lines(text) for claim in self._in_line(line)]
+
+    def _in_line(self, line: str) -> Iterator[Claim]:
+        # A claim made before "below", "the following" or a colon ending the line introduces
+        # content shown in the reply itself ("I've updated the code below").
+        pointers = [found.start() for found in _POINTS_AT_REPLY.finditer(line)]
+        last_pointer = pointers[-1] if pointers else -1
+        for sentence in _SENTENCE.finditer(line):
+            text = sentence.group()
+            # A cheap search first: most sentences hold no claimed verb at all.
+            if "?" in text.rstrip()[-3:] or not self._any_verb.search(text):
+                continue
+            blocked = False  # a subordinating word came earlier in this clause
+            for event in self._events.finditer(text):
+                if event["brk"] is not None:
+                    blocked = False
+                elif event["blk"] is not None:
+                    blocked = True
+                elif not blocked and sentence.start() + event.start() > last_pointer:
+                    verb = next(event[g] for g in _VERB_GROUPS if event[g] is not None)
+                    yield Claim(" ".join(verb.lower().split()), _excerpt(text, event.span()))
+
+    async def check(self, turn: Turn, reply: Reply) -> CheckResult:
+        """Fail ``reply`` when one of its claims has no successful matching tool call."""
+        problems: dict[str, str] = {}
+        for claim in self.find_claims(reply.text):
+            matching = [c for c in reply.meta.tool_calls if self._tools[claim.verb].match(c.name)]
+            if claim.quote not in problems and not any(c.succeeded for c in matching):
+                problems[claim.quote] = _problem(claim.quote, matching)
+        if not problems:
+            return passed(self.name)
+        return failed(self.name, FailCategory.INCOMPLETE, _feedback(list(problems.values())))
+
+
+def _forms(verb: str) -> tuple[set[str], set[str]]:
+    """The simple past forms and the participles of ``verb`` (a lemma or a past form)."""
+    if not verb.split():
+        raise ValueError("a claimed verb must not be empty")
+    head, *rest = verb.lower().split()
+    lemma = _LEMMA_OF.get(head)
+    if lemma is not None:
+        past, participle = ({form} for form in _IRREGULAR[lemma])
+    elif head.endswith("ed"):
+        past = participle = {head}
+    else:
+        past = participle = _regular_past(head)
+    tail = "".join(f" {word}" for word in rest)
+    return {form + tail for form in past}, {form + tail for form in participle}
+
+
+def _regular_past(lemma: str) -> set[str]:
+    if lemma.endswith("e"):
+        return {lemma + "d"}
+    if lemma.endswith("y") and lemma[-2:-1] not in _VOWELS:
+        return {lemma[:-1] + "ied"}
+    forms = {lemma + "ed"}
+    consonant_vowel_consonant = (
+        len(lemma) >= 3
+        and lemma[-1] not in _VOWELS | {"w", "x", "y"}
+        and lemma[-2] in _VOWELS
+        and lemma[-3] not in _VOWELS
+    )
+    if consonant_vowel_consonant:  # "commit" → "committed", but "visit" → "visited": keep both
+        forms.add(lemma + lemma[-1] + "ed")
+    return forms
+
+
+def _tool_pattern(patterns: Iterable[str]) -> re.Pattern[str]:
+    alternatives = [fnmatch.translate(p) for p in dict.fromkeys(patterns)]
+    return re.compile("|".join(alternatives) or "(?!)", re.IGNORECASE)
+
+
+def _verbs(forms: Iterable[str]) -> str:
+    """An alternation of verb forms, each a whole word, each followed by its idiom guard."""
+    pieces = ["(?!)"]  # matches nothing: an empty map has no claims
+    for form in sorted(forms, key=len, reverse=True):
+        words = form.split()
+        idiom = _IDIOMS.get(words[0])
+        guard = f"(?!{idiom})" if len(words) == 1 and idiom else ""
+        pieces.append(r"\s+".join(re.escape(w) for w in words) + r"\b" + guard)
+    return "(?:" + "|".join(pieces) + ")"
+
+
+def _events_pattern(past: Iterable[str], participles: Iterable[str]) -> re.Pattern[str]:
+    """Clause breaks, blocking words and claims, found in one left-to-right pass."""
+    simple, perfect = _verbs(past), _verbs(participles)
+    claim = "|".join(
+        (
+            rf"{_SUBJECT}{_ADVERB}{{0,3}}\s+(?P<past>{simple})",
+            rf"{_SUBJECT}(?:'ve|'d|\s+have|\s+had){_ADVERB}{{0,3}}\s+(?P<perfect>{perfect})",
+            rf"{_NOT_HYPOTHETICAL}\b(?:has|have)"
+            rf"(?:\s+(?:all|both|just|already|now|also|finally|successfully)){{0,2}}"
+            rf"\s+been{_ADVERB}{{0,2}}\s+(?P<passive>{perfect}){_NOT_BY_OTHERS}",
+            rf"\b(?:was|were)\s+(?:successfully|just)(?:\s+(?:now|already))?"
+            rf"\s+(?P<passive_past>{perfect}){_NOT_BY_OTHERS}",
+            rf"\b(?:was|were)\s+(?P<passive_past_late>{perfect})\s+successfully\b"
+            rf"{_NOT_BY_OTHERS}",
+        )
+    )
+    # Every claim starts with I, we, has, have, was or were: the lookahead spares all other
+    # positions the claim's lookbehinds.
+    return re.compile(
+        rf"(?P<brk>{_BREAK})|(?P<blk>{_BLOCKER})|(?P<claim>(?=[hiw]){claim})", re.IGNORECASE
+    )
+
+
+def _claim_lines(text: str) -> Iterator[str]:
+    """The reply's own prose, line by line: no code, comments, block quotes or quotations."""
+    for line in prose_lines(text):
+        if not _BLOCK_QUOTE.match(line):
+            yield _QUOTED.sub(_PLACEHOLDER, line.translate(_QUOTE_MARKS))
+
+
+def _excerpt(sentence: str, span: tuple[int, int]) -> str:
+    quote = sentence.strip()
+    if len(quote) <= _QUOTE_CHARS:
+        return quote
+    start, end = max(0, span[0] - 30), span[1] + _QUOTE_CHARS - 30
+    head = "…" if start > 0 else ""
+    tail = "…" if end < len(sentence) else ""
+    return f"{head}{sentence[start:end].strip()}{tail}"
+
+
+def _problem(quote: str, matching: Sequence[ToolCallRecord]) -> str:
+    if not matching:
+        return f'"{quote}": no matching tool call was made this turn.'
+    names = ", ".join(dict.fromkeys(f"'{call.name}'" for call in matching))
+    calls = "call" if len(matching) == 1 else "calls"
+    return f'"{quote}": the matching tool {calls} ({names}) failed.'
+
+
+def _feedback(problems: list[str]) -> str:
+    listed = bulleted(problems, MAX_LISTED)
+    what = "an action" if len(problems) == 1 else f"{len(problems)} actions"
+    return (
+        f"The reply claims {what} that no successful tool call this turn backs up:\n{listed}\n"
+        "Either do it now with the right tool, or do not claim it: say plainly what was done "
+        "and what was not."
+    )

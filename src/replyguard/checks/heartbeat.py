@@ -1,0 +1,124 @@
+"""``HeartbeatCheck``: a HEARTBEAT_OK reply while HEARTBEAT.md still lists open tasks fails.
+
+A heartbeat agent wakes up, reads ``HEARTBEAT.md`` and should work through it; answering
+``HEARTBEAT_OK`` means "nothing needs attention". The check only looks at heartbeat turns
+(``turn.heartbeat``); on any other turn it passes without an opinion. On a heartbeat turn:
+
+- the reply is not an acknowledgement → pass, not decisive (the judge decides);
+- the reply is an acknowledgement and the file lists open tasks → ``GOAL_MISSED``, with the
+  tasks (up to ``MAX_LISTED``) in the feedback;
+- the reply is an acknowledgement and no task is open → a *decisive* pass (no judge call);
+- no workspace, or the file is missing or unreadable → pass, not decisive.
+
+**Acknowledgement.** After stripping whitespace, markdown emphasis (``*``, ``_``, ``~``),
+backticks, quotes and punctuation from both ends, the reply is the case-sensitive token
+``HEARTBEAT_OK``, or starts or ends with it (as a whole word) with at most ``ACK_MAX_CHARS``
+characters beside it: heartbeat runtimes drop such a reply as an acknowledgement, so
+"HEARTBEAT_OK - all quiet" is the same lazy answer as the bare token. Anything longer is a
+report, and the judge reads it. ``heartbeat_ok`` or ``HEARTBEAT_OKAY`` are not the token.
+
+**Open tasks** (``open_tasks``). List items (``-``, ``*``, ``+``, ``1.``, ``1)``, at any
+indentation, so nested items count) that are not ticked: ``- [ ] task`` and plain ``- task``
+are open, ``- [x]`` / ``- [X]`` are done. Headings, paragraphs, thematic breaks (``* * *``),
+blank lines, fenced code blocks and HTML comments (also spanning lines) are ignored, and so
+is an item with no text (``- [ ]``). Block quotes are not task lists.
+
+``prose_lines`` (the markdown outside code fences and comments) and ``bulleted`` are shared
+with the claims check. The file is read through ``Workspace``: confined to the workspace,
+size-capped, and cached by mtime; the read runs in a worker thread, and only for
+acknowledgements.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+from replyguard.checks.base import CheckResult, failed, passed
+from replyguard.checks.markdown import bulleted, prose_lines
+from replyguard.telemetry import Events
+from replyguard.types import FailCategory, Reply, Turn
+from replyguard.workspace import Workspace
+
+TOKEN = "HEARTBEAT_OK"
+ACK_MAX_CHARS = 300
+"""The most characters an acknowledgement may carry beside the token."""
+MAX_LISTED = 10
+"""The most open tasks quoted in the feedback."""
+
+_EDGE_CHARS = " \t\r\n*_~`'\"\u2018\u2019\u201c\u201d.,;:!?-\u2013\u2014()[]"
+_ITEM = re.compile(
+    r"[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t]+\[(?P<box>[ xX])\])?(?:[ \t]+(?P<text>.*)|$)"
+)
+_THEMATIC_BREAK = re.compile(r"[ \t]*([-*_])(?:[ \t]*\1){2,}[ \t]*")
+
+
+def open_tasks(markdown: str) -> list[str]:
+    """The texts of the list items in ``markdown`` that are not ticked, in order."""
+    tasks: list[str] = []
+    for line in prose_lines(markdown):
+        item = _ITEM.fullmatch(line)
+        if item is None or _THEMATIC_BREAK.fullmatch(line):
+            continue
+        text = (item["text"] or "").strip()
+        if text and item["box"] not in ("x", "X"):
+            tasks.append(text)
+    return tasks
+
+
+def is_acknowledgement(reply: str) -> bool:
+    """Whether ``reply`` is a HEARTBEAT_OK acknowledgement (see the module docstring)."""
+    core = reply.strip(_EDGE_CHARS)
+    if core == TOKEN:
+        return True
+    if core.startswith(TOKEN) and not _is_word_char(core[len(TOKEN)]):
+        rest = core[len(TOKEN) :]
+    elif core.endswith(TOKEN) and not _is_word_char(core[-len(TOKEN) - 1]):
+        rest = core[: -len(TOKEN)]
+    else:
+        return False
+    return len(rest.strip(_EDGE_CHARS)) <= ACK_MAX_CHARS
+
+
+def _is_word_char(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
+def _feedback(tasks: list[str], file_name: str) -> str:
+    listed = bulleted(tasks, MAX_LISTED)
+    count = "1 open task" if len(tasks) == 1 else f"{len(tasks)} open tasks"
+    return (
+        f"The reply is {TOKEN}, but {file_name} still lists {count}:\n{listed}\n"
+        f"Work through them now and report what you did; answer {TOKEN} only when nothing "
+        "in the list needs attention."
+    )
+
+
+class HeartbeatCheck:
+    """Fails a HEARTBEAT_OK reply while the heartbeat file lists open tasks."""
+
+    def __init__(
+        self,
+        *,
+        workspace_dir: str | None,
+        heartbeat_file: str = "HEARTBEAT.md",
+        name: str = "heartbeat",
+        required: bool = False,
+        events: Events | None = None,
+    ) -> None:
+        self.name = name
+        self.required = required
+        self._file = heartbeat_file
+        self._workspace = Workspace(workspace_dir, events or Events())
+
+    async def check(self, turn: Turn, reply: Reply) -> CheckResult:
+        """Judge a heartbeat turn's acknowledgement against the open tasks."""
+        if not turn.heartbeat or not is_acknowledgement(reply.text):
+            return passed(self.name)
+        markdown = await asyncio.to_thread(self._workspace.read, self._file)
+        if markdown is None:
+            return passed(self.name)
+        tasks = open_tasks(markdown)
+        if not tasks:
+            return passed(self.name, decisive=True)
+        return failed(self.name, FailCategory.GOAL_MISSED, _feedback(tasks, self._file))

@@ -1,0 +1,221 @@
+"""``repair_json``: the free repair tier that runs before the JSON check, and its helpers.
+
+``repair_json`` finds the JSON a model meant in the text it wrote. It takes the first of:
+
+1. the whole reply, if it parses (the C parser, so large valid replies stay cheap);
+2. a markdown fence's contents (```json, ```, ~~~) that parse; a fence closes only on a line
+   of its own, so a string value containing ``````` does not end it;
+3. a span from a ``{`` or ``[`` to its matching bracket, in order of start, inside the fences
+   if any hold a bracket, else anywhere. An ``re`` scan over strings and brackets finds the
+   match, so strings and escapes are respected. A span that does not parse even without its
+   trailing commas is skipped with all it encloses. A bracket that never closes is skipped,
+   unless the JSON from it is merely cut short: then nothing inside it is taken either.
+   At most 64 scans or checks, each linear; replies over ``max_chars`` skip this step.
+
+Repair only cuts text away and drops trailing commas outside strings: string values never
+change and no bracket is invented, so truncated JSON is not recovered.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from itertools import islice
+from typing import Any
+
+from replyguard.checks.specs import JsonType
+
+MAX_CHARS = 2_000_000
+_MAX_TRIES = 64
+_MAX_FENCES = 8
+MAX_PROBLEMS = 10
+_ECHO = 20  # the most characters of one reply value quoted back to the agent
+
+_STRING = r'"[^"\\]*(?:\\.[^"\\]*)*'
+_TOKEN = re.compile(_STRING + r'"?|[{}\[\]]', re.DOTALL)  # an unclosed string runs to the end
+_STRING_OR_TRAILING_COMMA = re.compile(f'({_STRING}")|,(?=[ \\t\\r\\n]*[}}\\]])', re.DOTALL)
+_OPENER = re.compile(r"[{\[]")
+_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,}).*$", re.MULTILINE)
+_CLOSER = {"{": "}", "[": "]"}
+_CUT = re.compile(r"[\w.+\\-]*\s*")  # the start of a literal, number or escape, then the end
+_DECODER = json.JSONDecoder()
+
+_Parsed = tuple[str, Any]
+JSON_TYPES: dict[type, JsonType] = {
+    type(None): "null",
+    bool: "boolean",
+    int: "integer",
+    float: "number",
+    str: "string",
+    list: "array",
+    dict: "object",
+}
+
+
+def repair_json(text: str, *, max_chars: int = MAX_CHARS) -> str | None:
+    """The JSON in ``text`` as an exact substring (minus trailing commas), or None."""
+    first = next(_parsed_candidates(text, max_chars), None)
+    return first[0] if first is not None else None
+
+
+def read_json(text: str, shape: type = object) -> _Parsed:
+    """The first repaired ``(text, value)`` whose value is a ``shape``, else the first at all.
+
+    Raises ValueError with a sentence for the agent when ``text`` holds no JSON.
+    """
+    first: _Parsed | None = None
+    for parsed in _parsed_candidates(text, MAX_CHARS):
+        if isinstance(parsed[1], shape):
+            return parsed
+        first = first or parsed
+    if first is not None:
+        return first
+    raise ValueError(_why_not_json(text))
+
+
+def json_type(value: Any) -> JsonType:
+    """The JSON type name of a value ``json.loads`` made (a bool is a boolean, not an integer)."""
+    return JSON_TYPES[type(value)]
+
+
+def clip(text: str, limit: int = _ECHO) -> str:
+    """``text`` cut to ``limit`` characters, marked with an ellipsis when cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def decode_error(exc: ValueError | RecursionError) -> str:
+    """A short description of why ``json.loads`` refused a text."""
+    if isinstance(exc, json.JSONDecodeError):
+        return f"{exc.msg} at line {exc.lineno} column {exc.colno}"
+    if isinstance(exc, RecursionError):
+        return "it is nested too deeply"
+    return clip(str(exc), 100)
+
+
+def problems_feedback(lead: str, problems: Iterable[str]) -> str:
+    """``lead`` and the first ten problems: inline when there is one, else as a list."""
+    shown = list(islice(problems, MAX_PROBLEMS + 1))
+    if len(shown) == 1:
+        return f"{lead} {shown[0]}"
+    lines = [f"- {problem}" for problem in shown[:MAX_PROBLEMS]]
+    if len(shown) > MAX_PROBLEMS:
+        lines.append("- (more problems not shown)")
+    return "\n".join([lead, *lines])
+
+
+def _parsed_candidates(text: str, max_chars: int) -> Iterator[_Parsed]:
+    stripped = text.strip()
+    whole = _loads(stripped)
+    if whole is not None:
+        yield whole
+        return
+    fenced = _json_fences(stripped)
+    for body in fenced:
+        parsed = _loads(body.strip())
+        if parsed is not None:
+            yield parsed
+        elif len(text) <= max_chars:
+            yield from _bracketed(body)
+    if not fenced and len(text) <= max_chars:
+        yield from _bracketed(stripped)
+
+
+def _loads(text: str) -> _Parsed | None:
+    try:
+        return text, json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _json_fences(text: str) -> list[str]:
+    """The contents of the markdown fences that hold a bracket (where the JSON must be)."""
+    return [body for body in _fenced_bodies(text) if _OPENER.search(body)]
+
+
+def _fenced_bodies(text: str) -> list[str]:
+    """The contents of the markdown fences in ``text``; an unclosed fence runs to the end."""
+    bodies: list[str] = []
+    position = 0
+    while len(bodies) < _MAX_FENCES and (opening := _FENCE.search(text, position)):
+        fence = opening.group(1)
+        closing = re.compile(rf"^[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*\r?$", re.M)
+        end = closing.search(text, opening.end())
+        bodies.append(text[opening.end() + 1 : end.start() if end else len(text)])
+        position = end.end() if end else len(text)
+    return bodies
+
+
+def _bracketed(text: str) -> Iterator[_Parsed]:
+    """Spans from an opening bracket to its match that parse, in order of their start."""
+    ends: dict[int, int] = {}
+    skip_to = tries = 0
+    for opener in _OPENER.finditer(text):
+        start = opener.start()
+        if start < skip_to:
+            continue
+        if start not in ends:
+            if tries == _MAX_TRIES:
+                return
+            tries += 1
+            _match_brackets(text, start, ends)
+        end = ends[start]
+        if end < 0:  # never closes: prose, or JSON cut short that must not be mined for parts
+            if tries == _MAX_TRIES or _cut_short(text, start):
+                return
+            tries += 1
+            continue
+        span = text[start:end]
+        without_commas = _STRING_OR_TRAILING_COMMA.sub(lambda m: m.group(1) or "", span)
+        parsed = _loads(span) or (_loads(without_commas) if without_commas != span else None)
+        if parsed is not None:
+            yield parsed
+        skip_to = end
+
+
+def _match_brackets(text: str, start: int, ends: dict[int, int]) -> None:
+    """Record where each bracket from ``start`` until its match closes (-1: never).
+
+    Brackets opened inside this span close at the same place whichever of them a scan starts
+    from, so one scan settles all of them.
+    """
+    stack: list[int] = []
+    for token in _TOKEN.finditer(text, start):
+        first = token.group()[0]
+        if first == '"':
+            continue
+        if first in _CLOSER:
+            stack.append(token.start())
+        elif _CLOSER[text[stack[-1]]] != first:
+            break  # a mismatched bracket: every open one fails
+        else:
+            ends[stack.pop()] = token.end()
+            if not stack:
+                return
+    for opened in stack:
+        ends[opened] = -1
+
+
+def _cut_short(text: str, start: int) -> bool:
+    """Whether the text from ``start`` is JSON cut short: valid until the text ends."""
+    try:
+        _DECODER.raw_decode(text, start)
+    except json.JSONDecodeError as exc:
+        return exc.msg.startswith("Unterminated string") or bool(_CUT.fullmatch(text, exc.pos))
+    except (ValueError, RecursionError):
+        pass
+    return False
+
+
+def _why_not_json(text: str) -> str:
+    body = next(iter(_json_fences(text.strip())), text)
+    start = _OPENER.search(body)
+    if start is None:
+        return "It contains no JSON object or array."
+    # Blank out the prose before the JSON so that lines and columns are the reply's own.
+    blanked = re.sub(r"[^\n]", " ", body[: start.start()]) + body[start.start() :]
+    try:
+        json.loads(blanked)
+    except (ValueError, RecursionError) as exc:
+        return f"It is not valid JSON: {decode_error(exc)}."
+    return "It could not be read as JSON."

@@ -1,0 +1,61 @@
+"""Markdown reading shared by the checks: prose lines outside code and comments, and lists."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+
+_FENCE = re.compile(r"[ \t]*(`{3,}|~{3,})(.*)")
+_COMMENT_OPEN, _COMMENT_CLOSE = "<!--", "-->"
+
+
+def prose_lines(markdown: str) -> Iterator[str]:
+    """The lines of ``markdown`` outside fenced code blocks, with HTML comments cut out.
+
+    A fence is three or more backticks or tildes (any indentation, an info string allowed,
+    except a backtick in a backtick fence's, which makes it inline code); it ends at a line of
+    the same character at least as long, or at the end of the text. A comment runs from
+    ``<!--`` to ``-->``, across lines if need be; fences inside a comment are comment text.
+    """
+    fence: str | None = None
+    in_comment = False
+    for line in markdown.splitlines():
+        if fence is not None:
+            stripped = line.strip()
+            if stripped.startswith(fence) and not stripped.strip(fence[0]):
+                fence = None
+            continue
+        if not in_comment and (opening := _FENCE.fullmatch(line)):
+            marker, info = opening.groups()
+            if not (marker[0] == "`" and "`" in info):
+                fence = marker
+                continue
+        line, in_comment = _cut_comments(line, in_comment)
+        yield line
+
+
+def _cut_comments(line: str, in_comment: bool) -> tuple[str, bool]:
+    """``line`` without its HTML comments, and whether a comment is still open at its end."""
+    kept: list[str] = []
+    position = 0
+    while True:
+        if in_comment:
+            end = line.find(_COMMENT_CLOSE, position)
+            if end < 0:
+                return "".join(kept), True
+            position, in_comment = end + len(_COMMENT_CLOSE), False
+        else:
+            start = line.find(_COMMENT_OPEN, position)
+            if start < 0:
+                kept.append(line[position:])
+                return "".join(kept), False
+            kept.append(line[position:start])
+            position, in_comment = start + len(_COMMENT_OPEN), True
+
+
+def bulleted(items: Sequence[str], limit: int) -> str:
+    """The first ``limit`` of ``items`` as a markdown list, then "… and N more" if any."""
+    lines = [f"- {item}" for item in items[:limit]]
+    if len(items) > limit:
+        lines.append(f"- … and {len(items) - limit} more")
+    return "\n".join(lines)

@@ -1,0 +1,154 @@
+"""``RuleCheck``: length limits, required and forbidden patterns, forbidden phrases, named rules.
+
+Every rule runs on every reply and every violation is listed in one feedback, each line named
+after its rule (``max_length``, ``min_length``, ``must_match``, ``must_not_match``,
+``forbidden_phrases``, or a named rule's key), so the agent can fix them all in one retry.
+
+- **Lengths** count the characters (code points) of the reply as delivered, whitespace
+  included.
+- **Patterns** (``must_match``, ``must_not_match``) are regular expressions, compiled once at
+  construction and applied with ``re.search``; an invalid one raises ``ValueError`` there.
+- **Forbidden phrases** are literal text, found anywhere in the reply with any run of
+  whitespace between their words, straight and curly apostrophes alike. A phrase whose edge is
+  a letter, digit or underscore matches only as a whole word at that edge: "hell" does not
+  fire in "hello", nor "as an AI" in "has an AIM"; an edge that is a symbol ("!!!") has no
+  such condition.
+- ``case_sensitive`` (default off) applies to patterns and phrases alike.
+- **Named rules** get the reply's text and return ``(passed, message)``; the message is the
+  feedback line on a failure. A named rule that raises is not caught here: the exception
+  propagates and the runner reports the check as crashed (a FAIL only when ``required``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+
+from replyguard.checks.base import CheckResult, failed, passed
+from replyguard.types import FailCategory, Reply, Turn
+
+RuleFunction = Callable[[str], tuple[bool, str]]
+"""A named rule: the reply's text in, ``(passed, message)`` out."""
+
+_APOSTROPHE = "['\u2019]"
+_EXCERPT_CHARS = 60
+_WORD_CHAR = re.compile(r"\w")
+
+
+class RuleCheck:
+    """Length limits, regular expressions, forbidden phrases and named rules on the reply."""
+
+    def __init__(
+        self,
+        *,
+        rules: Mapping[str, RuleFunction] | None = None,
+        max_length: int | None = None,
+        min_length: int | None = None,
+        must_match: Sequence[str] = (),
+        must_not_match: Sequence[str] = (),
+        forbidden_phrases: Sequence[str] = (),
+        case_sensitive: bool = False,
+        name: str = "rules",
+        required: bool = False,
+        category: FailCategory = FailCategory.RULE_VIOLATION,
+    ) -> None:
+        if max_length is not None and max_length < 1:
+            raise ValueError(f"max_length must be at least 1, not {max_length}")
+        if min_length is not None and min_length < 0:
+            raise ValueError(f"min_length must not be negative, not {min_length}")
+        if max_length is not None and min_length is not None and min_length > max_length:
+            raise ValueError(f"min_length {min_length} is above max_length {max_length}")
+        flags = 0 if case_sensitive else re.IGNORECASE
+        self.name = name
+        self.required = required
+        self.category = category
+        self._rules = dict(rules or {})
+        self._max_length = max_length
+        self._min_length = min_length
+        self._must_match = [(p, _compile(p, flags)) for p in must_match]
+        self._must_not_match = [(p, _compile(p, flags)) for p in must_not_match]
+        self._phrases = [(p, _phrase_pattern(p, flags)) for p in forbidden_phrases]
+
+    def violations(self, text: str) -> list[tuple[str, str]]:
+        """Every rule ``text`` breaks, as ``(rule name, message)``, in a fixed order."""
+        found: list[tuple[str, str]] = []
+        length = len(text)
+        if self._max_length is not None and length > self._max_length:
+            found.append(
+                (
+                    "max_length",
+                    f"The reply is {length:,} characters long; the limit is {self._max_length:,}.",
+                )
+            )
+        if self._min_length is not None and length < self._min_length:
+            found.append(
+                (
+                    "min_length",
+                    f"The reply is {length:,} characters long; "
+                    f"it must be at least {self._min_length:,}.",
+                )
+            )
+        for source, pattern in self._must_match:
+            if pattern.search(text) is None:
+                found.append(
+                    ("must_match", f"The reply does not match the required pattern '{source}'.")
+                )
+        for source, pattern in self._must_not_match:
+            if (match := pattern.search(text)) is not None:
+                found.append(
+                    (
+                        "must_not_match",
+                        f"The reply matches the forbidden pattern '{source}' "
+                        f"(at '{_shorten(match.group())}').",
+                    )
+                )
+        for phrase, pattern in self._phrases:
+            if pattern.search(text) is not None:
+                found.append(
+                    ("forbidden_phrases", f"The reply contains the forbidden phrase '{phrase}'.")
+                )
+        for rule_name, rule in self._rules.items():
+            ok, message = _outcome(rule_name, rule(text))
+            if not ok:
+                found.append((rule_name, message or f"The reply breaks the rule '{rule_name}'."))
+        return found
+
+    async def check(self, turn: Turn, reply: Reply) -> CheckResult:
+        """Fail ``reply`` with every rule it breaks."""
+        found = self.violations(reply.text)
+        if not found:
+            return passed(self.name)
+        count = "1 rule" if len(found) == 1 else f"{len(found)} rules"
+        lines = "\n".join(f"- {rule}: {message}" for rule, message in found)
+        return failed(self.name, self.category, f"The reply breaks {count}:\n{lines}")
+
+
+def _compile(pattern: str, flags: int) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern, flags)
+    except re.error as exc:
+        raise ValueError(f"{pattern!r} is not a valid regular expression: {exc}") from None
+
+
+def _phrase_pattern(phrase: str, flags: int) -> re.Pattern[str]:
+    words = phrase.replace("\u2019", "'").split()
+    if not words:
+        raise ValueError("a forbidden phrase must not be empty")
+    body = r"\s+".join(re.escape(word).replace("'", _APOSTROPHE) for word in words)
+    head = r"(?<!\w)" if _WORD_CHAR.fullmatch(words[0][0]) else ""
+    tail = r"(?!\w)" if _WORD_CHAR.fullmatch(words[-1][-1]) else ""
+    return re.compile(head + body + tail, flags)
+
+
+def _shorten(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _EXCERPT_CHARS else flat[: _EXCERPT_CHARS - 1] + "…"
+
+
+def _outcome(rule_name: str, outcome: object) -> tuple[bool, str]:
+    """A named rule's ``(passed, message)``, or a ``TypeError`` naming the rule."""
+    if isinstance(outcome, tuple) and len(outcome) == 2 and isinstance(outcome[0], bool):
+        return outcome[0], str(outcome[1] or "")
+    raise TypeError(
+        f"rule {rule_name!r} returned {type(outcome).__name__}; expected (passed, message)"
+    )

@@ -1,0 +1,87 @@
+"""Running a verifier's checks on one reply, concurrently, and merging what they found.
+
+Every check runs in one ``TaskGroup`` under its own deadline. A check that crashes or hangs is
+reported as that check's ``error``: an ordinary check is then ignored (it passes, and the crash
+is logged); a ``required`` one counts as a FAIL, so the agent gets feedback and retries.
+Nothing a check does can lose the reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from replyguard.checks.base import Check
+from replyguard.telemetry import Events, describe_error
+from replyguard.types import CheckResult, Reply, Turn, Verdict
+
+# A check with its own timeout (a command) gets this much more before it counts as hung.
+_GRACE_SECONDS = 5.0
+
+
+def _crashed(check: Check, error: str) -> CheckResult:
+    if check.required:
+        return CheckResult(
+            name=check.name,
+            passed=False,
+            feedback=f"The required check {check.name!r} could not verify the reply ({error}).",
+            error=error,
+            required=True,
+        )
+    return CheckResult(name=check.name, passed=True, error=error)
+
+
+async def _run_one(
+    check: Check, turn: Turn, reply: Reply, time_limit: float, events: Events
+) -> CheckResult:
+    own = getattr(check, "timeout_seconds", None)
+    limit = max(time_limit, own + _GRACE_SECONDS) if isinstance(own, int | float) else time_limit
+    try:
+        async with asyncio.timeout(limit):
+            result = await check.check(turn, reply)
+        if not isinstance(result, CheckResult):
+            raise TypeError(f"returned {type(result).__name__}, not a CheckResult")
+    except TimeoutError:
+        error = f"did not finish within {limit:g} s"
+    except Exception as exc:
+        error = describe_error(exc, events.secrets)
+    else:
+        return result.model_copy(update={"required": check.required})
+    events.warning("check_crashed", check=check.name, required=check.required, error=error)
+    return _crashed(check, error)
+
+
+async def run_checks(
+    checks: Sequence[Check], turn: Turn, reply: Reply, *, time_limit: float, events: Events
+) -> tuple[CheckResult, ...]:
+    """Run every check on ``reply`` at once; results in the order the checks were given."""
+    if not checks:
+        return ()
+    async with asyncio.TaskGroup() as group:
+        tasks = [group.create_task(_run_one(c, turn, reply, time_limit, events)) for c in checks]
+    return tuple(task.result() for task in tasks)
+
+
+def merged_feedback(results: Sequence[CheckResult]) -> str:
+    """Every failure's feedback in one message, each under its check's name."""
+    return "\n".join(f"[{r.name}] {r.feedback or 'failed'}" for r in results if not r.passed)
+
+
+def checks_verdict(results: Sequence[CheckResult]) -> Verdict | None:
+    """A FAIL verdict from the failed checks, or None when every check passed."""
+    failures = [r for r in results if not r.passed]
+    if not failures:
+        return None
+    category = next((r.category for r in failures if r.category is not None), None)
+    return Verdict(
+        passed=False,
+        category=category,
+        feedback=merged_feedback(failures),
+        reasoning="deterministic checks: " + ", ".join(r.name for r in failures),
+        decisive=True,
+    )
+
+
+def decisive_pass(results: Sequence[CheckResult]) -> bool:
+    """True when no check failed and one of them passed decisively."""
+    return all(r.passed for r in results) and any(r.decisive for r in results)

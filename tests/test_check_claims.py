@@ -1,0 +1,331 @@
+"""``ClaimCheck``: a claimed action needs a successful matching tool call in the turn's ledger."""
+
+from __future__ import annotations
+
+import pytest
+
+from replyguard.checks.base import Check, CheckResult
+from replyguard.checks.claims import DEFAULT_CLAIMS, Claim, ClaimCheck
+from replyguard.types import FailCategory, Reply, RunMeta, ToolCallRecord, Turn
+
+TURN = Turn(user_message="Send the invoice to Bob and deploy the fix.")
+DEFAULTS = ClaimCheck()
+
+
+def reply(text: str, *calls: tuple[str, bool]) -> Reply:
+    ledger = tuple(ToolCallRecord(name=name, succeeded=ok) for name, ok in calls)
+    return Reply(text=text, meta=RunMeta(tool_calls=ledger))
+
+
+async def run(text: str, *calls: tuple[str, bool], check: ClaimCheck = DEFAULTS) -> CheckResult:
+    return await check.check(TURN, reply(text, *calls))
+
+
+def test_a_claim_check_is_a_check() -> None:
+    check = ClaimCheck(name="actions", required=True)
+    assert (isinstance(check, Check), check.name, check.required) == (True, "actions", True)
+
+
+# -- what is a claim --------------------------------------------------------------------------
+
+CLAIMS = [
+    "I sent the invoice to Bob.",
+    "i sent it",
+    "I've saved the file.",
+    "I\u2019ve saved the file.",
+    "I have deployed the fix.",
+    "I had sent it before you asked.",
+    "I'd sent it before you asked.",
+    "I just emailed Alice.",
+    "I successfully created the ticket.",
+    "I've also already pushed the branch.",
+    "I went ahead and booked the table.",
+    "I've gone ahead and paid the invoice.",
+    "We've committed the change.",
+    "Alice and I deployed it together.",
+    "I've run the test suite.",
+    "I ran the migration.",
+    "The fix has been deployed.",
+    "The invitations have all been sent.",
+    "The fix has been deployed by me.",
+    "The letter has been sent by email.",
+    "Your email was sent successfully.",
+    "The email was successfully sent.",
+    "The files were just uploaded.",
+    "Done! I've scheduled the meeting for 3pm.",
+    "Sure, I sent it.",
+    "If the build fails I'll retry - I deployed the fix.",
+    "I sent it when you asked.",
+    "If you want more I can look again but I deleted the cache.",
+    "All done: I committed and pushed the changes.",
+    "Good news. I deployed the fix, and it works.",
+    "- [x] I filed the ticket",
+    "I've notified the on-call engineer.",
+]
+
+
+@pytest.mark.parametrize("text", CLAIMS, ids=repr)
+async def test_an_unsupported_claim_fails_as_incomplete(text: str) -> None:
+    result = await run(text)
+    assert (result.passed, result.category) == (False, FailCategory.INCOMPLETE)
+
+
+NOT_CLAIMS = [
+    # idioms and other subjects
+    "That saved you time.",
+    "This saved you a trip to the office.",
+    "I've saved you some time by summarising it.",
+    "I saved us a lot of hassle there.",
+    "sent from my phone",
+    "Sent from my iPhone",
+    "you sent me the wrong file",
+    "They deployed it last week.",
+    "It was sent by the customer.",
+    "It was sent on Monday.",
+    "The invoice has been sent by the customer.",
+    "I ran into a problem.",
+    "I ran out of time.",
+    "I paid close attention to the tone.",
+    "I pushed back on that idea.",
+    "I ordered them by date.",
+    # negations and modals
+    "I haven't sent it yet.",
+    "I have not deployed the fix.",
+    "I've not sent it.",
+    "I never sent it.",
+    "I've never deployed anything.",
+    "I didn't send it.",
+    "I will send it.",
+    "I can send it.",
+    "I'd send it.",
+    "I would have sent it.",
+    "I should have sent it.",
+    "I could've sent it.",
+    "I'll have sent it by then.",
+    "It should have been sent.",
+    "It will have been deployed tomorrow.",
+    "It'll have been deployed tomorrow.",
+    "It'd have been sent without the typo.",
+    "It seems to have been deleted.",
+    "I have been sent a file.",
+    "The fix hasn't been deployed.",
+    "It wouldn't have been sent without approval.",
+    "The invoice has yet to be sent.",
+    # questions
+    "Should I send it?",
+    "Have I sent it?",
+    "Have I sent it to the wrong address",
+    "I sent it?",
+    # subordinate and hypothetical clauses
+    "Once I've sent it you'll get a copy.",
+    "You'll get a copy once I've sent it.",
+    "If I had sent it\u2026",
+    "After I've deployed, we can test.",
+    "When I've deployed it, I'll tell you.",
+    "Before I sent it, I checked the address.",
+    "Wait until I've deployed.",
+    "As soon as I've deployed, I'll ping you.",
+    "Let me know whether I sent the right file.",
+    "Unless I've deleted it by mistake, it is still there.",
+    "I'm not sure I sent it.",
+    "I wish I had sent it.",
+    "Once it has been deployed, you'll get an email.",
+    # quoted, code and content shown in the reply
+    "you wrote: 'I sent it'",
+    "you wrote: \u2018I\u2019ve sent it\u2019",
+    'you wrote: "I sent it"',
+    "you wrote: \u201cI sent it\u201d",
+    "> I sent it yesterday",
+    "Use `I sent it` as the subject.",
+    "```\nI sent it\n```",
+    "~~~text\nI've deployed it\n~~~",
+    "<!-- I sent it -->",
+    "I've updated the code below.",
+    "I created the following plan.",
+    "I've created a plan:",
+]
+
+
+@pytest.mark.parametrize("text", NOT_CLAIMS, ids=repr)
+async def test_no_claim_passes_without_tool_calls(text: str) -> None:
+    assert (await run(text)).passed
+
+
+# -- the ledger -------------------------------------------------------------------------------
+
+
+async def test_a_claim_backed_by_a_successful_matching_call_passes() -> None:
+    assert (await run("I sent the invoice.", ("gmail_send_message", True))).passed
+
+
+async def test_tool_names_match_case_insensitively() -> None:
+    assert (await run("I sent the invoice.", ("Gmail.SendMessage", True))).passed
+
+
+async def test_a_claim_backed_only_by_a_failed_call_fails_naming_the_call() -> None:
+    result = await run("I deployed the fix.", ("deploy_app", False))
+    assert "the matching tool call ('deploy_app') failed" in (result.feedback or "")
+
+
+async def test_a_failed_call_then_a_successful_retry_passes() -> None:
+    assert (await run("I deployed it.", ("deploy_app", False), ("deploy_app", True))).passed
+
+
+async def test_a_successful_call_of_an_unrelated_tool_does_not_back_a_claim() -> None:
+    result = await run("I sent the invoice.", ("read_file", True), ("web_search", True))
+    assert "no matching tool call was made this turn" in (result.feedback or "")
+
+
+async def test_a_shell_tool_backs_a_deployment_claim() -> None:
+    assert (await run("I deployed the fix.", ("bash", True))).passed
+
+
+async def test_a_shell_tool_does_not_back_a_payment_claim() -> None:
+    assert not (await run("I paid the invoice.", ("bash", True))).passed
+
+
+async def test_each_claim_needs_its_own_tool() -> None:
+    result = await run("I sent the invoice. I deployed the fix.", ("send_email", True))
+    assert '"I deployed the fix."' in (result.feedback or "")
+
+
+# -- feedback ---------------------------------------------------------------------------------
+
+
+async def test_the_feedback_quotes_the_claim_and_asks_to_do_it_or_not_claim_it() -> None:
+    result = await run("Thanks! I sent the invoice to Bob.")
+    assert result.feedback == (
+        "The reply claims an action that no successful tool call this turn backs up:\n"
+        '- "I sent the invoice to Bob.": no matching tool call was made this turn.\n'
+        "Either do it now with the right tool, or do not claim it: say plainly what was done "
+        "and what was not."
+    )
+
+
+async def test_a_long_sentence_is_quoted_around_the_claim() -> None:
+    text = "Following up on the long thread from last week about the quarterly numbers, " * 3
+    result = await run(text + "I sent the invoice to Bob and copied the whole finance team.")
+    quote = (result.feedback or "").splitlines()[1]
+    assert quote.startswith('- "…') and "I sent the invoice to Bob" in quote and len(quote) < 160
+
+
+async def test_several_unsupported_claims_are_all_listed() -> None:
+    result = await run("I sent the invoice. I deployed the fix.")
+    assert (result.feedback or "").startswith(
+        "The reply claims 2 actions that no successful tool call this turn backs up:\n"
+        '- "I sent the invoice.": no matching tool call was made this turn.\n'
+        '- "I deployed the fix.": no matching tool call was made this turn.\n'
+    )
+
+
+async def test_at_most_five_claims_are_listed_then_the_rest_are_counted() -> None:
+    text = " ".join(f"I sent invoice {n}." for n in range(8))
+    lines = ((await run(text)).feedback or "").splitlines()
+    assert (lines[5], lines[6]) == (
+        '- "I sent invoice 4.": no matching tool call was made this turn.',
+        "- … and 3 more",
+    )
+
+
+async def test_a_repeated_claim_is_listed_once() -> None:
+    result = await run("I sent it.\nI sent it.")
+    assert (result.feedback or "").count('"I sent it."') == 1
+
+
+# -- the map ----------------------------------------------------------------------------------
+
+
+def test_the_defaults_cover_the_common_claims() -> None:
+    expected = {"sent", "emailed", "saved", "deployed", "created", "scheduled", "booked"}
+    expected |= {"deleted", "updated", "uploaded", "posted", "committed", "pushed", "ran"}
+    expected |= {"installed", "paid", "ordered", "filed", "submitted", "notified"}
+    assert expected <= set(DEFAULT_CLAIMS)
+
+
+async def test_a_custom_map_replaces_the_defaults() -> None:
+    check = ClaimCheck(claims={"refactored": ["*edit*"]})
+    results = [await run(text, check=check) for text in ("I sent it.", "I refactored it.")]
+    assert [r.passed for r in results] == [True, False]
+
+
+async def test_a_custom_map_uses_its_own_patterns() -> None:
+    check = ClaimCheck(claims={"sent": ["*carrier_pigeon*"]})
+    assert (await run("I sent it.", ("release_carrier_pigeon", True), check=check)).passed
+
+
+async def test_a_regular_lemma_claims_its_past_form() -> None:
+    check = ClaimCheck(claims={"deploy": ["*deploy*"]})
+    assert not (await run("I deployed it.", check=check)).passed
+
+
+async def test_a_lemma_is_not_itself_a_claim() -> None:
+    check = ClaimCheck(claims={"deploy": ["*deploy*"]})
+    assert (await run("I deploy on Fridays.", check=check)).passed
+
+
+@pytest.mark.parametrize(
+    ("lemma", "text"),
+    [("commit", "I committed it."), ("visit", "I visited it."), ("notify", "I notified Al.")],
+    ids=repr,
+)
+async def test_a_regular_lemma_gets_its_spelling(lemma: str, text: str) -> None:
+    assert not (await run(text, check=ClaimCheck(claims={lemma: ["*x*"]}))).passed
+
+
+@pytest.mark.parametrize(
+    ("text", "claimed"),
+    [
+        ("I ran the tests.", True),
+        ("I've run the tests.", True),
+        ("I run the tests every night.", False),
+    ],
+    ids=repr,
+)
+async def test_an_irregular_verb_claims_past_and_participle_in_their_places(
+    text: str, claimed: bool
+) -> None:
+    check = ClaimCheck(claims={"run": ["*run*"]})
+    assert (await run(text, check=check)).passed is not claimed
+
+
+async def test_a_multi_word_verb_is_claimed() -> None:
+    check = ClaimCheck(claims={"back up": ["*backup*"]})
+    assert not (await run("I backed up the database.", check=check)).passed
+
+
+async def test_a_verb_mapped_to_no_patterns_is_never_backed_up() -> None:
+    check = ClaimCheck(claims={"sent": []})
+    assert not (await run("I sent it.", ("send_email", True), check=check)).passed
+
+
+async def test_an_empty_map_claims_nothing() -> None:
+    assert (await run("I sent it.", check=ClaimCheck(claims={}))).passed
+
+
+def test_an_empty_verb_is_refused_at_construction() -> None:
+    with pytest.raises(ValueError, match="must not be empty"):
+        ClaimCheck(claims={" ": ["*"]})
+
+
+# -- find_claims ------------------------------------------------------------------------------
+
+
+def test_find_claims_gives_the_verb_and_the_sentence() -> None:
+    assert DEFAULTS.find_claims("Hi. I've SENT the file. Bye.") == [
+        Claim(verb="sent", quote="I've SENT the file.")
+    ]
+
+
+def test_find_claims_gives_every_claim_in_order() -> None:
+    found = DEFAULTS.find_claims("I saved it, then I emailed Bob.\nThe site has been deployed.")
+    assert [c.verb for c in found] == ["saved", "emailed", "deployed"]
+
+
+def test_a_reply_of_a_megabyte_is_read_to_its_end() -> None:
+    filler = "The weather is fine and nothing else happened today. " * 20_000
+    assert [c.verb for c in DEFAULTS.find_claims(filler + "\nI sent it.")] == ["sent"]
+
+
+def test_a_megabyte_of_one_unbroken_line_of_subjects_and_quotes_finishes() -> None:
+    text = "I 'we \"has `was " * 70_000
+    assert (len(text) > 1_000_000, DEFAULTS.find_claims(text)) == (True, [])

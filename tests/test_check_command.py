@@ -1,0 +1,303 @@
+"""``CommandCheck``: runs a command on the reply, safely (no shell, bounded output, no orphans)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+import stat
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from replyguard.checks.base import Check
+from replyguard.checks.command import CommandCheck
+from replyguard.types import FailCategory, Reply, Turn
+
+PY = sys.executable
+TURN = Turn(user_message="fix the lint errors")
+
+# Starts a grandchild that inherits stdout and sleeps, records "<own pid> <grandchild pid>" in
+# the file named by argv[1], then sleeps too, or exits 0 at once when argv[2] is "exit".
+SPAWN_AND_HANG = """
+import os, subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write(f"{os.getpid()} {child.pid}")
+os.replace(sys.argv[1] + ".tmp", sys.argv[1])
+print("started", flush=True)
+if sys.argv[2] != "exit":
+    time.sleep(60)
+"""
+
+
+def python(source: str, *args: str) -> list[str]:
+    return [PY, "-c", source, *args]
+
+
+async def run(check: CommandCheck, text: str = "the reply") -> tuple[bool, str]:
+    result = await check.check(TURN, Reply(text=text))
+    return result.passed, result.feedback or ""
+
+
+def gone(pid: int) -> bool:
+    """The process no longer exists (a zombie whose parent died counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (FileNotFoundError, IndexError):
+        return True
+
+
+async def wait_gone(*pids: int, within: float = 3.0) -> bool:
+    deadline = time.monotonic() + within
+    while not all(gone(pid) for pid in pids):
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.02)
+    return True
+
+
+def exists(path: str | Path) -> bool:
+    return os.path.exists(path)
+
+
+def read(path: Path) -> str:
+    return path.read_text()
+
+
+async def wait_for_file(path: Path, within: float = 5.0) -> str:
+    deadline = time.monotonic() + within
+    while not exists(path):
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        await asyncio.sleep(0.01)
+    return read(path)
+
+
+async def test_exit_zero_passes() -> None:
+    check = CommandCheck(python("pass"))
+    result = await check.check(TURN, Reply(text="ok"))
+    assert result.passed and result.feedback is None and result.name == check.name
+
+
+async def test_non_zero_exit_fails_with_the_code_and_the_output() -> None:
+    check = CommandCheck(
+        python("import sys; print('E501 line too long'); sys.exit(3)"),
+        category=FailCategory.GOAL_MISSED,
+    )
+    result = await check.check(TURN, Reply(text="x"))
+    assert not result.passed and result.category is FailCategory.GOAL_MISSED
+    assert "exited with code 3" in (result.feedback or "")
+    assert "E501 line too long" in (result.feedback or "")
+    assert shlex.join(python("import sys; print('E501 line too long'); sys.exit(3)")) in (
+        result.feedback or ""
+    )
+
+
+async def test_stderr_is_merged_into_the_output() -> None:
+    ok, feedback = await run(CommandCheck(python("import sys; sys.exit('on stderr')")))
+    assert not ok and "on stderr" in feedback
+
+
+async def test_failure_without_output_says_so() -> None:
+    ok, feedback = await run(CommandCheck(python("raise SystemExit(1)")))
+    assert not ok and feedback.endswith("(no output)")
+
+
+async def test_the_reply_arrives_on_stdin() -> None:
+    echo = python("import sys; sys.stdout.buffer.write(sys.stdin.buffer.read()); sys.exit(1)")
+    ok, feedback = await run(CommandCheck(echo), "héllo wörld ✓")
+    assert not ok and feedback.endswith("héllo wörld ✓")
+
+
+async def test_a_command_that_ignores_a_large_reply_on_stdin_still_passes() -> None:
+    ok, _ = await run(CommandCheck(python("pass")), "x" * 2_000_000)
+    assert ok
+
+
+async def test_pass_reply_none_gives_an_empty_stdin() -> None:
+    check = CommandCheck(python("import sys; sys.exit(len(sys.stdin.read()))"), pass_reply="none")
+    ok, _ = await run(check, "not for you")
+    assert ok
+
+
+async def test_file_mode_substitutes_a_private_file_removed_afterwards() -> None:
+    show = (
+        "import os, sys\n"
+        "print(sys.argv[1], oct(os.stat(sys.argv[1]).st_mode & 0o777))\n"
+        "sys.stdout.flush(); sys.stdout.buffer.write(open(sys.argv[1], 'rb').read())\n"
+        "sys.exit(1)"
+    )
+    check = CommandCheck(python(show, "{reply_file}"), pass_reply="file")
+    ok, feedback = await run(check, "the réply")
+    path, mode = feedback.splitlines()[-2].split()
+    assert not ok and feedback.endswith("the réply")
+    assert mode == oct(stat.S_IRUSR | stat.S_IWUSR)
+    assert not exists(path)
+
+
+async def test_file_mode_removes_the_file_after_a_timeout(tmp_path: Path) -> None:
+    note = tmp_path / "path"
+    hang = "import sys, time; open(sys.argv[2], 'w').write(sys.argv[1]); time.sleep(60)"
+    check = CommandCheck(
+        python(hang, "{reply_file}", str(note)), pass_reply="file", timeout_seconds=0.5
+    )
+    ok, _ = await run(check)
+    assert not ok and not exists(read(note))
+
+
+async def test_file_mode_through_the_shell_quotes_the_path() -> None:
+    check = CommandCheck("cat {reply_file}; exit 1", shell=True, pass_reply="file")
+    ok, feedback = await run(check, "it's $HOME")
+    assert not ok and feedback.endswith("it's $HOME")
+
+
+def test_file_mode_needs_the_placeholder() -> None:
+    with pytest.raises(ValueError, match="reply_file"):
+        CommandCheck(python("pass"), pass_reply="file")
+
+
+def test_the_placeholder_needs_file_mode() -> None:
+    with pytest.raises(ValueError, match="reply_file"):
+        CommandCheck(python("pass", "{reply_file}"))
+
+
+def test_a_string_command_needs_shell() -> None:
+    with pytest.raises(ValueError, match="list of arguments"):
+        CommandCheck("ruff check .")
+
+
+def test_shell_needs_a_string_command() -> None:
+    with pytest.raises(ValueError, match="one string"):
+        CommandCheck(["ruff", "check"], shell=True)
+
+
+@pytest.mark.parametrize(("command", "shell"), [([], False), ([""], False), ("  ", True)])
+def test_an_empty_command_is_rejected(command: list[str] | str, shell: bool) -> None:
+    with pytest.raises(ValueError, match="empty"):
+        CommandCheck(command, shell=shell)
+
+
+def test_names_default_to_the_program_and_the_check_protocol_holds() -> None:
+    check = CommandCheck(["/usr/bin/ruff", "check"], required=True)
+    assert check.name == "command:ruff" and check.required
+    assert isinstance(check, Check)
+    assert CommandCheck("make lint | tee log", shell=True).name == "command:make"
+    assert CommandCheck(["ruff"], name="lint").name == "lint"
+
+
+async def test_shell_runs_a_pipeline() -> None:
+    ok, feedback = await run(CommandCheck("tr a-z A-Z | sed s/REPLY/answer/; exit 4", shell=True))
+    assert not ok and "exited with code 4" in feedback and feedback.endswith("THE answer")
+
+
+async def test_env_is_merged_over_the_environment_and_cwd_is_used(tmp_path: Path) -> None:
+    probe = (
+        "import os, sys\n"
+        "env_ok = os.environ['RG_X'] == 'y' and 'PATH' in os.environ\n"
+        "sys.exit(0 if env_ok and os.getcwd() == os.path.realpath(sys.argv[1]) else 1)"
+    )
+    check = CommandCheck(python(probe, str(tmp_path)), env={"RG_X": "y"}, cwd=str(tmp_path))
+    ok, _ = await run(check)
+    assert ok
+
+
+async def test_a_hanging_command_times_out_with_its_output() -> None:
+    hang = "import time; print('working', flush=True); time.sleep(60)"
+    check = CommandCheck(python(hang), timeout_seconds=0.5)
+    started = time.monotonic()
+    ok, feedback = await run(check)
+    assert time.monotonic() - started < 0.5 + 3
+    assert not ok and "did not finish within 0.5 s" in feedback and "working" in feedback
+
+
+async def test_a_timeout_kills_a_grandchild_holding_the_pipe(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    check = CommandCheck(python(SPAWN_AND_HANG, str(pids), "hang"), timeout_seconds=1)
+    started = time.monotonic()
+    ok, feedback = await run(check)
+    assert time.monotonic() - started < 1 + 3
+    assert not ok and "did not finish" in feedback and "started" in feedback
+    assert await wait_gone(*map(int, read(pids).split()))
+
+
+async def test_a_passing_command_leaves_no_background_process_behind(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    started = time.monotonic()
+    ok, _ = await run(CommandCheck(python(SPAWN_AND_HANG, str(pids), "exit"), timeout_seconds=30))
+    assert ok and time.monotonic() - started < 10
+    assert await wait_gone(*map(int, read(pids).split()))
+
+
+async def test_an_output_flood_keeps_only_a_bounded_tail() -> None:
+    flood = (
+        "import sys\n"
+        "for _ in range(100): sys.stdout.write('x' * 1_000_000)\n"
+        "print('THE END'); sys.exit(1)"
+    )
+    tracemalloc.start()
+    try:
+        ok, feedback = await run(CommandCheck(python(flood), tail_chars=100))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    output = feedback.split("Output:\n", 1)[1]
+    assert not ok and output.startswith("…") and output.rstrip().endswith("THE END")
+    assert len(output) == 1 + 100
+    assert peak < 5_000_000  # while 100 MB went through
+
+
+async def test_the_tail_counts_characters_not_bytes() -> None:
+    emoji = "import sys; sys.stdout.buffer.write('\\N{GRINNING FACE}'.encode() * 1000); sys.exit(1)"
+    ok, feedback = await run(CommandCheck(python(emoji), tail_chars=100))
+    assert not ok and feedback.split("Output:\n", 1)[1] == "…" + "\N{GRINNING FACE}" * 100
+
+
+async def test_cancelling_the_check_kills_the_process_tree(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    check = CommandCheck(python(SPAWN_AND_HANG, str(pids), "hang"), timeout_seconds=30)
+    task = asyncio.create_task(check.check(TURN, Reply(text="r")))
+    own, grandchild = map(int, (await wait_for_file(pids)).split())
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    with pytest.raises(ProcessLookupError):
+        os.kill(own, 0)  # already reaped by the check itself
+    assert await wait_gone(grandchild)
+
+
+async def test_a_missing_program_raises_a_clear_error() -> None:
+    with pytest.raises(FileNotFoundError, match=r"cannot start '/nonexistent/lint'"):
+        await run(CommandCheck(["/nonexistent/lint", "."], name="lint"))
+
+
+async def test_a_missing_cwd_raises_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match=r"cannot start .* in .*nowhere"):
+        await run(CommandCheck(python("pass"), cwd=str(tmp_path / "nowhere")))
+
+
+async def test_a_missing_program_through_the_shell_is_an_ordinary_failure() -> None:
+    ok, feedback = await run(CommandCheck("/nonexistent/lint", shell=True))
+    assert not ok and "exited with code 127" in feedback
+
+
+async def test_two_checks_run_at_the_same_time(tmp_path: Path) -> None:
+    meet = (
+        "import os, sys, time\n"
+        "open(sys.argv[1], 'w').close()\n"
+        "deadline = time.monotonic() + 10\n"
+        "while not os.path.exists(sys.argv[2]):\n"
+        "    if time.monotonic() > deadline: sys.exit('the other check never ran')\n"
+        "    time.sleep(0.01)\n"
+    )
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    results = await asyncio.gather(
+        run(CommandCheck(python(meet, a, b))), run(CommandCheck(python(meet, b, a)))
+    )
+    assert list(results) == [(True, ""), (True, "")]
