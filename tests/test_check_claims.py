@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from replyguard.checks.base import Check, CheckResult
-from replyguard.checks.claims import DEFAULT_CLAIMS, Claim, ClaimCheck
+from replyguard.checks.claim_tools import tool_words
+from replyguard.checks.claims import DEFAULT_CLAIMS, INLINE_CHARS, Claim, ClaimCheck
 from replyguard.types import FailCategory, Reply, RunMeta, ToolCallRecord, Turn
 
 TURN = Turn(user_message="Send the invoice to Bob and deploy the fix.")
@@ -151,6 +154,67 @@ async def test_no_claim_passes_without_tool_calls(text: str) -> None:
     assert (await run(text)).passed
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "No emails have been sent.",
+        "Nothing has been deleted.",
+        "None of the files have been uploaded yet.",
+        "Neither invoice has been paid.",
+        "No one has been notified.",
+        "I checked the outbox: no emails have been sent yet.",
+    ],
+    ids=repr,
+)
+async def test_a_passive_with_a_negative_subject_is_no_claim(text: str) -> None:
+    assert (await run(text)).passed
+
+
+async def test_a_passive_followed_by_yet_is_no_claim() -> None:
+    assert (await run("Not all of the files have been uploaded yet.")).passed
+
+
+async def test_a_negative_subject_reaches_only_to_the_end_of_its_clause() -> None:
+    assert not (await run("Nothing failed, and the fix has been deployed.")).passed
+
+
+async def test_a_negative_word_does_not_hide_a_first_person_claim() -> None:
+    assert not (await run("No one answered so I sent a reminder.")).passed
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I saved you a seat at the 3pm session.",
+        "I saved you a ton of work by reusing the template.",
+        "That saved us loads of time.",
+        "I've saved the day!",
+        "I ran the numbers and you're fine.",
+        "I've run the numbers again.",
+    ],
+    ids=repr,
+)
+async def test_idioms_of_saving_and_running_are_no_claims(text: str) -> None:
+    assert (await run(text)).passed
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["I've **sent** the email.", "I *just* sent it.", "I've _already_ deployed it."],
+    ids=repr,
+)
+async def test_a_claim_in_markdown_emphasis_is_recognised(text: str) -> None:
+    assert not (await run(text)).passed
+
+
+async def test_only_may_stand_between_the_subject_and_the_verb() -> None:
+    assert not (await run("We haven't deployed anything; I only ran the tests locally.")).passed
+
+
+async def test_a_claim_about_an_earlier_turn_needs_a_call_in_this_turn_too() -> None:
+    assert not (await run("As I mentioned, we sent the contract in May.")).passed
+
+
 # -- the ledger -------------------------------------------------------------------------------
 
 
@@ -182,6 +246,82 @@ async def test_a_shell_tool_backs_a_deployment_claim() -> None:
 
 async def test_a_shell_tool_does_not_back_a_payment_claim() -> None:
     assert not (await run("I paid the invoice.", ("bash", True))).passed
+
+
+@pytest.mark.parametrize(
+    ("text", "tool"),
+    [
+        ("I sent the reply to Bob.", "gmail_search_messages"),
+        ("I sent the reply to Bob.", "read_email"),
+        ("I ordered the replacement charger.", "get_order_status"),
+        ("I scheduled the meeting for 3pm.", "list_events"),
+        ("I posted the summary in #general.", "get_posts"),
+        ("I filed a ticket with IT.", "read_file"),
+        ("I updated your shipping address.", "get_settings"),
+        ("I paid the invoice.", "get_invoice"),
+        ("I booked the flight.", "search_books"),
+        ("I installed pandas.", "listPackages"),
+    ],
+    ids=repr,
+)
+async def test_a_reading_tool_does_not_back_an_action_claim(text: str, tool: str) -> None:
+    assert not (await run(text, (tool, True))).passed
+
+
+@pytest.mark.parametrize(
+    ("text", "tool"),
+    [
+        ("I created the event.", "get_or_create_event"),
+        ("I sent the reply to Bob.", "search_and_send_email"),
+        ("I updated the ticket status.", "update_status"),
+    ],
+    ids=repr,
+)
+async def test_a_reading_tool_that_also_names_the_action_backs_it(text: str, tool: str) -> None:
+    assert (await run(text, (tool, True))).passed
+
+
+async def test_a_tool_named_exactly_in_the_map_backs_the_claim_even_when_it_reads() -> None:
+    check = ClaimCheck(claims={"checked": ["read_logs"]})
+    assert (await run("I checked the logs.", ("read_logs", True), check=check)).passed
+
+
+@pytest.mark.parametrize(
+    ("text", "tool"),
+    [
+        ("I deleted the old backups.", "confirm_format"),
+        ("I filed a ticket with IT.", "update_profile"),
+        ("I saved the report.", "compute_output"),
+        ("I ran the tests.", "truncate_table"),
+    ],
+    ids=repr,
+)
+async def test_default_patterns_match_whole_words_of_a_tool_name(text: str, tool: str) -> None:
+    assert not (await run(text, (tool, True))).passed
+
+
+@pytest.mark.parametrize(
+    ("name", "words"),
+    [
+        ("gmail_search_messages", ["gmail", "search", "messages"]),
+        ("Gmail.SendMessage", ["gmail", "send", "message"]),
+        ("fs-rm", ["fs", "rm"]),
+        ("HTTPRequest/v2", ["http", "request", "v2"]),
+        ("s3_upload", ["s3", "upload"]),
+    ],
+    ids=repr,
+)
+def test_a_tool_name_splits_into_words(name: str, words: list[str]) -> None:
+    assert tool_words(name) == words
+
+
+async def test_a_camel_case_tool_name_backs_a_claim_by_its_words() -> None:
+    assert (await run("I deleted the cache.", ("FsRm", True))).passed
+
+
+async def test_a_pattern_with_a_separator_matches_a_camel_case_name() -> None:
+    check = ClaimCheck(claims={"sent": ["*carrier_pigeon*"]})
+    assert (await run("I sent it.", ("releaseCarrierPigeon", True), check=check)).passed
 
 
 async def test_each_claim_needs_its_own_tool() -> None:
@@ -324,6 +464,29 @@ def test_find_claims_gives_every_claim_in_order() -> None:
 def test_a_reply_of_a_megabyte_is_read_to_its_end() -> None:
     filler = "The weather is fine and nothing else happened today. " * 20_000
     assert [c.verb for c in DEFAULTS.find_claims(filler + "\nI sent it.")] == ["sent"]
+
+
+def test_a_long_run_of_dots_inside_a_line_is_read_to_its_end() -> None:
+    text = "Progress: [" + "." * 200_000 + "] done. I sent it."
+    assert [c.verb for c in DEFAULTS.find_claims(text)] == ["sent"]
+
+
+async def test_a_two_megabyte_reply_is_checked_to_its_end() -> None:
+    filler = "The logs looked normal and nothing stood out, so no action is needed.\n" * 30_000
+    result = await run(filler + "I sent it.")
+    assert (len(filler) > 2_000_000, result.passed) == (True, False)
+
+
+async def test_a_long_reply_is_scanned_in_a_worker_thread() -> None:
+    threads: list[int] = []
+
+    class Recording(ClaimCheck):
+        def find_claims(self, text: str) -> list[Claim]:
+            threads.append(threading.get_ident())
+            return super().find_claims(text)
+
+    await run("x" * (INLINE_CHARS + 1), check=Recording())
+    assert len(threads) == 1 and threads[0] != threading.get_ident()
 
 
 def test_a_megabyte_of_one_unbroken_line_of_subjects_and_quotes_finishes() -> None:

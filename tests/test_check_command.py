@@ -142,6 +142,24 @@ async def test_file_mode_substitutes_a_private_file_removed_afterwards() -> None
     assert not exists(path)
 
 
+SHOW_BYTES = "import sys; print(ascii(open(sys.argv[1], 'rb').read())); sys.exit(1)"
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        CommandCheck(python(SHOW_BYTES, "/dev/stdin")),
+        CommandCheck(python(SHOW_BYTES, "{reply_file}"), pass_reply="file"),
+    ],
+    ids=["stdin", "file"],
+)
+async def test_a_lone_surrogate_reaches_the_command_as_its_invalid_bytes(
+    check: CommandCheck,
+) -> None:
+    ok, feedback = await run(check, "emoji \ud83d cut")
+    assert not ok and feedback.endswith("b'emoji \\xed\\xa0\\xbd cut'\n")
+
+
 async def test_file_mode_removes_the_file_after_a_timeout(tmp_path: Path) -> None:
     note = tmp_path / "path"
     hang = "import sys, time; open(sys.argv[2], 'w').write(sys.argv[1]); time.sleep(60)"

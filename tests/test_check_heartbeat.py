@@ -221,6 +221,86 @@ def test_open_tasks(markdown: str, tasks: list[str]) -> None:
     assert open_tasks(markdown) == tasks
 
 
+@pytest.mark.parametrize(
+    "markdown",
+    [
+        "---\ntags:\n  - ops\n  - daily\n---\n# Tasks\n- [x] done",
+        "---\r\n- a\r\n...\r\n",
+        "---\n---\n",
+    ],
+    ids=["dashes", "dots-crlf", "empty"],
+)
+def test_a_yaml_front_matter_block_holds_no_tasks(markdown: str) -> None:
+    assert open_tasks(markdown) == []
+
+
+@pytest.mark.parametrize(
+    ("markdown", "tasks"),
+    [
+        ("---\n- [ ] never closed", ["never closed"]),
+        ("# Title\n---\n- [ ] below a break\n---", ["below a break"]),
+    ],
+    ids=["unclosed", "not-at-the-top"],
+)
+def test_dashes_that_do_not_open_the_file_and_close_are_no_front_matter(
+    markdown: str, tasks: list[str]
+) -> None:
+    assert open_tasks(markdown) == tasks
+
+
+@pytest.mark.parametrize(
+    "markdown",
+    ["- [x]done", "- [ x ] spaced", "* [ X ] spaced upper", "- [\u2713] check", "- [\u2714] heavy"],
+    ids=repr,
+)
+def test_other_spellings_of_a_ticked_box_are_done(markdown: str) -> None:
+    assert open_tasks(markdown) == []
+
+
+@pytest.mark.parametrize("markdown", ["- [-] cancelled", "- [~] skipped", "1. [ - ] dropped"])
+def test_cancelled_and_skipped_boxes_are_not_open(markdown: str) -> None:
+    assert open_tasks(markdown) == []
+
+
+def test_an_unticked_box_with_text_right_after_it_is_open() -> None:
+    assert open_tasks("- [ ]Renew the certificate") == ["Renew the certificate"]
+
+
+def test_an_unknown_box_mark_keeps_the_item_open_mark_and_all() -> None:
+    assert open_tasks("- [/] half done\n- [link](https://x.test) to read") == [
+        "[/] half done",
+        "[link](https://x.test) to read",
+    ]
+
+
+@pytest.mark.parametrize(
+    "markdown",
+    [
+        "Example:\n\n    - [ ] in code\n\n    - [ ] still code\n\n- [x] real",
+        "Example:\n\n\t- [ ] tab code",
+        "- [x] a\n\nNotes after the list:\n\n    - [ ] in code",
+    ],
+    ids=["spaces", "tab", "after-a-list"],
+)
+def test_an_indented_code_block_holds_no_tasks(markdown: str) -> None:
+    assert open_tasks(markdown) == []
+
+
+@pytest.mark.parametrize(
+    ("markdown", "tasks"),
+    [
+        ("- [x] parent\n\n    - [ ] child", ["child"]),
+        ("- [x] parent\n  lazy continuation\n\n    - [ ] child", ["child"]),
+        ("    - [ ] at the top", ["at the top"]),
+    ],
+    ids=["in-a-list", "after-a-continuation", "top-of-file"],
+)
+def test_indented_items_inside_a_list_or_at_the_top_are_tasks(
+    markdown: str, tasks: list[str]
+) -> None:
+    assert open_tasks(markdown) == tasks
+
+
 def test_open_tasks_keep_document_order() -> None:
     assert open_tasks(TASKS) == ["Check the inbox", "Water the plants"]
 

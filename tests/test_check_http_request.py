@@ -278,6 +278,24 @@ async def test_an_invalid_json_body_feedback_names_the_parse_error() -> None:
     )
 
 
+async def test_a_json_body_holding_nan_is_not_json() -> None:
+    request = {
+        "method": "POST",
+        "url": "https://x.test",
+        "headers": {"Content-Type": "application/json"},
+        "body": '{"score": NaN}',
+    }
+    assert await feedback(HttpRequestCheck(), request) == (
+        f"{LEAD} Field body must be JSON, as Content-Type says: "
+        "NaN is not allowed in JSON; use a number or null."
+    )
+
+
+async def test_a_request_holding_infinity_is_not_json() -> None:
+    text = '{"method": "POST", "url": "https://x.test", "body": {"limit": Infinity}}'
+    assert not (await run(HttpRequestCheck(), text)).passed
+
+
 @pytest.mark.parametrize("method", ["GET", "get", "HEAD"])
 async def test_a_body_on_get_or_head_fails(method: str) -> None:
     check = HttpRequestCheck(allowed_methods=["GET", "HEAD"])

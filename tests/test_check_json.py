@@ -133,6 +133,52 @@ def test_a_complete_part_of_truncated_json_is_not_taken_for_the_answer(text: str
     assert repair_json(text) is None
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        'See [1]. {"a": [1, 2',
+        'Input: {"x": 1}. Output: {"result": [1, 2',
+        'Run [1]:\n```bash\nls\n```\nOutput: {"result": [1, 2',
+    ],
+    ids=["citation", "example", "across-a-code-fence"],
+)
+def test_a_span_before_json_cut_short_is_not_taken_for_the_answer(text: str) -> None:
+    assert repair_json(text) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'Call:\n```bash\ncurl -d \'{"name": "test"}\' https://api/x\n```\nIt returns:\n'
+        '```json\n{"id": 42}\n```',
+        '```python\nprint([1, 2])\n```\n```json\n{"id": 42}\n```',
+        '```sh\necho \'{"a": 1}\'\n```\nResult: {"id": 42}',
+        '```JSON\n{"id": 42}\n```',
+        '```jsonc\n{"id": 42,}\n```',
+    ],
+    ids=["curl-then-json", "python-then-json", "shell-then-prose", "upper-case", "jsonc"],
+)
+def test_json_comes_from_json_fences_not_from_code_in_other_languages(text: str) -> None:
+    assert json.loads(repair_json(text) or "null") == {"id": 42}
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['```bash\ncurl -d \'{"name": "test"}\' https://api/x\n```', "```python\nprint([1, 2])\n```"],
+    ids=["curl", "python"],
+)
+def test_a_fence_in_another_language_alone_holds_no_json(text: str) -> None:
+    assert repair_json(text) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['{"score": NaN}', "[Infinity]", '{"a": -Infinity}', 'Here: {"a": [NaN]}'],
+)
+def test_nan_and_infinity_are_not_json(text: str) -> None:
+    assert repair_json(text) is None
+
+
 @pytest.mark.parametrize("text", ["", "just prose", "{not json}", "[a, b]", "} {"])
 def test_text_without_json_gives_none(text: str) -> None:
     assert repair_json(text) is None
@@ -406,9 +452,12 @@ async def test_field_rules(path: str, rule: FieldRule, problem: str | None) -> N
     assert result.feedback == expected
 
 
-async def test_nan_is_outside_every_range() -> None:
+async def test_nan_fails_as_not_json_before_any_rule() -> None:
     result = await run(JsonCheck(fields={"a": FieldRule(minimum=0)}), '{"a": NaN}')
-    assert result.feedback == "Fix the JSON: Field a must be at least 0, got nan."
+    assert result.feedback == (
+        "The reply must be valid JSON. It is not valid JSON: "
+        "NaN is not allowed in JSON; use a number or null."
+    )
 
 
 async def test_every_broken_field_rule_is_reported() -> None:

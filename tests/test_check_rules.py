@@ -210,18 +210,28 @@ async def test_a_named_rule_failing_without_a_message_is_still_named() -> None:
     assert "- terse: The reply breaks the rule 'terse'." in text
 
 
-async def test_a_named_rule_that_raises_propagates() -> None:
-    def broken(text: str) -> tuple[bool, str]:
-        raise RuntimeError("rule bug")
-
-    with pytest.raises(RuntimeError, match="rule bug"):
-        await run(RuleCheck(rules={"broken": broken}), "x")
+def fifth_word_is_x(text: str) -> tuple[bool, str]:
+    return text.split()[4] == "x", "The fifth word must be x."  # IndexError on short replies
 
 
-async def test_a_named_rule_returning_the_wrong_shape_raises_a_type_error_naming_it() -> None:
+async def test_a_named_rule_that_raises_is_a_violation_naming_the_error() -> None:
+    text = await feedback(RuleCheck(rules={"fifth": fifth_word_is_x}), "too short")
+    assert "- fifth: The rule 'fifth' could not be checked (IndexError)." in text
+
+
+async def test_a_named_rule_that_raises_keeps_the_other_rules_findings() -> None:
+    check = RuleCheck(
+        rules={"fifth": fifth_word_is_x}, max_length=5, forbidden_phrases=["as an AI"]
+    )
+    text = await feedback(check, "As an AI, no.")
+    assert text.startswith("The reply breaks 3 rules:\n- max_length: ")
+    assert "- forbidden_phrases: " in text
+
+
+async def test_a_named_rule_returning_the_wrong_shape_is_a_violation_naming_it() -> None:
     rule = lambda _: True  # noqa: E731 - the wrong shape is the point
-    with pytest.raises(TypeError, match="rule 'bare' returned bool"):
-        await run(RuleCheck(rules={"bare": rule}), "x")  # type: ignore[dict-item]
+    text = await feedback(RuleCheck(rules={"bare": rule}), "x")  # type: ignore[dict-item]
+    assert "- bare: The rule 'bare' returned bool, not (passed, message): fix the rule." in text
 
 
 # -- the result ---------------------------------------------------------------------------------

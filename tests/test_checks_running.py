@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from typing import Any
 
 import pytest
 
 from replyguard import FailCategory, Reply, RunMeta, Status, ToolCallRecord, Turn, Verifier
 from replyguard.checks.base import CheckResult, FunctionCheck, failed, passed
+from replyguard.checks.registry import build_checks
+from replyguard.checks.running import run_checks
+from replyguard.telemetry import Events
 from replyguard.testing import ScriptedAgent, ScriptedJudge
 
 TURN = Turn(user_message="Give me the report as JSON.")
@@ -127,6 +131,74 @@ async def test_hanging_check_times_out_as_a_crash(make_config: Any) -> None:
     assert outcome.attempts[0].checks[0].error == "did not finish within 0.2 s"
 
 
+async def run_alone(*checks: Any, time_limit: float = 5.0) -> tuple[CheckResult, ...]:
+    """The results of ``run_checks`` on one reply, outside any verifier."""
+    return await run_checks(checks, TURN, Reply(text="hi"), time_limit=time_limit, events=Events())
+
+
+async def test_a_check_cancelled_from_inside_is_its_own_crash() -> None:
+    async def awaits_a_cancelled_task(turn: Turn, reply: Reply) -> bool:
+        inner = asyncio.ensure_future(asyncio.sleep(10))
+        inner.cancel()
+        await inner
+        return True
+
+    (result,) = await run_alone(FunctionCheck(awaits_a_cancelled_task, name="inner"))
+    assert (result.passed, result.error) == (True, "CancelledError")
+
+
+async def test_cancelling_the_run_still_cancels_its_checks() -> None:
+    started = asyncio.Event()
+
+    async def waits(turn: Turn, reply: Reply) -> bool:
+        started.set()
+        await asyncio.sleep(60)
+        return True
+
+    task = asyncio.create_task(run_alone(FunctionCheck(waits)))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+async def test_an_exception_that_cannot_be_described_is_named_by_its_class() -> None:
+    class Unprintable(Exception):
+        def __str__(self) -> str:
+            raise RuntimeError("no text")
+
+    def raises(turn: Turn, reply: Reply) -> bool:
+        raise Unprintable
+
+    (result,) = await run_alone(FunctionCheck(raises, name="odd"))
+    assert (result.passed, result.error) == (True, "Unprintable")
+
+
+async def test_a_slow_sync_check_does_not_hold_up_the_others() -> None:
+    release = threading.Event()
+
+    def waits_for_release(turn: Turn, reply: Reply) -> bool:
+        return release.wait(timeout=5)  # inline on the loop, the other check could not run
+
+    async def releases(turn: Turn, reply: Reply) -> bool:
+        release.set()
+        return True
+
+    results = await run_alone(FunctionCheck(waits_for_release), FunctionCheck(releases))
+    assert [r.passed for r in results] == [True, True]
+
+
+async def test_a_slow_sync_check_times_out_as_a_crash() -> None:
+    release = threading.Event()
+    try:
+        (result,) = await run_alone(
+            FunctionCheck(lambda t, r: release.wait(timeout=5), name="slow"), time_limit=0.2
+        )
+    finally:
+        release.set()  # let the abandoned thread end
+    assert result.error == "did not finish within 0.2 s"
+
+
 @pytest.mark.parametrize(
     ("result", "expected"),
     [
@@ -224,7 +296,7 @@ async def test_parsed_value_and_repaired_text_reach_the_outcome(make_config: Any
 
 
 async def test_checks_run_on_every_attempt_with_its_own_reply(make_config: Any) -> None:
-    probe = Probe("length", too_long(), too_long(), passed("length"))
+    probe = Probe("length", too_long(), too_long("size"), passed("length"))
     await verifier(make_config, ScriptedJudge(["PASS"]), probe).run(
         ScriptedAgent(["r1", "r2", "r3"]), TURN
     )
@@ -272,7 +344,7 @@ def test_every_builtin_check_type_builds_from_the_json_config(make_config: Any) 
         ]
     )
     verifier = Verifier(config, judge=ScriptedJudge([]))
-    assert [(c.name, c.required) for c in verifier._checks] == [
+    assert [(c.name, c.required) for c in verifier.checks] == [
         ("rules", False),
         ("json", False),
         ("http_request", False),
@@ -280,6 +352,29 @@ def test_every_builtin_check_type_builds_from_the_json_config(make_config: Any) 
         ("claims", False),
         ("tasks", True),
     ]
+
+
+def test_default_names_repeated_in_the_config_are_numbered(make_config: Any) -> None:
+    ruff = {"type": "command", "command": ["python", "-m", "ruff", "check", "-"]}
+    mypy = {"type": "command", "command": ["python", "-m", "mypy", "."], "passReply": "none"}
+    checks = build_checks(make_config(checks=[ruff, mypy, ruff]), Events())
+    assert [c.name for c in checks] == ["command:python", "command:python#2", "command:python#3"]
+
+
+def test_a_default_name_steps_aside_for_the_same_name_given_explicitly(make_config: Any) -> None:
+    config = make_config(checks=[{"type": "rules"}, {"type": "rules", "name": "rules"}])
+    assert [c.name for c in build_checks(config, Events())] == ["rules#2", "rules"]
+
+
+def test_a_config_with_two_default_command_names_builds_a_verifier(make_config: Any) -> None:
+    python = {"type": "command", "command": ["python", "-c", "pass"]}
+    Verifier(make_config(checks=[python, python]), judge=ScriptedJudge([]))
+
+
+def test_names_repeated_explicitly_in_the_config_are_refused(make_config: Any) -> None:
+    config = make_config(checks=[{"type": "rules", "name": "x"}, {"type": "json", "name": "x"}])
+    with pytest.raises(ValueError, match="repeated: x"):
+        Verifier(config, judge=ScriptedJudge([]))
 
 
 async def test_claim_backed_by_an_earlier_attempts_tool_call_passes(make_config: Any) -> None:

@@ -20,7 +20,7 @@ SCRIPT = textwrap.dedent(
         config = VerifierConfig(
             enabled=True, verify_all=True, model="openai/gpt-4o-mini", api_base=url,
             api_key="sk-test-cold-start-0000000000", agent_model="anthropic/claude-sonnet-4-5",
-            timeout_seconds=1.0,
+            timeout_seconds=5.0,
         )
         verifier = Verifier(config)
         async def turn(i):

@@ -43,7 +43,19 @@ CONTRACT_DEFAULTS: list[tuple[str, str, Any]] = [
     ("logContent", "log_content", False),
 ]
 # Keys added beyond the contract's table (checks before the judge).
-CHECK_KEYS = {"checks": "checks", "judgeAfterChecks": "judge_after_checks"}
+CHECK_KEYS = {
+    "checks": "checks",
+    "judgeAfterChecks": "judge_after_checks",
+    "maxLatencyMs": "max_latency_ms",
+    "runKinds": "run_kinds",
+    "circuitBreaker": "circuit_breaker",
+    "maxConcurrentJudgeCalls": "max_concurrent_judge_calls",
+    "sampleRate": "sample_rate",
+    "deliver": "deliver",
+    "onExhausted": "on_exhausted",
+    "ledgerPath": "ledger_path",
+    "hookTimeoutSeconds": "hook_timeout_seconds",
+}
 
 # One non-default value per key, to prove the JSON key reaches the attribute.
 NON_DEFAULTS: dict[str, Any] = {

@@ -71,8 +71,11 @@ def test_example_config_shows_every_key_with_its_default() -> None:
     document = json.loads(example.read_text(encoding="utf-8"))
     defaults = VerifierConfig().model_dump(mode="json", by_alias=True)
     assert document["$schema"] == "./replyguard.schema.json"
-    assert {key: value for key, value in document.items() if key != "$schema"} == defaults
-    assert VerifierConfig.load(example) == VerifierConfig()
+    shown = {key: value for key, value in document.items() if key not in ("$schema", "runKinds")}
+    assert shown == {key: value for key, value in defaults.items() if key != "runKinds"}
+    loaded = VerifierConfig.load(example)
+    assert set(loaded.run_kinds) == {"auto_reply", "research_summary", "plan_draft"}
+    assert loaded.for_run_kind("auto_reply").max_attempts == 2
 
 
 def test_shipped_schema_matches_the_config_model(capsys: pytest.CaptureFixture[str]) -> None:

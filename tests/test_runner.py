@@ -159,7 +159,7 @@ async def test_retry_without_keyword_is_still_judged(make_config: Any) -> None:
 
 
 async def test_every_attempt_failing_delivers_the_last_reply(make_config: Any) -> None:
-    judge = ScriptedJudge([FAIL_INCOMPLETE] * 3)
+    judge = ScriptedJudge([f"FAIL [incomplete]: part {i} is missing." for i in range(3)])
     agent = ScriptedAgent(["Done 1", "Done 2", "Done 3"])
     outcome = await Verifier(make_config(maxAttempts=3), judge=judge).run(agent, TURN)
     assert (outcome.status, outcome.response, outcome.reason) == (Status.EXHAUSTED, "Done 3", None)
@@ -215,7 +215,7 @@ async def test_slow_judge_fails_open_at_the_deadline(make_config: Any) -> None:
     )
     assert (outcome.status, outcome.reason) == (Status.FAILED_OPEN, Reason.JUDGE_TIMEOUT)
     assert time.monotonic() - started < 5
-    assert judge.timeouts == [0.2]
+    assert judge.timeouts == [pytest.approx(0.2, abs=0.01)]
 
 
 async def test_judge_failure_on_retry_delivers_the_retry(make_config: Any) -> None:
@@ -289,7 +289,7 @@ async def test_internal_error_building_the_prompt_fails_open(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise ValueError("template trouble")
 
-    monkeypatch.setattr("replyguard.runner.build_judge_prompt", broken)
+    monkeypatch.setattr("replyguard.assessment.build_judge_prompt", broken)
     outcome = await Verifier(make_config(), judge=ScriptedJudge([])).run(
         ScriptedAgent(["Done."]), TURN
     )

@@ -31,6 +31,11 @@ def _parser() -> argparse.ArgumentParser:
         "check-config", help="validate a config file and print the effective config"
     )
     check.add_argument("file", help="the JSON config file")
+    from replyguard.insights import add_arguments as add_insights_arguments
+
+    add_insights_arguments(
+        commands.add_parser("insights", help="summarise recurring failures in a ledger file")
+    )
     return parser
 
 
@@ -44,6 +49,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "schema":
         print(json.dumps(VerifierConfig.json_schema(), indent=2))
         return 0
+    if args.command == "insights":
+        from replyguard.insights import main as insights_main
+
+        return insights_main(args)
     try:
         config = VerifierConfig.load(args.file)
     except ConfigError as exc:

@@ -11,11 +11,10 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path, PurePosixPath, PureWindowsPath
-from typing import Any, Literal, Self
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
     BaseModel,
-    ConfigDict,
     Field,
     SecretStr,
     ValidationError,
@@ -23,9 +22,8 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic.alias_generators import to_camel
 
-from replyguard.checks.specs import CheckSpec, HeartbeatCheckSpec
+from replyguard.checks.specs import FILE_MODEL, CheckSpec, HeartbeatCheckSpec
 from replyguard.errors import ConfigError
 
 ENV_PREFIX = "env:"
@@ -46,19 +44,60 @@ def _relative_inside(value: str, key: str) -> str:
     return value
 
 
+Attempts = Annotated[int, Field(ge=1, le=50)]
+TimeoutSeconds = Annotated[float, Field(gt=0, le=3600)]
+CostUsd = Annotated[float, Field(ge=0)]
+LatencyMs = Annotated[int, Field(ge=1)]
+TokenBudget = Annotated[int, Field(ge=1000)]
+JudgeMaxTokens = Annotated[int, Field(ge=16, le=65536)]
+SampleRate = Annotated[float, Field(ge=0, le=1)]
+Deliver = Literal["last", "first", "best"]
+OnExhausted = Literal["deliver", "raise"]
+JudgeAfterChecks = Literal["on_pass", "always", "never"]
+ModelNames = Annotated[tuple[str, ...], Field(strict=False)]
+
+
+class CircuitBreakerConfig(BaseModel):
+    """When a judge model is rested after failing, and for how long."""
+
+    model_config = FILE_MODEL
+
+    failure_threshold: int = Field(default=5, ge=1)
+    """Consecutive failures (errors, timeouts) that open a model's circuit."""
+    cooldown_seconds: float = Field(default=30.0, gt=0, le=86400)
+    """How long an open circuit stays open; then one probe call may close it."""
+
+
+class RunKind(BaseModel):
+    """A named budget profile; each key set here overrides the verifier's own for its turns."""
+
+    model_config = FILE_MODEL
+
+    model: str | None = None
+    fallback_models: ModelNames | None = None
+    max_attempts: Attempts | None = None
+    max_cost_usd: CostUsd | None = None
+    max_latency_ms: LatencyMs | None = None
+    timeout_seconds: TimeoutSeconds | None = None
+    verify_all: bool | None = None
+    verify_heartbeat: bool | None = None
+    trigger_keywords: ModelNames | None = None
+    sample_rate: SampleRate | None = None
+    context_token_budget: TokenBudget | None = None
+    judge_max_tokens: JudgeMaxTokens | None = None
+    judge_after_checks: JudgeAfterChecks | None = None
+    deliver: Deliver | None = None
+    on_exhausted: OnExhausted | None = None
+
+    def overrides(self) -> dict[str, Any]:
+        """The keys this profile sets, as attribute names."""
+        return {k: v for k, v in self if v is not None}
+
+
 class VerifierConfig(BaseModel):
     """The verifier's configuration. Every attribute has the contract's default."""
 
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        validate_by_name=True,
-        validate_by_alias=True,
-        extra="forbid",
-        frozen=True,
-        strict=True,
-        hide_input_in_errors=True,
-        use_attribute_docstrings=True,
-    )
+    model_config = FILE_MODEL
 
     enabled: bool = False
     """Off unless switched on. ``Verifier.verify()`` judges even when off."""
@@ -68,7 +107,7 @@ class VerifierConfig(BaseModel):
     """The agent's model, for the cross-family check."""
     require_cross_family: bool = False
     """Refuse a judge of the agent's model family (``false``: warn)."""
-    fallback_models: tuple[str, ...] = Field(default=(), strict=False)
+    fallback_models: ModelNames = ()
     """Judge models tried in order when the judge call errors."""
     api_base: str | None = None
     """Base URL passed to litellm (a proxy, or a test server)."""
@@ -78,13 +117,13 @@ class VerifierConfig(BaseModel):
     """Verify every final reply, keywords or not."""
     verify_heartbeat: bool = False
     """Verify every heartbeat reply, keywords or not."""
-    max_attempts: int = Field(default=3, ge=1, le=50)
+    max_attempts: Attempts = 3
     """Attempts per turn, the first reply included."""
     trigger_keywords: tuple[str, ...] = Field(default=DEFAULT_TRIGGER_KEYWORDS, strict=False)
     """Words and phrases that make a reply worth judging (whole-word, case-insensitive)."""
-    timeout_seconds: float = Field(default=30.0, gt=0, le=3600)
+    timeout_seconds: TimeoutSeconds = 30.0
     """Deadline of one judgement, fallbacks included; then fail open."""
-    context_token_budget: int = Field(default=8000, ge=1000)
+    context_token_budget: TokenBudget = 8000
     """The whole judge prompt never exceeds this many tokens."""
     response_token_cap: int = Field(default=3000, ge=50)
     """Longer replies keep head and tail, with a marked gap."""
@@ -98,9 +137,10 @@ class VerifierConfig(BaseModel):
     """Rules files, read inside ``workspaceDir`` only."""
     heartbeat_file: str = "HEARTBEAT.md"
     """The heartbeat task list, inside ``workspaceDir``."""
-    max_cost_usd: float | None = Field(default=None, ge=0)
-    """Per-turn ceiling on judge spend; over it, the reply is delivered as it is."""
-    judge_max_tokens: int = Field(default=512, ge=16, le=65536)
+    max_cost_usd: CostUsd | None = None
+    """Per-turn ceiling on spend (judge calls, plus agent retries that report their cost):
+    a retry is not started when one more judgement at the last call's cost would pass it."""
+    judge_max_tokens: JudgeMaxTokens = 512
     """Verdict length limit; when not set, 4096 for reasoning judge models."""
     log_content: bool = False
     """Put user text, replies and feedback into log events."""
@@ -108,8 +148,28 @@ class VerifierConfig(BaseModel):
         default=(HeartbeatCheckSpec(type="heartbeat"),), strict=False
     )
     """Deterministic checks run before the judge, in parallel (see README for each type)."""
-    judge_after_checks: Literal["on_pass", "always", "never"] = "on_pass"
+    judge_after_checks: JudgeAfterChecks = "on_pass"
     """Call the judge only when every check passed, always, or never (checks alone decide)."""
+    max_latency_ms: LatencyMs | None = None
+    """Deadline of the whole verification of a turn (judge calls, checks, agent retries);
+    when it passes, the best reply so far is delivered (``failed_open``, ``latency_budget``)."""
+    run_kinds: dict[str, RunKind] = Field(default_factory=dict)
+    """Named budget profiles, chosen per turn by ``Turn.run_kind``."""
+    circuit_breaker: CircuitBreakerConfig = CircuitBreakerConfig()
+    """Rest a judge model after repeated failures; turns then fail open at once."""
+    max_concurrent_judge_calls: int | None = Field(default=None, ge=1)
+    """At most this many judge calls at once per verifier; more wait within their deadline."""
+    sample_rate: SampleRate = 1.0
+    """With ``verifyAll``, the share of turns judged (chosen by the turn's id, repeatably)."""
+    deliver: Deliver = "last"
+    """What an exhausted turn delivers: the last reply, the first, or the best (the last that
+    passed every deterministic check)."""
+    on_exhausted: OnExhausted = "deliver"
+    """``"raise"``: an exhausted turn raises ``VerificationExhausted`` instead of delivering."""
+    ledger_path: str | None = None
+    """Append one JSON line per verified turn to this file (relative to the config file)."""
+    hook_timeout_seconds: float = Field(default=2.0, gt=0, le=60)
+    """How long a hook may run before it is abandoned (it never changes the outcome)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -173,6 +233,13 @@ class VerifierConfig(BaseModel):
         return raw if raw.startswith(ENV_PREFIX) else MASK
 
     # -- derived values ------------------------------------------------------------------
+
+    def for_run_kind(self, name: str | None) -> VerifierConfig:
+        """This config with the named profile's keys applied (itself for None or no such)."""
+        profile = self.run_kinds.get(name) if name is not None else None
+        if profile is None:
+            return self
+        return self.model_copy(update=profile.overrides())
 
     @property
     def judge_models(self) -> tuple[str, ...]:
@@ -260,10 +327,12 @@ class VerifierConfig(BaseModel):
             config = cls.model_validate(data, by_alias=True, by_name=False)
         except ValidationError as exc:
             raise ConfigError(str(file), _problems(exc, prefix)) from None
-        if config.workspace_dir is not None and not Path(config.workspace_dir).is_absolute():
-            resolved = str((file.parent / config.workspace_dir).resolve())
-            config = config.model_copy(update={"workspace_dir": resolved})
-        return config
+        relative = {
+            key: str((file.parent / value).resolve())
+            for key in ("workspace_dir", "ledger_path")
+            if (value := getattr(config, key)) is not None and not Path(value).is_absolute()
+        }
+        return config.model_copy(update=relative) if relative else config
 
 
 def _locate(document: Any, source: str) -> tuple[Any, str]:

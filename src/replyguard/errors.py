@@ -6,14 +6,24 @@
     ├── ConfigError (ValueError)    a config file or value is wrong; names the file and the key
     ├── CrossFamilyError            the judge is of the agent's model family and
     │                               ``requireCrossFamily`` is on
-    └── JudgeError                  no judge model answered (raised by a ``Judge``, caught by the
-                                    runner, which fails open; its text is already redacted)
+    ├── JudgeError                  no judge model answered (raised by a ``Judge``, caught by the
+    │   │                           runner, which fails open; its text is already redacted)
+    │   ├── JudgeConfigError        the provider refused the call as misconfigured (any 4xx but
+    │   │                           408, 409, 429): no fallback is tried; logged at ERROR
+    │   └── CircuitOpenError        every judge model's circuit breaker is open
+    └── VerificationExhausted       every attempt failed and ``onExhausted`` is ``"raise"``;
+                                    carries the outcome, never model text in its message
 
 Faults inside a verification never raise: they fail open and are reported on the
 ``Outcome``. Only an agent's own exception on the first attempt propagates, unchanged.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from replyguard.types import Outcome
 
 
 class ReplyguardError(Exception):
@@ -58,3 +68,34 @@ class JudgeError(ReplyguardError):
     def __init__(self, message: str, *, last_error_class: str | None = None) -> None:
         self.last_error_class = last_error_class
         super().__init__(message)
+
+
+class JudgeConfigError(JudgeError):
+    """The provider refused the judge call as misconfigured (bad key, bad request, no model)."""
+
+
+class CircuitOpenError(JudgeError):
+    """Every judge model is cooling down after repeated failures."""
+
+
+class VerificationExhausted(ReplyguardError):
+    """Every attempt failed and ``onExhausted`` is ``"raise"``.
+
+    Carries the whole ``outcome`` (attempts, verdicts, cost, the last reply). The message
+    holds only counts, categories and cost: never the judge's or the agent's text.
+    """
+
+    def __init__(self, outcome: Outcome) -> None:
+        self.outcome = outcome
+        self.attempts = outcome.attempts
+        self.categories = tuple(
+            v.category.value if v.category is not None else None for v in outcome.verdicts
+        )
+        self.cost_usd = outcome.cost_usd
+        self.last_reply = outcome.attempts[-1].reply if outcome.attempts else None
+        reason = f", {outcome.reason.value}" if outcome.reason is not None else ""
+        named = ", ".join(c or "uncategorised" for c in self.categories) or "none"
+        super().__init__(
+            f"verification exhausted after {len(outcome.attempts)} attempt(s){reason}; "
+            f"categories: {named}; cost ${outcome.cost_usd:.6f}"
+        )

@@ -2,12 +2,38 @@
 
 The ``Judge`` protocol is what the runner needs: given a prompt and the time left, return the
 judge's raw text and what it cost. ``LiteLLMJudge`` is the real one; ``replyguard.testing``
-ships scripted ones. The runner owns the deadline (``asyncio.timeout``); this module passes the
-time left to each provider call and turns off every hidden retry (``max_retries=0``), so the
-deadline is the only clock.
+ships scripted ones. The runner owns the deadline (``asyncio.timeout``); this module turns off
+every hidden retry (``max_retries=0``) and never sleeps, so the deadline is the only clock.
 
-An answer that carries no text (empty ``choices``, ``content: null``, tool calls only, a
-refusal) is returned as empty text: the verdict parser then reads it as unreadable.
+Models are tried in order (``model``, then ``fallbackModels``). Each attempt gets an even share
+of the time left among the models still to try whose circuit is not open; the last gets all
+that is left, ending a few milliseconds before the deadline so that its own timeout, not the
+caller's cancellation, ends a hung call (and is counted by its circuit breaker).
+
+What a failed or empty attempt leads to (the HTTP status decides, not litellm's class name)::
+
+    outcome of one model's attempt                 next step          circuit breaker
+    ─────────────────────────────────────────────  ─────────────────  ───────────────
+    readable verdict                               return it          success
+    unreadable verdict (no choices, null content,  next model; the    success
+      tool calls only, a refusal, no verdict line)   last one returned
+    timeout of its share, litellm Timeout          next model         failure
+    5xx (529 included), 408, 409, 429 (Retry-After
+      or not: never waited for), connection error,
+      any error without a status                   next model         failure
+    4xx but 408/409/429: 400, 401, 402, 403, 404,  raise JudgeConfig-  not counted
+      413, 422, ...; an unset ``env:`` key           Error, log ERROR
+    circuit open                                   skip (DEBUG log)   -
+
+413 (request too large) counts as configuration: the prompt is bounded by
+``contextTokenBudget``, so a model or proxy that refuses its size refuses every turn's, and the
+operator must lower the budget or pick another judge (litellm reports Anthropic's 413 as a 400
+anyway, as it does a context-window overflow).
+
+When no model answered: ``CircuitOpenError`` if every circuit was open, ``TimeoutError`` if the
+last failure was a timeout (or no time was left), else ``JudgeError``, each listing every
+model's redacted failure. An answer's tokens and cost add up over every answer of the
+judgement, unreadable ones included.
 """
 
 from __future__ import annotations
@@ -15,16 +41,25 @@ from __future__ import annotations
 import asyncio
 import importlib
 import sys
-import time
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from replyguard.breaker import CircuitBreaker
 from replyguard.config import VerifierConfig
 from replyguard.context import JudgePrompt
-from replyguard.errors import JudgeError
+from replyguard.errors import CircuitOpenError, ConfigError, JudgeConfigError, JudgeError
 from replyguard.families import model_family
 from replyguard.telemetry import Events, describe_error
+from replyguard.verdict import parse_verdict
+
+Failure = Literal["config", "timeout", "transient"]
+"""What a failed judge call means: our configuration, a timeout, or a passing fault."""
+
+# 4xx statuses that say "busy" or "try again", not "your request is wrong".
+_BUSY_STATUSES = frozenset({408, 409, 429})
+# How long before the deadline the last model's share ends (at most 1 % of the time).
+_DEADLINE_GUARD = 0.01
 
 
 class JudgeReply(BaseModel):
@@ -135,8 +170,24 @@ def _provider(model: str) -> str | None:
     return model_family(model)
 
 
+def classify_failure(exc: BaseException) -> Failure:
+    """What a failed judge call means, by its HTTP status (litellm's class names mislead).
+
+    A 4xx status (but 408, 409 and 429) says the request itself is wrong: ``"config"``.
+    Everything else (5xx and 529, 408, 409, 429, connection errors, no status at all) is
+    ``"timeout"`` when it is a timeout (ours, or litellm's ``Timeout``) and ``"transient"``
+    otherwise.
+    """
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int) and 400 <= status < 500 and status not in _BUSY_STATUSES:
+        return "config"
+    if isinstance(exc, TimeoutError) or "timeout" in type(exc).__name__.lower():
+        return "timeout"
+    return "transient"
+
+
 class LiteLLMJudge:
-    """The judge through litellm: the configured model, then each fallback on error.
+    """The judge through litellm: the configured model, then each fallback (see module doc).
 
     ``apiKey`` (and ``apiBase``) belong to the primary model's provider: a fallback on another
     provider gets them only when ``apiBase`` is set (a proxy serving every model); otherwise
@@ -144,9 +195,12 @@ class LiteLLMJudge:
     provider it was not issued by.
     """
 
-    def __init__(self, config: VerifierConfig, events: Events) -> None:
+    def __init__(
+        self, config: VerifierConfig, events: Events, *, breaker: CircuitBreaker | None = None
+    ) -> None:
         self._config = config
         self._events = events
+        self._breaker = breaker
         self._models = config.judge_models
         primary = _provider(config.model)
         self._own_credentials = {
@@ -181,33 +235,105 @@ class LiteLLMJudge:
         return params
 
     async def judge(self, prompt: JudgePrompt, *, time_left: float) -> JudgeReply:
-        """Ask each model in turn until one answers; raise ``JudgeError`` if none does."""
+        """Ask each model in turn, within ``time_left`` seconds, until one gives a verdict.
+
+        Returns the first readable verdict, else the last unreadable one; raises
+        ``JudgeConfigError`` at once on a configuration error, ``CircuitOpenError`` when every
+        model's circuit is open, ``TimeoutError`` when time ran out (or the last failure was a
+        timeout), and ``JudgeError`` otherwise.
+        """
         litellm = await import_litellm()
-        api_key = self._config.resolve_api_key()
+        api_key = self._api_key()
         secrets = (*self._events.secrets, *((api_key,) if api_key else ()))
-        deadline = time.monotonic() + time_left
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + time_left - min(_DEADLINE_GUARD, time_left / 100)
+        spent = JudgeReply(text="", model="")  # what every answer so far cost
+        unreadable: JudgeReply | None = None
         failures: list[str] = []
         last: BaseException | None = None
-        for model in self._models:
-            remaining = deadline - time.monotonic()
+        for index, model in enumerate(self._models):
+            remaining = deadline - loop.time()
             if remaining <= 0:
-                raise TimeoutError("the judgement's deadline passed before a model answered")
-            try:
-                response = await litellm.acompletion(
-                    **self.request(model, prompt, timeout=remaining, api_key=api_key)
-                )
-            except Exception as exc:
-                last = exc
-                failures.append(f"{model}: {describe_error(exc, secrets)}")
-                self._events.warning(
-                    "judge_model_failed",
-                    model=model,
-                    error_class=type(exc).__name__,
-                    status_code=getattr(exc, "status_code", None),
-                    error=describe_error(exc, secrets),
-                )
+                failures.append(f"{model}: no time left")
+                last = TimeoutError()
+                break
+            if self._breaker is not None and not self._breaker.allow(model):
+                self._events.debug("judge_circuit_open", model=model)
+                failures.append(f"{model}: circuit open")
                 continue
-            return read_response(response, model)
-        raise JudgeError(
-            "; ".join(failures), last_error_class=type(last).__name__ if last else None
-        )
+            share = remaining / self._contenders(index)
+            try:
+                async with asyncio.timeout_at(loop.time() + share):
+                    response = await litellm.acompletion(
+                        **self.request(model, prompt, timeout=share, api_key=api_key)
+                    )
+            except Exception as exc:
+                self._failed(model, exc, secrets)
+                failures.append(f"{model}: {describe_error(exc, secrets)}")
+                last = exc
+                continue
+            if self._breaker is not None:
+                self._breaker.record_success(model)
+            reply = _added(read_response(response, model), spent)
+            if parse_verdict(reply.text).readable:
+                return reply
+            self._events.info("judge_model_unreadable", model=model, note=reply.note)
+            spent = unreadable = reply
+        if unreadable is not None:
+            return unreadable
+        message = "; ".join(failures)
+        if last is None:
+            raise CircuitOpenError(message)
+        if classify_failure(last) == "timeout":
+            raise TimeoutError(message)
+        raise JudgeError(message, last_error_class=type(last).__name__)
+
+    def _api_key(self) -> str | None:
+        try:
+            return self._config.resolve_api_key()
+        except ConfigError as exc:
+            error = describe_error(exc, self._events.secrets)
+            self._events.error(
+                "judge_misconfigured",
+                model=self._config.model,
+                status_code=None,
+                error_class=type(exc).__name__,
+                error=error,
+            )
+            raise JudgeConfigError(error, last_error_class=type(exc).__name__) from None
+
+    def _contenders(self, index: int) -> int:
+        """This model and each later one whose circuit is not open: who shares the time."""
+        later = self._models[index + 1 :]
+        if self._breaker is None:
+            return 1 + len(later)
+        return 1 + sum(self._breaker.state(model) != "open" for model in later)
+
+    def _failed(self, model: str, exc: Exception, secrets: tuple[str, ...]) -> None:
+        """Log one model's failure, count it against its circuit, or raise if it is ours."""
+        kind = classify_failure(exc)
+        fields = {
+            "model": model,
+            "status_code": getattr(exc, "status_code", None),
+            "error_class": type(exc).__name__,
+            "error": describe_error(exc, secrets),
+        }
+        if kind == "config":
+            self._events.error("judge_misconfigured", **fields)
+            raise JudgeConfigError(
+                f"{model}: {fields['error']}", last_error_class=type(exc).__name__
+            ) from None
+        if self._breaker is not None:
+            self._breaker.record_failure(model)
+        self._events.warning("judge_model_failed", failure=kind, **fields)
+
+
+def _added(reply: JudgeReply, spent: JudgeReply) -> JudgeReply:
+    """``reply`` carrying the tokens and cost of the earlier answers too."""
+    return reply.model_copy(
+        update={
+            "prompt_tokens": reply.prompt_tokens + spent.prompt_tokens,
+            "completion_tokens": reply.completion_tokens + spent.completion_tokens,
+            "cost_usd": reply.cost_usd + spent.cost_usd,
+        }
+    )

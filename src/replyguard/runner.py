@@ -1,61 +1,45 @@
 """``Verifier``: run an agent turn, judge its reply, retry with feedback, always fail open.
 
-One turn: call the agent; pre-checks may skip the reply; triggers decide whether it is judged;
-the judge reads a token-budgeted prompt within ``timeoutSeconds``; on FAIL the agent gets the
-feedback (its previous reply as an assistant message, the feedback as a user message, on a copy
-of the messages) and tries again, up to ``maxAttempts``. Anything that goes wrong inside
-replyguard, or in the agent on a retry, delivers the best reply so far.
+One turn: call the agent; pre-checks may skip the reply; triggers (and ``sampleRate``) decide
+whether it is judged; checks and the judge give a verdict; on FAIL the agent gets the feedback
+(its previous reply as an assistant message, the feedback as a user message, on a copy of the
+messages) and tries again, up to ``maxAttempts``, within ``maxCostUsd`` and ``maxLatencyMs``,
+stopping early when it stagnates. Anything that goes wrong inside replyguard, or in the agent
+on a retry, delivers the best reply so far.
 
-A ``Verifier`` holds only configuration and shared, thread-safe helpers; everything about one
-turn lives in the locals of ``run``, so one instance serves any number of concurrent turns.
+A ``Verifier`` holds configuration and shared, thread-safe helpers only; everything about one
+turn lives in a ``_Run`` made for that turn, so one instance serves any number of concurrent
+turns, from any thread.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import inspect
-import logging
+import hashlib
 import threading
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any
 
+from replyguard.agents import Agent, Messages, as_reply, call_agent
+from replyguard.assessment import Assessor, Budget, Profile
+from replyguard.breaker import CircuitBreaker
 from replyguard.checks.base import Check, as_check
 from replyguard.checks.registry import build_checks
-from replyguard.checks.running import checks_verdict, decisive_pass, merged_feedback, run_checks
 from replyguard.config import VerifierConfig
-from replyguard.context import ContextLimits, RulesSource, build_judge_prompt
-from replyguard.errors import CrossFamilyError
+from replyguard.errors import CrossFamilyError, VerificationExhausted
 from replyguard.families import model_family
 from replyguard.feedback import feedback_message
-from replyguard.judge import (
-    Judge,
-    JudgeReply,
-    LiteLLMJudge,
-    close_litellm_clients,
-    import_litellm,
-)
+from replyguard.hooks import Hook, Hooks
+from replyguard.judge import Judge, LiteLLMJudge, close_litellm_clients, import_litellm
+from replyguard.ledger import Ledger, ledger_record
+from replyguard.limiter import ConcurrencyLimiter
 from replyguard.prechecks import skip_reason
+from replyguard.synchronous import SyncLoop
 from replyguard.telemetry import Events, describe_error
-from replyguard.triggers import TriggerMatcher
-from replyguard.types import (
-    Attempt,
-    CheckResult,
-    Outcome,
-    Reason,
-    Reply,
-    SkipReason,
-    Status,
-    Turn,
-    Verdict,
-)
-from replyguard.verdict import parse_verdict
+from replyguard.triggers import TriggerKind
+from replyguard.types import Attempt, Outcome, Reason, Reply, SkipReason, Status, Turn, Verdict
 from replyguard.workspace import Workspace
-
-Messages = list[dict[str, Any]]
-Agent = Callable[[Messages], "Reply | str | Awaitable[Reply | str]"]
-T = TypeVar("T")
 
 # A retry is asked for a final answer: a tool-call step, an empty reply or an error report in
 # its place is worse than the reply before it.
@@ -64,111 +48,29 @@ _BROKEN_RETRY = frozenset(
 )
 
 
-def _as_reply(value: Any) -> Reply:
-    if isinstance(value, Reply):
-        return value
-    if isinstance(value, str):
-        return Reply(text=value)
-    raise TypeError(f"the agent must return a Reply or a str, not {type(value).__name__}")
-
-
-async def _call_agent(agent: Agent, messages: Messages) -> Reply:
-    """Call a sync or async agent; a sync one runs in a worker thread, off the event loop."""
-    if inspect.iscoroutinefunction(agent) or inspect.iscoroutinefunction(
-        getattr(agent, "__call__", None)  # noqa: B004 - an async __call__ method, not callability
-    ):
-        result: Any = await agent(messages)  # type: ignore[misc]
-    else:
-        result = await asyncio.to_thread(agent, messages)
-        if inspect.isawaitable(result):
-            result = await result
-    return _as_reply(result)
-
-
-async def _shutdown_loop() -> None:
-    """Close litellm's clients and cancel what is left on this loop (as ``asyncio.run`` does)."""
-    await close_litellm_clients()
-    current = asyncio.current_task()
-    pending = [task for task in asyncio.all_tasks() if task is not current]
-    for task in pending:
-        task.cancel()
-    await asyncio.gather(*pending, return_exceptions=True)
-
-
-def _copy_messages(messages: Messages) -> Messages:
-    """A deep copy of JSON-like messages, so an agent's edits never reach the caller."""
-
-    def copy(value: Any) -> Any:
-        if isinstance(value, dict):
-            return {key: copy(item) for key, item in value.items()}
-        if isinstance(value, list):
-            return [copy(item) for item in value]
-        return value
-
-    return [copy(message) for message in messages]
-
-
-class _LoopThread:
-    """One event loop in a daemon thread, shared by every ``run_sync`` call of a Verifier.
-
-    litellm caches its HTTP clients per event loop; a fresh loop per call would strand them.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-
-    def submit(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        with self._lock:
-            if self._loop is None:
-                loop = asyncio.new_event_loop()
-                thread = threading.Thread(
-                    target=loop.run_forever, name="replyguard-sync", daemon=True
-                )
-                thread.start()
-                self._loop, self._thread = loop, thread
-            loop = self._loop
-        future: concurrent.futures.Future[T] = asyncio.run_coroutine_threadsafe(coroutine, loop)
-        return future.result()
-
-    def close(self) -> None:
-        with self._lock:
-            loop, thread = self._loop, self._thread
-            self._loop = self._thread = None
-        if loop is None or thread is None:
-            return
-        asyncio.run_coroutine_threadsafe(_shutdown_loop(), loop).result(timeout=10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout=5)
-        loop.close()
-
-
 class Verifier:
-    """Verifies agent replies with a judge model. Immutable; share it freely."""
+    """Verifies agent replies with checks and a judge model. Immutable; share it freely."""
 
     __slots__ = (
-        "_checks",
+        "_assessor",
         "_config",
         "_events",
-        "_judge",
-        "_limits",
-        "_loop_thread",
-        "_triggers",
+        "_hooks",
+        "_ledger",
+        "_profiles",
+        "_sync",
         "_warned",
         "_warned_lock",
-        "_workspace",
     )
-    _checks: tuple[Check, ...]
+    _assessor: Assessor
     _config: VerifierConfig
     _events: Events
-    _judge: Judge
-    _limits: ContextLimits
-    _loop_thread: _LoopThread
-    _triggers: TriggerMatcher
+    _hooks: Hooks
+    _ledger: Ledger | None
+    _profiles: dict[str | None, Profile]
+    _sync: SyncLoop
     _warned: set[tuple[Any, ...]]
     _warned_lock: threading.Lock
-    _workspace: Workspace
 
     def __init__(
         self,
@@ -176,6 +78,11 @@ class Verifier:
         *,
         judge: Judge | None = None,
         checks: Sequence[Check | Callable[[Turn, Reply], Any]] = (),
+        on_verdict: Hook | None = None,
+        on_retry: Hook | None = None,
+        on_exhausted: Hook | None = None,
+        on_fail_open: Hook | None = None,
+        on_skip: Hook | None = None,
     ) -> None:
         events = Events(config.secrets())
         all_checks = (*build_checks(config, events), *(as_check(c) for c in checks))
@@ -183,30 +90,38 @@ class Verifier:
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ValueError(f"check names must be unique; repeated: {', '.join(duplicates)}")
-        object.__setattr__(self, "_checks", all_checks)
-        object.__setattr__(self, "_config", config)
-        object.__setattr__(self, "_events", events)
-        object.__setattr__(self, "_judge", judge or LiteLLMJudge(config, events))
-        object.__setattr__(self, "_triggers", TriggerMatcher(config))
-        object.__setattr__(self, "_workspace", Workspace(config.workspace_dir, events))
-        object.__setattr__(
-            self,
-            "_limits",
-            ContextLimits(
-                budget=config.context_token_budget,
-                response_cap=config.response_token_cap,
-                rules_cap=config.rules_token_cap,
-                history_turns=config.history_turns,
-            ),
+        limit = config.max_concurrent_judge_calls
+        limiter = ConcurrencyLimiter(limit) if limit is not None else None
+        workspace = Workspace(config.workspace_dir, events)
+        breaker = CircuitBreaker(
+            config.circuit_breaker.failure_threshold, config.circuit_breaker.cooldown_seconds
         )
-        object.__setattr__(self, "_loop_thread", _LoopThread())
-        object.__setattr__(self, "_warned", set())
-        object.__setattr__(self, "_warned_lock", threading.Lock())
-        if config.agent_model is not None:
-            self._family_conflict(config.agent_model, raise_error=config.require_cross_family)
-        for model in config.judge_models:
-            if model_family(model) is None:
-                self._warn_once("judge_family_unknown", model=model)
+
+        def judge_for(profile_config: VerifierConfig) -> Judge:
+            return judge or LiteLLMJudge(profile_config, events, breaker=breaker)
+
+        profiles: dict[str | None, Profile] = {None: Profile.build(None, config, judge_for(config))}
+        for name in config.run_kinds:
+            kind_config = config.for_run_kind(name)
+            profiles[name] = Profile.build(name, kind_config, judge_for(kind_config))
+        set_ = object.__setattr__
+        set_(self, "_config", config)
+        set_(self, "_events", events)
+        set_(self, "_assessor", Assessor(all_checks, workspace, events, limiter))
+        set_(self, "_profiles", profiles)
+        set_(self, "_hooks", Hooks(on_verdict, on_retry, on_exhausted, on_fail_open, on_skip))
+        set_(self, "_ledger", Ledger(config.ledger_path, events) if config.ledger_path else None)
+        set_(self, "_sync", SyncLoop())
+        set_(self, "_warned", set())
+        set_(self, "_warned_lock", threading.Lock())
+        for profile in profiles.values():
+            if config.agent_model is not None:
+                self._family_conflict(
+                    profile.config, config.agent_model, raise_error=config.require_cross_family
+                )
+            for model in profile.config.judge_models:
+                if model_family(model) is None:
+                    self._warn_once("judge_family_unknown", model=model)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("a Verifier is immutable; build a new one from a new config")
@@ -218,6 +133,11 @@ class Verifier:
     def config(self) -> VerifierConfig:
         """The configuration this verifier was built with."""
         return self._config
+
+    @property
+    def checks(self) -> tuple[Check, ...]:
+        """The checks run before the judge, in order (configured ones first)."""
+        return self._assessor.checks
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -231,13 +151,13 @@ class Verifier:
     async def aclose(self) -> None:
         """Close litellm's HTTP clients of the running loop and the ``run_sync`` loop."""
         await close_litellm_clients()
-        await asyncio.to_thread(self._loop_thread.close)
+        await asyncio.to_thread(self._sync.close)
 
     def close(self) -> None:
-        """Close the ``run_sync`` loop and its litellm clients (for code without a loop)."""
-        self._loop_thread.close()
+        """Close the ``run_sync`` loop and its litellm clients (at shutdown)."""
+        self._sync.close()
 
-    # -- family checks ---------------------------------------------------------------------
+    # -- model families and run kinds --------------------------------------------------------
 
     def _warn_once(self, event: str, **fields: Any) -> None:
         key = (event, *sorted(fields.items()))
@@ -247,13 +167,15 @@ class Verifier:
             self._warned.add(key)
         self._events.warning(event, **fields)
 
-    def _family_conflict(self, agent_model: str, *, raise_error: bool) -> bool:
+    def _family_conflict(
+        self, config: VerifierConfig, agent_model: str, *, raise_error: bool
+    ) -> bool:
         """True when a judge model (primary or fallback) shares the agent's family."""
         agent_family = model_family(agent_model)
         if agent_family is None:
             self._warn_once("agent_family_unknown", model=agent_model)
             return False
-        same = [m for m in self._config.judge_models if model_family(m) == agent_family]
+        same = [m for m in config.judge_models if model_family(m) == agent_family]
         if not same:
             return False
         if raise_error:
@@ -261,275 +183,184 @@ class Verifier:
         self._warn_once("judge_same_family", judge=same[0], agent=agent_model, family=agent_family)
         return True
 
-    def _turn_same_family(self, turn: Turn) -> bool:
+    def _same_family_refused(self, profile: Profile, turn: Turn) -> bool:
         if turn.agent_model is None:
             return False
-        same = self._family_conflict(turn.agent_model, raise_error=False)
+        same = self._family_conflict(profile.config, turn.agent_model, raise_error=False)
         return same and self._config.require_cross_family
 
-    # -- one judgement -----------------------------------------------------------------------
+    def _profile(self, turn: Turn) -> Profile:
+        profile = self._profiles.get(turn.run_kind)
+        if profile is None:
+            self._warn_once("run_kind_unknown", run_kind=turn.run_kind)
+            return self._profiles[None]
+        return profile
 
-    def _rules(self, turn: Turn) -> list[RulesSource]:
-        sources = [
-            RulesSource(name, text)
-            for name in self._config.rules_files
-            if (text := self._workspace.read(name))
-        ]
-        if turn.rules:
-            sources.append(
-                RulesSource("rules for this turn", "\n".join(f"- {r}" for r in turn.rules))
-            )
-        return sources
-
-    async def _judgement(
-        self, turn: Turn, reply: Reply, previous_feedback: Sequence[str], attempt: int
-    ) -> Verdict:
-        """Judge one reply; never raises (but for cancellation): trouble is a fail-open PASS."""
-        config, events = self._config, self._events
-        started = time.perf_counter()
-
-        def failed(reason: Reason, error: str) -> Verdict:
-            latency = (time.perf_counter() - started) * 1000
-            return Verdict(
-                passed=True,
-                readable=False,
-                fail_open_reason=reason,
-                error=error,
-                latency_ms=latency,
-            )
-
-        if config.max_cost_usd == 0:
-            return failed(Reason.COST_BUDGET, "maxCostUsd is 0: no judge spend is allowed")
-        try:
-            heartbeat = self._workspace.read(config.heartbeat_file) if turn.heartbeat else None
-            prompt = build_judge_prompt(
-                turn,
-                reply.text,
-                limits=self._limits,
-                rules=self._rules(turn),
-                heartbeat_tasks=heartbeat,
-                previous_feedback=previous_feedback,
-                meta=reply.meta,
-            )
-        except Exception as exc:
-            events.error("judge_prompt_failed", error=describe_error(exc, events.secrets))
-            return failed(Reason.INTERNAL_ERROR, describe_error(exc, events.secrets))
-        try:
-            warmup = getattr(self._judge, "warmup", None)
-            if warmup is not None:  # one-time setup (litellm's import) is not judgement time
-                await warmup()
-            async with asyncio.timeout(config.timeout_seconds):
-                answer = await self._judge.judge(prompt, time_left=config.timeout_seconds)
-            if not isinstance(answer, JudgeReply):
-                raise TypeError(f"the judge returned {type(answer).__name__}, not a JudgeReply")
-        except TimeoutError:
-            return failed(Reason.JUDGE_TIMEOUT, f"no verdict within {config.timeout_seconds:g} s")
-        except Exception as exc:
-            # litellm's own Timeout (its per-call timeout is the same deadline) is a timeout too.
-            kind = getattr(exc, "last_error_class", None) or type(exc).__name__
-            reason = Reason.JUDGE_TIMEOUT if "timeout" in kind.lower() else Reason.JUDGE_ERROR
-            return failed(reason, describe_error(exc, events.secrets))
-        verdict = parse_verdict(answer.text)
-        update: dict[str, Any] = {
-            "model": answer.model,
-            "prompt_tokens": answer.prompt_tokens,
-            "completion_tokens": answer.completion_tokens,
-            "cost_usd": answer.cost_usd,
-            "latency_ms": (time.perf_counter() - started) * 1000,
-        }
-        if not verdict.readable:
-            update["fail_open_reason"] = Reason.UNREADABLE_VERDICT
-            update["error"] = answer.note or verdict.error
-        verdict = verdict.model_copy(update=update)
-        fields: dict[str, Any] = {
-            "turn_id": turn.id,
-            "attempt": attempt,
-            "passed": verdict.passed,
-            "category": verdict.category,
-            "readable": verdict.readable,
-            "model": verdict.model,
-            "prompt_tokens": verdict.prompt_tokens,
-            "completion_tokens": verdict.completion_tokens,
-            "cost_usd": verdict.cost_usd,
-            "latency_ms": round(verdict.latency_ms, 2),
-            "trimmed": prompt.trimmed,
-            "prompt_tokens_counted": prompt.tokens,
-        }
-        if config.log_content:
-            fields["feedback"] = verdict.feedback
-        events.info("verdict", **fields)
-        return verdict
-
-    async def _assess(
-        self, turn: Turn, reply: Reply, previous_feedback: Sequence[str], attempt: int
-    ) -> tuple[Verdict, tuple[CheckResult, ...]]:
-        """Checks, then (per ``judgeAfterChecks``) the judge: one verdict on one reply."""
-        config = self._config
-        results = await run_checks(
-            self._checks, turn, reply, time_limit=config.timeout_seconds, events=self._events
-        )
-        if results:
-            clean = all(r.passed and not r.error for r in results)
-            self._events.emit(
-                logging.DEBUG if clean else logging.INFO,
-                "checks",
-                turn_id=turn.id,
-                attempt=attempt,
-                passed=[r.name for r in results if r.passed and not r.error],
-                failed=[r.name for r in results if not r.passed],
-                crashed=[r.name for r in results if r.error],
-            )
-        failure = checks_verdict(results)
-        mode = config.judge_after_checks
-        if failure is not None and mode != "always":
-            return failure, results
-        if failure is None and (mode == "never" or decisive_pass(results)):
-            return Verdict(passed=True, decisive=True, reasoning="deterministic checks"), results
-        verdict = await self._judgement(turn, reply, previous_feedback, attempt)
-        if failure is None:
-            return verdict, results
-        if verdict.passed:  # the judge passed (or failed open): the checks' failure stands
-            return failure.model_copy(update=_spend(verdict)), results
-        judged = f"[judge] {verdict.feedback}" if verdict.feedback else "[judge] failed"
-        merged = f"{merged_feedback(results)}\n{judged}"
-        return verdict.model_copy(
-            update={"feedback": merged, "category": failure.category or verdict.category}
-        ), results
+    # -- public entry points -----------------------------------------------------------------
 
     async def verify(self, turn: Turn, reply: Reply | str) -> Verdict:
-        """One judgement of ``reply``, no retry; judges even when ``enabled`` is false.
+        """One verdict on ``reply`` (checks and judge), no retry; even when not ``enabled``.
 
         Never raises for the verifier's own trouble: a fail-open verdict (``passed=True``,
         ``fail_open_reason`` set) says what went wrong.
         """
-        checked = _as_reply(reply)
-        if self._turn_same_family(turn):
+        checked, profile = as_reply(reply), self._profile(turn)
+        if self._same_family_refused(profile, turn):
             return Verdict(
                 passed=True,
                 readable=False,
                 fail_open_reason=Reason.SAME_FAMILY,
                 error=f"judge and agent model {turn.agent_model!r} are of the same family",
             )
-        verdict, _ = await self._assess(turn, checked, (), 1)
+        budget = Budget(profile.config.timeout_seconds, Reason.JUDGE_TIMEOUT)
+        verdict, _ = await self._assessor.assess(profile, turn, checked, (), 1, budget)
         return verdict
-
-    # -- one turn ----------------------------------------------------------------------------
 
     def run_sync(self, agent: Agent, turn: Turn) -> Outcome:
         """``run`` for code without an event loop (safe from many threads at once)."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return self._loop_thread.submit(self.run(agent, turn))
-        raise RuntimeError("run_sync() was called inside a running event loop; await run()")
+        return self._sync.submit(self.run(agent, turn))
 
     async def run(self, agent: Agent, turn: Turn) -> Outcome:
         """Run ``agent`` for ``turn``, verify its reply, retry with feedback, deliver.
 
         ``agent`` receives OpenAI-style messages (a fresh deep copy on every call) and returns a
         ``Reply`` or a ``str``, sync or async. Its exception on the first attempt propagates;
-        on a retry it fails open with the best reply so far.
+        on a retry it fails open with the best reply so far. With ``onExhausted: "raise"`` an
+        exhausted turn raises ``VerificationExhausted``.
         """
         started = time.perf_counter()
-        config, events = self._config, self._events
         messages: Messages = [*turn.history, {"role": "user", "content": turn.user_message}]
-        reply = await _call_agent(agent, _copy_messages(messages))
-        attempts: list[Attempt] = []
+        reply = await call_agent(agent, messages)
+        return await _Run(self, turn, self._profile(turn), started).verify(agent, messages, reply)
 
-        def finish(
-            status: Status,
-            delivered: Reply,
-            reason: Reason | None = None,
-            skip: SkipReason | None = None,
-        ) -> Outcome:
-            judge_cost = sum(a.verdict.cost_usd for a in attempts if a.verdict is not None)
-            agent_cost = sum(a.reply.meta.cost_usd or 0.0 for a in attempts)
-            checks = next((a.checks for a in attempts if a.reply is delivered), ())
-            outcome = Outcome(
-                response=next((r.deliver_text for r in checks if r.deliver_text), delivered.text),
-                parsed=next((r.value for r in checks if r.value is not None), None),
-                status=status,
-                reason=reason,
-                attempts=tuple(attempts),
-                skip_reason=skip,
-                cost_usd=judge_cost + agent_cost,
-                judge_cost_usd=judge_cost,
-                latency_ms=(time.perf_counter() - started) * 1000,
+
+def _normal(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def _sampled_in(turn: Turn, rate: float) -> bool:
+    """Whether ``turn`` is in the judged share: the same answer for the same turn id, always."""
+    if rate >= 1:
+        return True
+    key = (turn.id if turn.id is not None else turn.user_message).encode("utf-8")
+    draw = int.from_bytes(hashlib.sha256(key).digest()[:8], "big") / 2**64
+    return draw < rate
+
+
+def _with_turn_ledger(reply: Reply, earlier: Sequence[Attempt]) -> Reply:
+    """``reply`` as checks and judge see it: with the tool calls of the whole turn.
+
+    A retry's own ledger holds only its own calls; "I sent it" may rest on a call an earlier
+    attempt made.
+    """
+    calls = tuple(c for a in earlier for c in a.reply.meta.tool_calls)
+    if not calls:
+        return reply
+    meta = reply.meta.model_copy(update={"tool_calls": calls + reply.meta.tool_calls})
+    return reply.model_copy(update={"meta": meta})
+
+
+def _feedback_line(verdict: Verdict) -> str:
+    category = f" [{verdict.category.value}]" if verdict.category is not None else ""
+    return f"FAIL{category}: {verdict.feedback or 'no details'}"
+
+
+class _Run:
+    """Everything about one turn: its attempts, its clock, its spend. Lives for one ``run``."""
+
+    def __init__(self, verifier: Verifier, turn: Turn, profile: Profile, started: float) -> None:
+        self.v = verifier
+        self.turn = turn
+        self.profile = profile
+        self.config = profile.config
+        self.started = started
+        self.attempts: list[Attempt] = []
+        self.deadline: float | None = None
+        self.verified = False
+
+    # -- clock and money ------------------------------------------------------------------
+
+    def time_left(self) -> float | None:
+        return None if self.deadline is None else self.deadline - time.monotonic()
+
+    def budget(self) -> Budget:
+        """The time one judgement (or check run) may take: the judge's, or the turn's rest."""
+        left, own = self.time_left(), self.config.timeout_seconds
+        if left is not None and left < own:
+            return Budget(max(left, 0.0), Reason.LATENCY_BUDGET)
+        return Budget(own, Reason.JUDGE_TIMEOUT)
+
+    def spent(self) -> float:
+        """Judge spend plus what the agent reported for its retries."""
+        judged = sum(a.verdict.cost_usd for a in self.attempts if a.verdict is not None)
+        retries = sum(a.reply.meta.cost_usd or 0.0 for a in self.attempts[1:])
+        return judged + retries
+
+    def can_afford_another(self, last: Verdict) -> bool:
+        ceiling = self.config.max_cost_usd
+        return ceiling is None or self.spent() + last.cost_usd <= ceiling
+
+    # -- ending -----------------------------------------------------------------------------
+
+    def exhausted_delivery(self) -> Reply:
+        policy = self.config.deliver
+        if policy == "first":
+            return self.attempts[0].reply
+        if policy == "best":
+            clean = [a for a in self.attempts if a.verdict and all(r.passed for r in a.checks)]
+            if clean:
+                return clean[-1].reply
+        return self.attempts[-1].reply
+
+    async def finish(
+        self,
+        status: Status,
+        delivered: Reply,
+        reason: Reason | None = None,
+        skip: SkipReason | None = None,
+    ) -> Outcome:
+        attempts = self.attempts
+        judge_cost = sum(a.verdict.cost_usd for a in attempts if a.verdict is not None)
+        agent_cost = sum(a.reply.meta.cost_usd or 0.0 for a in attempts)
+        checks = next((a.checks for a in reversed(attempts) if a.reply is delivered), ())
+        outcome = Outcome(
+            response=next((r.deliver_text for r in checks if r.deliver_text), delivered.text),
+            parsed=next((r.value for r in checks if r.value is not None), None),
+            status=status,
+            reason=reason,
+            attempts=tuple(attempts),
+            skip_reason=skip,
+            cost_usd=judge_cost + agent_cost,
+            judge_cost_usd=judge_cost,
+            latency_ms=(time.perf_counter() - self.started) * 1000,
+        )
+        v = self.v
+        self.report(outcome)
+        if self.verified and v._ledger is not None:
+            record = ledger_record(
+                self.turn, outcome, run_kind=self.profile.name, with_content=self.config.log_content
             )
-            self._report(turn, outcome)
-            return outcome
+            await v._ledger.append(record)
+        hook = {
+            Status.EXHAUSTED: "on_exhausted",
+            Status.FAILED_OPEN: "on_fail_open",
+            Status.SKIPPED: "on_skip",
+            Status.NOT_TRIGGERED: "on_skip",
+        }.get(status)
+        if hook is not None:
+            await self.hook(hook, outcome)
+        if status == Status.EXHAUSTED and self.config.on_exhausted == "raise":
+            raise VerificationExhausted(outcome)
+        return outcome
 
-        if not config.enabled:
-            attempts.append(Attempt(number=1, reply=reply))
-            return finish(Status.DISABLED, reply)
-        skip = skip_reason(reply)
-        if skip is not None:
-            attempts.append(Attempt(number=1, reply=reply, skip_reason=skip))
-            return finish(Status.SKIPPED, reply, skip=skip)
-        if self._triggers.decide(turn, reply.text) is None:
-            attempts.append(Attempt(number=1, reply=reply))
-            return finish(Status.NOT_TRIGGERED, reply)
-        if self._turn_same_family(turn):
-            attempts.append(Attempt(number=1, reply=reply))
-            return finish(Status.FAILED_OPEN, reply, Reason.SAME_FAMILY)
+    async def hook(self, name: str, *args: Any) -> None:
+        v = self.v
+        await v._hooks.call(
+            name, self.turn, *args, time_limit=v._config.hook_timeout_seconds, events=v._events
+        )
 
-        feedback_so_far: list[str] = []
-        for number in range(1, config.max_attempts + 1):
-            verdict, results = await self._assess(
-                turn, _with_turn_ledger(reply, attempts), feedback_so_far, number
-            )
-            attempts.append(Attempt(number=number, reply=reply, verdict=verdict, checks=results))
-            if verdict.fail_open_reason is not None:
-                return finish(Status.FAILED_OPEN, reply, verdict.fail_open_reason)
-            if verdict.passed:
-                return finish(Status.PASSED, reply)
-            if number == config.max_attempts:
-                return finish(Status.EXHAUSTED, reply)
-            if not self._can_afford_another(attempts, verdict):
-                return finish(Status.FAILED_OPEN, reply, Reason.COST_BUDGET)
-            feedback = feedback_message(verdict)
-            feedback_so_far.append(_feedback_line(verdict))
-            events.info(
-                "retry",
-                turn_id=turn.id,
-                attempt=number + 1,
-                category=verdict.category,
-                **({"feedback": feedback} if config.log_content else {}),
-            )
-            messages = [
-                *messages,
-                {"role": "assistant", "content": reply.text},
-                {"role": "user", "content": feedback},
-            ]
-            try:
-                retry = await _call_agent(agent, _copy_messages(messages))
-            except Exception as exc:
-                events.warning(
-                    "agent_retry_failed",
-                    turn_id=turn.id,
-                    attempt=number + 1,
-                    error=describe_error(exc, events.secrets),
-                )
-                return finish(Status.FAILED_OPEN, reply, Reason.AGENT_ERROR)
-            skip = skip_reason(retry)
-            if skip in _BROKEN_RETRY:
-                attempts.append(Attempt(number=number + 1, reply=retry, skip_reason=skip))
-                return finish(Status.FAILED_OPEN, reply, Reason.AGENT_ERROR)
-            if skip is not None:
-                attempts.append(Attempt(number=number + 1, reply=retry, skip_reason=skip))
-                return finish(Status.SKIPPED, retry, skip=skip)
-            reply = retry
-        raise AssertionError("unreachable: the loop returns on its last attempt")
-
-    def _can_afford_another(self, attempts: Sequence[Attempt], last: Verdict) -> bool:
-        ceiling = self._config.max_cost_usd
-        if ceiling is None:
-            return True
-        spent = sum(a.verdict.cost_usd for a in attempts if a.verdict is not None)
-        return spent + last.cost_usd <= ceiling
-
-    def _report(self, turn: Turn, outcome: Outcome) -> None:
-        events = self._events
+    def report(self, outcome: Outcome) -> None:
+        events = self.v._events
         level_event = {
             Status.FAILED_OPEN: (events.warning, "failed_open"),
             Status.EXHAUSTED: (events.warning, "exhausted"),
@@ -540,7 +371,8 @@ class Verifier:
         }
         emit, event = level_event[outcome.status]
         fields: dict[str, Any] = {
-            "turn_id": turn.id,
+            "turn_id": self.turn.id,
+            "run_kind": self.profile.name,
             "status": outcome.status,
             "reason": outcome.reason,
             "skip_reason": outcome.skip_reason,
@@ -551,37 +383,125 @@ class Verifier:
         last = outcome.attempts[-1].verdict if outcome.attempts else None
         if last is not None and last.error:
             fields["error"] = last.error
-        if self._config.log_content:
-            fields["user_message"] = turn.user_message
+        if self.config.log_content:
+            fields["user_message"] = self.turn.user_message
             fields["response"] = outcome.response
         emit(event, **fields)
 
+    # -- the loop ---------------------------------------------------------------------------
 
-def _with_turn_ledger(reply: Reply, earlier: Sequence[Attempt]) -> Reply:
-    """``reply`` as checks and judge should see it: with the tool calls of the whole turn.
+    async def verify(self, agent: Agent, messages: Messages, reply: Reply) -> Outcome:
+        """From the first reply to the delivered one."""
+        config, turn, v = self.config, self.turn, self.v
+        if not config.enabled:
+            self.attempts.append(Attempt(number=1, reply=reply))
+            return await self.finish(Status.DISABLED, reply)
+        skip = skip_reason(reply)
+        if skip is not None:
+            self.attempts.append(Attempt(number=1, reply=reply, skip_reason=skip))
+            return await self.finish(Status.SKIPPED, reply, skip=skip)
+        trigger = self.profile.triggers.decide(turn, reply.text)
+        if trigger is None or (
+            trigger == TriggerKind.VERIFY_ALL and not _sampled_in(turn, config.sample_rate)
+        ):
+            self.attempts.append(Attempt(number=1, reply=reply))
+            reason = None if trigger is None else Reason.SAMPLED_OUT
+            return await self.finish(Status.NOT_TRIGGERED, reply, reason)
+        self.verified = True
+        if v._same_family_refused(self.profile, turn):
+            self.attempts.append(Attempt(number=1, reply=reply))
+            return await self.finish(Status.FAILED_OPEN, reply, Reason.SAME_FAMILY)
+        if config.max_latency_ms is not None:
+            self.deadline = time.monotonic() + config.max_latency_ms / 1000
+        return await self.loop(agent, messages, reply)
 
-    A retry's own ledger holds only its own calls; "I sent it" may rest on a call an earlier
-    attempt made.
-    """
-    if not earlier:
-        return reply
-    calls = tuple(c for a in earlier for c in a.reply.meta.tool_calls) + reply.meta.tool_calls
-    if calls == reply.meta.tool_calls:
-        return reply
-    return reply.model_copy(update={"meta": reply.meta.model_copy(update={"tool_calls": calls})})
+    async def loop(self, agent: Agent, messages: Messages, reply: Reply) -> Outcome:
+        config, turn, events = self.config, self.turn, self.v._events
+        feedback_so_far: list[str] = []
+        for number in range(1, config.max_attempts + 1):
+            left = self.time_left()
+            if left is not None and left <= 0:
+                return await self.finish(Status.FAILED_OPEN, reply, Reason.LATENCY_BUDGET)
+            verdict, results = await self.v._assessor.assess(
+                self.profile,
+                turn,
+                _with_turn_ledger(reply, self.attempts),
+                feedback_so_far,
+                number,
+                self.budget(),
+            )
+            previous = self.attempts[-1].verdict if self.attempts else None
+            attempt = Attempt(number=number, reply=reply, verdict=verdict, checks=results)
+            self.attempts.append(attempt)
+            await self.hook("on_verdict", attempt)
+            if verdict.fail_open_reason is not None:
+                return await self.finish(Status.FAILED_OPEN, reply, verdict.fail_open_reason)
+            if verdict.passed:
+                return await self.finish(Status.PASSED, reply)
+            if number == config.max_attempts:
+                return await self.finish(Status.EXHAUSTED, self.exhausted_delivery())
+            if _same_failure(previous, verdict):
+                return await self.finish(
+                    Status.EXHAUSTED, self.exhausted_delivery(), Reason.STAGNANT
+                )
+            if not self.can_afford_another(verdict):
+                return await self.finish(Status.FAILED_OPEN, reply, Reason.COST_BUDGET)
+            feedback = feedback_message(verdict)
+            feedback_so_far.append(_feedback_line(verdict))
+            events.info(
+                "retry",
+                turn_id=turn.id,
+                attempt=number + 1,
+                category=verdict.category,
+                **({"feedback": feedback} if config.log_content else {}),
+            )
+            await self.hook("on_retry", attempt, feedback)
+            messages = [
+                *messages,
+                {"role": "assistant", "content": reply.text},
+                {"role": "user", "content": feedback},
+            ]
+            retried = await self.retry(agent, messages, number + 1, reply)
+            if isinstance(retried, Outcome):
+                return retried
+            reply = retried
+        raise AssertionError("unreachable: the loop returns on its last attempt")
+
+    async def retry(
+        self, agent: Agent, messages: Messages, number: int, previous: Reply
+    ) -> Reply | Outcome:
+        """The agent's next reply, or the outcome when the retry itself ends the turn."""
+        events, left = self.v._events, self.time_left()
+        try:
+            async with asyncio.timeout(left):
+                retry = await call_agent(agent, messages)
+        except TimeoutError:
+            events.warning("agent_retry_timed_out", turn_id=self.turn.id, attempt=number)
+            return await self.finish(Status.FAILED_OPEN, previous, Reason.LATENCY_BUDGET)
+        except Exception as exc:
+            events.warning(
+                "agent_retry_failed",
+                turn_id=self.turn.id,
+                attempt=number,
+                error=describe_error(exc, events.secrets),
+            )
+            return await self.finish(Status.FAILED_OPEN, previous, Reason.AGENT_ERROR)
+        skip = skip_reason(retry)
+        if skip is not None:
+            self.attempts.append(Attempt(number=number, reply=retry, skip_reason=skip))
+            if skip in _BROKEN_RETRY:
+                return await self.finish(Status.FAILED_OPEN, previous, Reason.AGENT_ERROR)
+            return await self.finish(Status.SKIPPED, retry, skip=skip)
+        if _normal(retry.text) == _normal(previous.text):
+            self.attempts.append(Attempt(number=number, reply=retry))
+            return await self.finish(Status.EXHAUSTED, self.exhausted_delivery(), Reason.STAGNANT)
+        return retry
 
 
-def _spend(verdict: Verdict) -> dict[str, Any]:
-    """The judge-call fields of ``verdict``, to carry over onto another verdict."""
-    return {
-        "model": verdict.model,
-        "prompt_tokens": verdict.prompt_tokens,
-        "completion_tokens": verdict.completion_tokens,
-        "cost_usd": verdict.cost_usd,
-        "latency_ms": verdict.latency_ms,
-    }
-
-
-def _feedback_line(verdict: Verdict) -> str:
-    category = f" [{verdict.category.value}]" if verdict.category is not None else ""
-    return f"FAIL{category}: {verdict.feedback or 'no details'}"
+def _same_failure(previous: Verdict | None, current: Verdict) -> bool:
+    """The same category failed again with the same feedback: retrying will not help."""
+    if previous is None or previous.passed or current.passed:
+        return False
+    return previous.category == current.category and _normal(previous.feedback or "") == _normal(
+        current.feedback or ""
+    )

@@ -54,6 +54,10 @@ class Reason(StrEnum):
     SAME_FAMILY = "same_family"
     AGENT_ERROR = "agent_error"
     INTERNAL_ERROR = "internal_error"
+    LATENCY_BUDGET = "latency_budget"
+    CIRCUIT_OPEN = "circuit_open"
+    STAGNANT = "stagnant"
+    SAMPLED_OUT = "sampled_out"
 
 
 class _Frozen(BaseModel):
@@ -130,7 +134,11 @@ class Turn(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     """Anything the caller wants to carry along (shown to the judge as run metadata)."""
     id: str | None = None
-    """An identifier of the turn, for logs and datasets."""
+    """An identifier of the turn, for logs, datasets and ``sampleRate``."""
+    run_kind: str | None = None
+    """The name of a ``runKinds`` profile whose budgets apply to this turn."""
+    agent_id: str | None = None
+    """Which agent produced the turn, for the ledger."""
 
 
 class Verdict(_Frozen):

@@ -1,7 +1,8 @@
 """Deterministic checks that run before the judge: the protocol and the built-ins."""
 
 from replyguard.checks.base import Check, CheckResult, FunctionCheck, as_check, failed, passed
-from replyguard.checks.claims import DEFAULT_CLAIMS, ClaimCheck
+from replyguard.checks.claim_tools import DEFAULT_CLAIMS
+from replyguard.checks.claims import ClaimCheck
 from replyguard.checks.command import CommandCheck
 from replyguard.checks.heartbeat import HeartbeatCheck, open_tasks
 from replyguard.checks.http_request import HttpRequestCheck

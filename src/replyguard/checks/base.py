@@ -14,6 +14,7 @@ check's error (see ``replyguard.checks.run_checks``).
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
@@ -54,8 +55,11 @@ class FunctionCheck:
     """A plain function (sync or async) used as a check.
 
     The function takes ``(turn, reply)`` and returns a ``CheckResult``, a ``bool``, or a
-    ``(passed, message)`` pair; a failure without its own category gets ``category``.
-    Sync functions run inline on the event loop: keep them cheap (use async for I/O).
+    ``(passed, message)`` pair (or an awaitable of one); a failure without its own category
+    gets ``category``. An ``async def`` function runs on the event loop; any other function
+    runs in a worker thread (``asyncio.to_thread``), so a slow one neither holds up the other
+    checks nor escapes the time limit. A thread cannot be stopped, though: one that runs over
+    is abandoned to finish on its own, and is reported as not finishing in time.
     """
 
     def __init__(
@@ -72,7 +76,10 @@ class FunctionCheck:
         self.category = category
 
     async def check(self, turn: Turn, reply: Reply) -> CheckResult:
-        result = self.function(turn, reply)
+        if _is_async(self.function):
+            result = self.function(turn, reply)
+        else:
+            result = await asyncio.to_thread(self.function, turn, reply)
         if inspect.isawaitable(result):
             result = await result
         if isinstance(result, CheckResult):
@@ -89,6 +96,12 @@ class FunctionCheck:
         if ok:
             return passed(self.name)
         return failed(self.name, self.category, message or f"the check {self.name!r} failed")
+
+
+def _is_async(function: object) -> bool:
+    """Whether ``function``, or the ``__call__`` of a callable object, is an ``async def``."""
+    method = inspect.getattr_static(type(function), "__call__", None)
+    return inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(method)
 
 
 def as_check(candidate: Check | Callable[[Turn, Reply], Any]) -> Check:

@@ -5,13 +5,19 @@ invitations have been sent") and the turn's tool ledger (``reply.meta.tool_calls
 *successful* call of a tool mapped to that verb, the check fails as ``INCOMPLETE`` without
 asking the judge. Opt-in: it only runs when configured.
 
-**The map.** ``claims`` maps a claimed verb to tool-name glob patterns (``fnmatch``, matched
-case-insensitively against the whole name: ``*send*`` matches ``gmail_send_message``). A verb
-may be given as a past form (``"sent"``, ``"deployed"``, ``"backed up"``) or as a lemma
-(``"send"``, ``"deploy"``): a small table knows irregular verbs (``run`` → "ran", "have
-run"), regular ones get "-ed". ``DEFAULT_CLAIMS`` holds the defaults; ``claims=`` replaces
-them. A verb mapped to no patterns is a claim no tool call can back up. Shell-like tools
-(``*bash*``, ``*shell*``, ``*exec*``, ``*terminal*``, ``*command*``) back up the workspace and
+The ledger covers this turn only, so a claim about an earlier turn ("we sent the contract in
+May", "I sent 3 emails last week") fails too unless this turn repeated the call: the agent is
+asked to say plainly what it did now. Replies over ``INLINE_CHARS`` are scanned in a worker
+thread.
+
+**The map.** ``claims`` maps a claimed verb to tool-name glob patterns, matched against the
+tool's name and each of its words; tools that only read (``read_email``, ``get_order_status``)
+back up no action (see ``replyguard.checks.claim_tools``). A verb may be given as a past
+form (``"sent"``, ``"deployed"``, ``"backed up"``) or as a lemma (``"send"``, ``"deploy"``):
+a small table knows irregular verbs (``run`` → "ran", "have run"), regular ones get "-ed".
+``DEFAULT_CLAIMS`` holds the defaults; ``claims=`` replaces them. A verb mapped to no
+patterns is a claim no tool call can back up. Shell-like tools
+(``bash``, ``*shell``, ``exec*``, ``terminal*``, ``command*``) back up the workspace and
 deployment verbs by default, but not messages or payments.
 
 **What counts as a claim** (precision first: a missed claim still reaches the judge, a false
@@ -19,9 +25,13 @@ one fails a good reply):
 
 - first person, ``I`` or ``we``, past tense: "I sent", "we pushed"; perfect: "I've saved",
   "I have deployed", "I had sent", "I'd sent"; with up to three adverbs from a fixed list
-  between: "I just emailed", "I've successfully created", "I went ahead and booked";
+  between: "I just emailed", "I've successfully created", "I only ran", "I went ahead and
+  booked". Markdown emphasis is read through: "I've **sent**", "I *just* sent";
 - passive present perfect: "has been deployed", "have all been sent", unless another agent is
-  named ("has been sent by the customer"; "by me", "by email" do not count as another agent);
+  named ("has been sent by the customer"; "by me", "by email" do not count as another agent),
+  the subject is negative ("no emails have been sent", "nothing has been deleted", "none of
+  the files have been uploaded"; a ``no``, ``nothing``, ``none``, ``neither``, ``nor`` or
+  ``nobody`` earlier in the clause) or "yet" follows ("have been uploaded yet");
 - passive simple past only with "successfully" or "just": "was successfully sent", "was sent
   successfully", "were just deployed". A bare "was sent" usually reports history ("it was
   sent by the customer", "the order was placed last week"), so it is not a claim.
@@ -36,76 +46,38 @@ in "?", or an inverted "Have I sent"); subordinate and hypothetical clauses, whe
 clause (clauses end at ``, ; : ( ) [ ]``, dashes and "but"); passives after a modal or "to"
 ("should have been sent", "seems to have been deleted") or with I/we as the receiver ("I have
 been sent"); other subjects ("you sent me", "they deployed", "Sent from my iPhone"); idioms
-("saved you time", "ran into", "paid attention", "pushed back", "ordered them by date");
+("saved you time", "saved you a seat", "saved the day", "ran into", "ran the numbers" (a
+sum worked out, not a program run), "paid attention", "pushed back", "ordered them by date");
 claims that introduce content shown in the reply itself, i.e. followed on their line by
 "below", "above", "the following" or a line-ending colon ("I've updated the code below", "I
-created a plan:"); and anything inside fenced code,
-inline code, HTML comments, block quotes (``>``) or quotation marks (straight or curly, so
-"you wrote: 'I sent it'" is a quote). Curly apostrophes count as straight ones (I\u2019ve).
+created a plan:"); and anything inside fenced code, inline code, HTML comments, block quotes
+(``>``) or quotation marks (straight or curly, so "you wrote: 'I sent it'" is a quote).
+Curly apostrophes count as straight ones (I\u2019ve).
 
 Chat agents that edit text in the reply itself ("I've updated the draft.") should drop
 ``created``/``updated``/``deleted`` from their map: those claims need no tool there.
 
 Every pattern is compiled once, at construction; one pass of a few regular expressions per
-line keeps the check linear in the reply's length (lookarounds are bounded).
+line keeps the check linear in the reply's length (lookarounds are bounded, and the sentence
+splitter never backtracks, even over a long run of dots).
 """
 
 from __future__ import annotations
 
-import fnmatch
+import asyncio
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from types import MappingProxyType
 from typing import NamedTuple
 
 from replyguard.checks.base import CheckResult, failed, passed
+from replyguard.checks.claim_tools import DEFAULT_CLAIMS, ToolMatcher
 from replyguard.checks.markdown import bulleted, prose_lines
 from replyguard.types import FailCategory, Reply, ToolCallRecord, Turn
 
 MAX_LISTED = 5
 """The most unsupported claims quoted in the feedback."""
-
-_SHELL = ("*bash*", "*shell*", "*exec*", "*terminal*", "*command*")
-_MESSAGING = ("*send*", "*email*", "*mail*", "*message*", "*slack*", "*sms*", "*notify*")
-_WRITING = ("*write*", "*save*", "*edit*", "*create*", "*update*", "*patch*", "*put*", "*store*")
-_DELETING = ("*delete*", "*remove*", "*rm*", "*destroy*", "*drop*", "*trash*", "*purge*")
-_GIT = ("*git*", *_SHELL)
-_BUYING = ("*order*", "*purchase*", "*buy*", "*checkout*", "*cart*", "*pay*")
-
-DEFAULT_CLAIMS: Mapping[str, tuple[str, ...]] = MappingProxyType(
-    {
-        "sent": _MESSAGING,
-        "emailed": ("*email*", "*mail*", "*send*", "*message*"),
-        "messaged": ("*message*", "*send*", "*slack*", "*sms*", "*chat*", "*dm*"),
-        "texted": ("*sms*", "*text*", "*send*", "*message*"),
-        "notified": (*_MESSAGING, "*alert*", "*page*"),
-        "posted": ("*post*", "*publish*", "*tweet*", "*comment*", "*send*", "*message*"),
-        "published": ("*publish*", "*post*", "*release*", "*deploy*", "*upload*", *_SHELL),
-        "saved": (*_WRITING, "*upload*", *_SHELL),
-        "created": (*_WRITING, "*new*", "*add*", "*insert*", "*generate*", *_SHELL),
-        "updated": (*_WRITING, "*set*", "*modify*", "*upsert*", "*change*", *_SHELL),
-        "deleted": (*_DELETING, *_SHELL),
-        "uploaded": ("*upload*", "*put*", "*save*", "*write*", "*sync*", "*push*", *_SHELL),
-        "deployed": ("*deploy*", "*release*", "*publish*", "*rollout*", "*ship*", *_SHELL),
-        "committed": ("*commit*", *_GIT),
-        "pushed": ("*push*", *_GIT),
-        "merged": ("*merge*", "*pull_request*", *_GIT),
-        "ran": ("*run*", "*test*", "*invoke*", "*python*", "*code*", *_SHELL),
-        "installed": ("*install*", "*pip*", "*npm*", "*apt*", "*brew*", "*package*", *_SHELL),
-        "restarted": ("*restart*", "*reboot*", "*reload*", *_SHELL),
-        "scheduled": ("*schedule*", "*calendar*", "*event*", "*meeting*", "*cron*", "*remind*"),
-        "booked": ("*book*", "*reserv*", "*schedule*", "*calendar*", "*order*"),
-        "paid": ("*pay*", "*charge*", "*transfer*", "*invoice*", "*checkout*", "*purchase*"),
-        "ordered": _BUYING,
-        "purchased": _BUYING,
-        "filed": ("*file*", "*submit*", "*ticket*", "*issue*", "*report*", "*create*"),
-        "submitted": ("*submit*", "*file*", "*send*", "*post*", "*form*", "*create*"),
-        "cancelled": ("*cancel*", "*delete*", "*remove*", "*refund*"),
-        "canceled": ("*cancel*", "*delete*", "*remove*", "*refund*"),
-        "refunded": ("*refund*", "*pay*", "*charge*", "*reverse*", "*credit*"),
-    }
-)
-"""Claimed verb → tool-name patterns used when ``claims`` is not given."""
+INLINE_CHARS = 20_000
+"""Longer replies are scanned in a worker thread, so the event loop keeps running."""
 
 # lemma: (simple past, past participle)
 _IRREGULAR = {
@@ -126,7 +98,7 @@ _LEMMA_OF = {form: lemma for lemma, forms in _IRREGULAR.items() for form in (lem
 _VOWELS = frozenset("aeiou")
 
 _ADVERB = (
-    r"(?:\s+(?:just|already|also|now|then|finally|successfully|both|all|again|quickly|"
+    r"(?:\s+(?:just|already|also|now|then|finally|successfully|both|all|again|quickly|only|"
     r"manually|automatically|personally|actually|(?:gone|went)\s+ahead\s+and))"
 )
 _INVERTED = r"(?<!\bhave\s)(?<!\bhas\s)(?<!\bhad\s)(?<!\bdid\s)"  # "Have I sent it"
@@ -143,13 +115,14 @@ _NOT_BY_OTHERS = (
     r"(?!(?:me|us|myself|ourselves|e-?mail|mail|post|text|sms|message|phone|hand|courier)\b)\w)"
 )
 _BENEFIT = (
-    r"\s+(?:you|yourself|us|me|everyone)\s+(?:(?:a|an|the|some|much|so\s+much|a\s+lot\s+of|"
-    r"lots\s+of|plenty\s+of|a\s+bit\s+of|\d+)\s+)?(?:time|trips?|trouble|hassle|effort|money|"
-    r"headaches?|steps?|work|clicks?|minutes?|hours?|days?)\b"
+    r"\s+(?:you|yourself|us|me|everyone)\s+(?:(?:a|an|the|some|much|so\s+much|a\s+bit\s+of|"
+    r"(?:a\s+)?(?:lots?|tons?|loads?|bunch|heaps?|plenty|great\s+deal)\s+of|\d+)\s+)?"
+    r"(?:time|trips?|trouble|hassle|effort|money|headaches?|steps?|work|clicks?|minutes?|hours?|"
+    r"days?|seats?|spots?|places?)\b"
 )
-_RUN_IDIOM = r"\s+(?:into|out|across|away|off|late|short|low|behind)\b"
+_RUN_IDIOM = r"\s+(?:into|out|across|away|off|late|short|low|behind|the\s+numbers)\b"
 _IDIOMS = {  # verb form: what makes it no claim when it follows
-    "saved": _BENEFIT,
+    "saved": rf"(?:{_BENEFIT}|\s+the\s+day\b)",
     "spared": _BENEFIT,
     "ran": _RUN_IDIOM,
     "run": _RUN_IDIOM,
@@ -161,10 +134,18 @@ _BLOCKER = (
     r"\b(?:once|after|when|whenever|if|before|until|till|unless|whether|soon|suppose|"
     r"supposing|imagine|assuming|wish|sure|unsure|doubt)\b"
 )
+_NEGATIVE_SUBJECT = r"\b(?:no|nothing|none|neither|nor|nobody)\b"  # "no one" starts with "no"
+_NOT_YET = r"(?!(?:\s+[\w'-]+){0,4}?\s+yet\b)"  # "not all have been uploaded yet"
 _BREAK = r"[,;:()\[\]\u2013\u2014]|\s-\s|\bbut\b"
-_VERB_GROUPS = ("past", "perfect", "passive", "passive_past", "passive_past_late")
+_PASSIVE = ("passive", "passive_past", "passive_past_late")
+_VERB_GROUPS = ("past", "perfect", *_PASSIVE)
 
-_SENTENCE = re.compile(r"\S.*?(?:[.!?]+(?=\s|$)|$)")
+# A sentence runs to a run of . ! ? before whitespace or the end of the line. Each character is
+# read once (possessive runs, a one-character lookahead), so no input makes it backtrack.
+_SENTENCE = re.compile(r"\S(?:[^.!?]++|[.!?]++(?=\S))*+[.!?]*+")
+# Markdown emphasis (``**sent**``, ``*just*``, ``_now_``), dropped before reading; an underscore
+# inside a word (send_email) is kept.
+_EMPHASIS = re.compile(r"\*+|(?<!\w)_+|_+(?!\w)")
 _POINTS_AT_REPLY = re.compile(r"\b(?:below|above|the\s+following)\b|:\s*$", re.IGNORECASE)
 _BLOCK_QUOTE = re.compile(r"\s*>")
 # Inline code, "double" and 'single' quotations. Inside single quotes an apostrophe between
@@ -207,7 +188,7 @@ class ClaimCheck:
             participles |= verb_participles
             for form in verb_past | verb_participles:
                 tools.setdefault(form, []).extend(patterns)
-        self._tools = {form: _tool_pattern(patterns) for form, patterns in tools.items()}
+        self._tools = {form: ToolMatcher(patterns) for form, patterns in tools.items()}
         self._any_verb = re.compile(r"\b" + _verbs(tools), re.IGNORECASE)
         self._events = _events_pattern(past, participles)
 
@@ -226,20 +207,29 @@ class ClaimCheck:
             if "?" in text.rstrip()[-3:] or not self._any_verb.search(text):
                 continue
             blocked = False  # a subordinating word came earlier in this clause
+            negated = False  # so did a negative subject ("no emails", "nothing")
             for event in self._events.finditer(text):
                 if event["brk"] is not None:
-                    blocked = False
+                    blocked = negated = False
                 elif event["blk"] is not None:
                     blocked = True
+                elif event["neg"] is not None:
+                    negated = True
                 elif not blocked and sentence.start() + event.start() > last_pointer:
-                    verb = next(event[g] for g in _VERB_GROUPS if event[g] is not None)
-                    yield Claim(" ".join(verb.lower().split()), _excerpt(text, event.span()))
+                    group = next(g for g in _VERB_GROUPS if event[g] is not None)
+                    if not (negated and group in _PASSIVE):
+                        verb = " ".join(event[group].lower().split())
+                        yield Claim(verb, _excerpt(text, event.span()))
 
     async def check(self, turn: Turn, reply: Reply) -> CheckResult:
         """Fail ``reply`` when one of its claims has no successful matching tool call."""
+        if len(reply.text) > INLINE_CHARS:
+            claims = await asyncio.to_thread(self.find_claims, reply.text)
+        else:
+            claims = self.find_claims(reply.text)
         problems: dict[str, str] = {}
-        for claim in self.find_claims(reply.text):
-            matching = [c for c in reply.meta.tool_calls if self._tools[claim.verb].match(c.name)]
+        for claim in claims:
+            matching = [c for c in reply.meta.tool_calls if self._tools[claim.verb].backs(c.name)]
             if claim.quote not in problems and not any(c.succeeded for c in matching):
                 problems[claim.quote] = _problem(claim.quote, matching)
         if not problems:
@@ -280,11 +270,6 @@ def _regular_past(lemma: str) -> set[str]:
     return forms
 
 
-def _tool_pattern(patterns: Iterable[str]) -> re.Pattern[str]:
-    alternatives = [fnmatch.translate(p) for p in dict.fromkeys(patterns)]
-    return re.compile("|".join(alternatives) or "(?!)", re.IGNORECASE)
-
-
 def _verbs(forms: Iterable[str]) -> str:
     """An alternation of verb forms, each a whole word, each followed by its idiom guard."""
     pieces = ["(?!)"]  # matches nothing: an empty map has no claims
@@ -305,25 +290,29 @@ def _events_pattern(past: Iterable[str], participles: Iterable[str]) -> re.Patte
             rf"{_SUBJECT}(?:'ve|'d|\s+have|\s+had){_ADVERB}{{0,3}}\s+(?P<perfect>{perfect})",
             rf"{_NOT_HYPOTHETICAL}\b(?:has|have)"
             rf"(?:\s+(?:all|both|just|already|now|also|finally|successfully)){{0,2}}"
-            rf"\s+been{_ADVERB}{{0,2}}\s+(?P<passive>{perfect}){_NOT_BY_OTHERS}",
+            rf"\s+been{_ADVERB}{{0,2}}\s+(?P<passive>{perfect}){_NOT_BY_OTHERS}{_NOT_YET}",
             rf"\b(?:was|were)\s+(?:successfully|just)(?:\s+(?:now|already))?"
-            rf"\s+(?P<passive_past>{perfect}){_NOT_BY_OTHERS}",
+            rf"\s+(?P<passive_past>{perfect}){_NOT_BY_OTHERS}{_NOT_YET}",
             rf"\b(?:was|were)\s+(?P<passive_past_late>{perfect})\s+successfully\b"
-            rf"{_NOT_BY_OTHERS}",
+            rf"{_NOT_BY_OTHERS}{_NOT_YET}",
         )
     )
     # Every claim starts with I, we, has, have, was or were: the lookahead spares all other
     # positions the claim's lookbehinds.
     return re.compile(
-        rf"(?P<brk>{_BREAK})|(?P<blk>{_BLOCKER})|(?P<claim>(?=[hiw]){claim})", re.IGNORECASE
+        rf"(?P<brk>{_BREAK})|(?P<blk>{_BLOCKER})|(?P<neg>{_NEGATIVE_SUBJECT})"
+        rf"|(?P<claim>(?=[hiw]){claim})",
+        re.IGNORECASE,
     )
 
 
 def _claim_lines(text: str) -> Iterator[str]:
-    """The reply's own prose, line by line: no code, comments, block quotes or quotations."""
+    """The reply's own prose, line by line: no code, comments, block quotes, quotations or
+    emphasis marks."""
     for line in prose_lines(text):
         if not _BLOCK_QUOTE.match(line):
-            yield _QUOTED.sub(_PLACEHOLDER, line.translate(_QUOTE_MARKS))
+            plain = _EMPHASIS.sub("", line.translate(_QUOTE_MARKS))
+            yield _QUOTED.sub(_PLACEHOLDER, plain)
 
 
 def _excerpt(sentence: str, span: tuple[int, int]) -> str:

@@ -2,6 +2,9 @@
 
 The reply reaches the command on stdin, or as a temporary file named by ``{reply_file}`` in the
 arguments; exit status 0 passes, anything else fails with the end of the output as feedback.
+The reply is encoded as UTF-8 with ``surrogatepass``: a lone surrogate (half of an emoji cut in
+two) reaches the command as the invalid bytes it is, rather than crashing the check or being
+quietly replaced, so a command that validates text can refuse it.
 
 - No shell unless ``shell=True``, and then ``command`` is one string (``/bin/sh -c``).
 - The command leads its own session. Its whole process group gets ``SIGKILL`` when the check
@@ -35,6 +38,7 @@ from replyguard.types import FailCategory, Reply, Turn
 PassReply = Literal["stdin", "file", "none"]
 
 _PLACEHOLDER = "{reply_file}"
+_ENCODING_ERRORS = "surrogatepass"
 # After the process group is killed, how long to wait for the output pipe to reach its end (a
 # process that left the group may still hold it open).
 _DRAIN_SECONDS = 1.0
@@ -138,8 +142,8 @@ class CommandCheck:
             return
         fd, path = tempfile.mkstemp(prefix="replyguard-reply-", suffix=".txt")  # mode 0600
         try:
-            with open(fd, "w", encoding="utf-8") as file:
-                file.write(text)
+            with open(fd, "wb") as file:
+                file.write(_encoded(text))
             yield path
         finally:
             with contextlib.suppress(FileNotFoundError):  # the command may have removed it
@@ -208,10 +212,14 @@ class CommandCheck:
         try:
             async with asyncio.timeout(self.timeout_seconds):
                 if process.stdin is not None:
-                    await _feed(process.stdin, reply_text.encode("utf-8"))
+                    await _feed(process.stdin, _encoded(reply_text))
                 return await process.wait()
         except TimeoutError:
             return None
+
+
+def _encoded(text: str) -> bytes:
+    return text.encode("utf-8", errors=_ENCODING_ERRORS)
 
 
 async def _feed(stdin: asyncio.StreamWriter, data: bytes) -> None:

@@ -19,9 +19,17 @@ report, and the judge reads it. ``heartbeat_ok`` or ``HEARTBEAT_OKAY`` are not t
 
 **Open tasks** (``open_tasks``). List items (``-``, ``*``, ``+``, ``1.``, ``1)``, at any
 indentation, so nested items count) that are not ticked: ``- [ ] task`` and plain ``- task``
-are open, ``- [x]`` / ``- [X]`` are done. Headings, paragraphs, thematic breaks (``* * *``),
-blank lines, fenced code blocks and HTML comments (also spanning lines) are ignored, and so
-is an item with no text (``- [ ]``). Block quotes are not task lists.
+are open; ``- [x]``, ``- [X]``, ``- [✓]`` and ``- [✔]`` are done, with or without spaces
+inside the box or text right after it (``- [ x ]``, ``- [x]done``); ``- [-]`` and ``- [~]``
+are cancelled or skipped, so not open either. Any other mark (``[/]``, ``[>]``, ``[?]``) is
+not a box this check knows: the item is open, mark and all, since a missed open task would
+pass HEARTBEAT_OK without the judge. Headings, paragraphs, thematic breaks (``* * *``), blank
+lines, fenced code blocks, HTML comments (also spanning lines), a YAML front matter block
+(``---`` on the very first line, up to the next ``---`` or ``...`` line) and indented code
+blocks are ignored, and so is an item with no text (``- [ ]``). An indented code block is a
+run of lines indented by four spaces or a tab that starts after a blank line outside a list
+(inside a list such lines continue an item, as nested items do; at the top of the file they
+are read as tasks, to be safe). Block quotes are not task lists.
 
 ``prose_lines`` (the markdown outside code fences and comments) and ``bulleted`` are shared
 with the claims check. The file is read through ``Workspace``: confined to the workspace,
@@ -48,21 +56,34 @@ MAX_LISTED = 10
 
 _EDGE_CHARS = " \t\r\n*_~`'\"\u2018\u2019\u201c\u201d.,;:!?-\u2013\u2014()[]"
 _ITEM = re.compile(
-    r"[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t]+\[(?P<box>[ xX])\])?(?:[ \t]+(?P<text>.*)|$)"
+    r"[ \t]*(?:[-*+]|\d{1,9}[.)])"
+    r"(?:[ \t]+\[[ \t]*(?P<box>[xX\u2713\u2714~-]?)[ \t]*\][ \t]*|[ \t]+|$)(?P<text>.*)"
 )
+_NOT_OPEN = frozenset("xX\u2713\u2714~-")  # done: x X ✓ ✔; cancelled or skipped: ~ -
 _THEMATIC_BREAK = re.compile(r"[ \t]*([-*_])(?:[ \t]*\1){2,}[ \t]*")
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(?:.*\n)*?(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)")
+_INDENTED = re.compile(r" {4}| {0,3}\t")
 
 
 def open_tasks(markdown: str) -> list[str]:
     """The texts of the list items in ``markdown`` that are not ticked, in order."""
     tasks: list[str] = []
-    for line in prose_lines(markdown):
-        item = _ITEM.fullmatch(line)
-        if item is None or _THEMATIC_BREAK.fullmatch(line):
+    in_list = in_code = blank_before = False
+    for line in prose_lines(_FRONT_MATTER.sub("", markdown, count=1)):
+        if not line.strip():
+            blank_before = True
             continue
-        text = (item["text"] or "").strip()
-        if text and item["box"] not in ("x", "X"):
-            tasks.append(text)
+        indented = _INDENTED.match(line) is not None
+        in_code = indented and (in_code or (blank_before and not in_list))
+        item = None if in_code or _THEMATIC_BREAK.fullmatch(line) else _ITEM.fullmatch(line)
+        if item is not None:
+            in_list = True
+            text = item["text"].strip()
+            if text and item["box"] not in _NOT_OPEN:
+                tasks.append(text)
+        elif not indented and blank_before:
+            in_list = False  # a paragraph, heading or break after a blank line ends the list
+        blank_before = False
     return tasks
 
 

@@ -13,14 +13,14 @@ should not have to guess about:
   ``evil-example.com``. IPv6 hosts are listed without brackets; no hosts allows any host;
 - headers that are not string to string, with an invalid name or a control character in a
   value, or without a required header (names compared case-insensitively);
-- a string body that is not JSON while ``Content-Type`` is JSON (``*/json`` or ``*+json``);
+- a string body that is not JSON while ``Content-Type`` is JSON (``*/json`` or ``*+json``),
+  ``NaN`` and ``Infinity`` included;
 - a body on GET or HEAD: RFC 9110 gives it no meaning and servers and proxies may drop or
   refuse it, so the request would not do what the agent meant. A null or empty body is none.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -31,6 +31,7 @@ from replyguard.checks.json_repair import (
     clip,
     decode_error,
     json_type,
+    parse_json,
     problems_feedback,
     read_json,
 )
@@ -179,7 +180,7 @@ def _body_problems(request: Mapping[str, Any]) -> Iterator[str]:
         yield f"A {method.upper()} request must not have a body; use POST or put it in the URL."
     elif isinstance(body, str) and _is_json_content(request.get("headers")):
         try:
-            json.loads(body)
+            parse_json(body)
         except (ValueError, RecursionError) as exc:
             yield f"Field body must be JSON, as Content-Type says: {decode_error(exc)}."
 

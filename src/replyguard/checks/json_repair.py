@@ -3,26 +3,31 @@
 ``repair_json`` finds the JSON a model meant in the text it wrote. It takes the first of:
 
 1. the whole reply, if it parses (the C parser, so large valid replies stay cheap);
-2. a markdown fence's contents (```json, ```, ~~~) that parse; a fence closes only on a line
-   of its own, so a string value containing ``````` does not end it;
-3. a span from a ``{`` or ``[`` to its matching bracket, in order of start, inside the fences
-   if any hold a bracket, else anywhere. An ``re`` scan over strings and brackets finds the
-   match, so strings and escapes are respected. A span that does not parse even without its
-   trailing commas is skipped with all it encloses. A bracket that never closes is skipped,
-   unless the JSON from it is merely cut short: then nothing inside it is taken either.
-   At most 64 scans or checks, each linear; replies over ``max_chars`` skip this step.
+2. the contents of a markdown fence for JSON (```json, ```jsonc, or no language: ```, ~~~)
+   that parse; a fence closes only on a line of its own, so a string value containing
+   ``````` does not end it. A fence tagged with another language (```bash, ```python) is code,
+   never the answer: ``curl -d '{"a": 1}'`` or ``print([1, 2])`` are not mined for JSON;
+3. a span from a ``{`` or ``[`` to its matching bracket, in order of start, inside the JSON
+   fences if any hold a bracket, else in the text outside every fence. An ``re`` scan over
+   strings and brackets finds the match, so strings and escapes are respected. A span that
+   does not parse even without its trailing commas is skipped with all it encloses. A bracket
+   that never closes is skipped, unless the JSON from it is merely cut short: then neither
+   what it encloses nor any span before it is taken ("See [1]. {"a": [1, 2" gives nothing:
+   the answer was the JSON that was cut). At most 64 scans, checks or parses per stretch of
+   text, each linear; replies over ``max_chars`` skip this step.
 
 Repair only cuts text away and drops trailing commas outside strings: string values never
-change and no bracket is invented, so truncated JSON is not recovered.
+change and no bracket is invented, so truncated JSON is not recovered. ``NaN``, ``Infinity``
+and ``-Infinity`` are not JSON (Python's ``json`` accepts them): a value holding one is refused.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
-from typing import Any
+from typing import Any, NamedTuple
 
 from replyguard.checks.specs import JsonType
 
@@ -36,12 +41,25 @@ _STRING = r'"[^"\\]*(?:\\.[^"\\]*)*'
 _TOKEN = re.compile(_STRING + r'"?|[{}\[\]]', re.DOTALL)  # an unclosed string runs to the end
 _STRING_OR_TRAILING_COMMA = re.compile(f'({_STRING}")|,(?=[ \\t\\r\\n]*[}}\\]])', re.DOTALL)
 _OPENER = re.compile(r"[{\[]")
-_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,}).*$", re.MULTILINE)
+_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)$", re.MULTILINE)
+_JSON_LANGUAGES = frozenset({"", "json", "jsonc"})
 _CLOSER = {"{": "}", "[": "]"}
 _CUT = re.compile(r"[\w.+\\-]*\s*")  # the start of a literal, number or escape, then the end
 _DECODER = json.JSONDecoder()
 
 _Parsed = tuple[str, Any]
+
+
+class _Fence(NamedTuple):
+    language: str
+    """The first word of the info string, lowercase ("" for none)."""
+    body: str
+    start: int
+    """Where the opening line starts."""
+    end: int
+    """Where the closing line ends (the end of the text when the fence never closes)."""
+
+
 JSON_TYPES: dict[type, JsonType] = {
     type(None): "null",
     bool: "boolean",
@@ -72,6 +90,15 @@ def read_json(text: str, shape: type = object) -> _Parsed:
     if first is not None:
         return first
     raise ValueError(_why_not_json(text))
+
+
+def parse_json(text: str) -> Any:
+    """``json.loads``, refusing ``NaN``, ``Infinity`` and ``-Infinity`` with a ValueError."""
+    return json.loads(text, parse_constant=_refuse_constant)
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not allowed in JSON; use a number or null")
 
 
 def json_type(value: Any) -> JsonType:
@@ -110,67 +137,95 @@ def _parsed_candidates(text: str, max_chars: int) -> Iterator[_Parsed]:
     if whole is not None:
         yield whole
         return
-    fenced = _json_fences(stripped)
-    for body in fenced:
+    fences = _fences(stripped)
+    json_bodies = _json_bodies(fences)
+    scan = len(text) <= max_chars
+    for body in json_bodies:
         parsed = _loads(body.strip())
         if parsed is not None:
             yield parsed
-        elif len(text) <= max_chars:
-            yield from _bracketed(body)
-    if not fenced and len(text) <= max_chars:
-        yield from _bracketed(stripped)
+        elif scan:
+            yield from _bracketed([body])
+    if not json_bodies and scan:
+        yield from _bracketed(_outside(stripped, fences))
 
 
 def _loads(text: str) -> _Parsed | None:
     try:
-        return text, json.loads(text)
+        return text, parse_json(text)
     except (ValueError, RecursionError):
         return None
 
 
-def _json_fences(text: str) -> list[str]:
-    """The contents of the markdown fences that hold a bracket (where the JSON must be)."""
-    return [body for body in _fenced_bodies(text) if _OPENER.search(body)]
-
-
-def _fenced_bodies(text: str) -> list[str]:
-    """The contents of the markdown fences in ``text``; an unclosed fence runs to the end."""
-    bodies: list[str] = []
+def _fences(text: str) -> list[_Fence]:
+    """The markdown fences in ``text``, in order; an unclosed fence runs to the end."""
+    fences: list[_Fence] = []
     position = 0
-    while len(bodies) < _MAX_FENCES and (opening := _FENCE.search(text, position)):
-        fence = opening.group(1)
-        closing = re.compile(rf"^[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*\r?$", re.M)
+    while len(fences) < _MAX_FENCES and (opening := _FENCE.search(text, position)):
+        marker, info = opening.groups()
+        closing = re.compile(rf"^[ \t]*{re.escape(marker[0])}{{{len(marker)},}}[ \t]*\r?$", re.M)
         end = closing.search(text, opening.end())
-        bodies.append(text[opening.end() + 1 : end.start() if end else len(text)])
+        body = text[opening.end() + 1 : end.start() if end else len(text)]
         position = end.end() if end else len(text)
-    return bodies
+        language = info.split()[0].lower() if info.split() else ""
+        fences.append(_Fence(language, body, opening.start(), position))
+    return fences
 
 
-def _bracketed(text: str) -> Iterator[_Parsed]:
-    """Spans from an opening bracket to its match that parse, in order of their start."""
+def _json_bodies(fences: Sequence[_Fence]) -> list[str]:
+    """The contents of the JSON fences that hold a bracket (where the JSON must be)."""
+    return [f.body for f in fences if f.language in _JSON_LANGUAGES and _OPENER.search(f.body)]
+
+
+def _outside(text: str, fences: Sequence[_Fence]) -> list[str]:
+    """The stretches of ``text`` before, between and after ``fences``."""
+    starts = [fence.start for fence in fences] + [len(text)]
+    ends = [0] + [fence.end for fence in fences]
+    return [text[end:start] for end, start in zip(ends, starts, strict=True)]
+
+
+def _bracketed(stretches: Iterable[str]) -> list[_Parsed]:
+    """The spans that parse in each stretch of text, in order; none at all when some JSON is
+    cut short, since the JSON that was cut, not what came before it, was the answer."""
+    found: list[_Parsed] = []
+    for stretch in stretches:
+        spans = _spans(stretch)
+        if spans is None:
+            return []
+        found.extend(spans)
+    return found
+
+
+def _spans(text: str) -> list[_Parsed] | None:
+    """Spans from an opening bracket to its match that parse, in order of their start; None
+    when the text ends in JSON cut short."""
+    found: list[_Parsed] = []
     ends: dict[int, int] = {}
     skip_to = tries = 0
     for opener in _OPENER.finditer(text):
         start = opener.start()
         if start < skip_to:
             continue
+        if tries == _MAX_TRIES:
+            break
+        tries += 1
         if start not in ends:
-            if tries == _MAX_TRIES:
-                return
-            tries += 1
             _match_brackets(text, start, ends)
         end = ends[start]
         if end < 0:  # never closes: prose, or JSON cut short that must not be mined for parts
-            if tries == _MAX_TRIES or _cut_short(text, start):
-                return
+            if tries == _MAX_TRIES:
+                break
             tries += 1
+            if _cut_short(text, start):
+                return None
             continue
         span = text[start:end]
         without_commas = _STRING_OR_TRAILING_COMMA.sub(lambda m: m.group(1) or "", span)
         parsed = _loads(span) or (_loads(without_commas) if without_commas != span else None)
         if parsed is not None:
-            yield parsed
+            found.append(parsed)
         skip_to = end
+    return found
 
 
 def _match_brackets(text: str, start: int, ends: dict[int, int]) -> None:
@@ -208,14 +263,14 @@ def _cut_short(text: str, start: int) -> bool:
 
 
 def _why_not_json(text: str) -> str:
-    body = next(iter(_json_fences(text.strip())), text)
+    body = next(iter(_json_bodies(_fences(text.strip()))), text)
     start = _OPENER.search(body)
     if start is None:
         return "It contains no JSON object or array."
     # Blank out the prose before the JSON so that lines and columns are the reply's own.
     blanked = re.sub(r"[^\n]", " ", body[: start.start()]) + body[start.start() :]
     try:
-        json.loads(blanked)
+        parse_json(blanked)
     except (ValueError, RecursionError) as exc:
         return f"It is not valid JSON: {decode_error(exc)}."
     return "It could not be read as JSON."

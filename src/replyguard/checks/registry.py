@@ -1,4 +1,10 @@
-"""Building check instances from the JSON config's ``checks`` list."""
+"""Building check instances from the JSON config's ``checks`` list.
+
+A check without a ``name`` gets its type's (``rules``, ``command:<program>``); when an earlier
+check already has that name, or a later one is given it explicitly, it becomes ``name#2``,
+``name#3`` and so on, in the order of the list. Two checks given the same name explicitly
+are refused by the ``Verifier``.
+"""
 
 from __future__ import annotations
 
@@ -76,7 +82,7 @@ def build_check(spec: CheckSpec, config: VerifierConfig, events: Events) -> Chec
             env=spec.env,
             pass_reply=spec.pass_reply,
             tail_chars=spec.tail_chars,
-            name=spec.name,  # None: "command:<program>", so two commands never share a name
+            name=spec.name,  # None: "command:<program>"
             required=spec.required,
             category=spec.category,
         )
@@ -94,5 +100,22 @@ def build_check(spec: CheckSpec, config: VerifierConfig, events: Events) -> Chec
 
 
 def build_checks(config: VerifierConfig, events: Events) -> list[Check]:
-    """Every check the config lists, in order."""
-    return [build_check(spec, config, events) for spec in config.checks]
+    """Every check the config lists, in order, default names made unique."""
+    taken = {spec.name for spec in config.checks if spec.name is not None}
+    checks: list[Check] = []
+    for spec in config.checks:
+        check = build_check(spec, config, events)
+        if spec.name is None:
+            check.name = _unique(check.name, taken)
+            taken.add(check.name)
+        checks.append(check)
+    return checks
+
+
+def _unique(name: str, taken: set[str]) -> str:
+    """``name``, or ``name#2``, ``name#3``… the first one not ``taken``."""
+    candidate, number = name, 1
+    while candidate in taken:
+        number += 1
+        candidate = f"{name}#{number}"
+    return candidate

@@ -15,8 +15,10 @@ after its rule (``max_length``, ``min_length``, ``must_match``, ``must_not_match
   such condition.
 - ``case_sensitive`` (default off) applies to patterns and phrases alike.
 - **Named rules** get the reply's text and return ``(passed, message)``; the message is the
-  feedback line on a failure. A named rule that raises is not caught here: the exception
-  propagates and the runner reports the check as crashed (a FAIL only when ``required``).
+  feedback line on a failure. A named rule that raises, or returns anything else, is a
+  violation of its own ("The rule 'X' could not be checked (IndexError)."), listed with the
+  others: the reply may be what broke it, as with the JSON check's field rules, and the other
+  rules' findings still count.
 """
 
 from __future__ import annotations
@@ -108,9 +110,9 @@ class RuleCheck:
                     ("forbidden_phrases", f"The reply contains the forbidden phrase '{phrase}'.")
                 )
         for rule_name, rule in self._rules.items():
-            ok, message = _outcome(rule_name, rule(text))
-            if not ok:
-                found.append((rule_name, message or f"The reply breaks the rule '{rule_name}'."))
+            message = _named_rule_violation(rule_name, rule, text)
+            if message is not None:
+                found.append((rule_name, message))
         return found
 
     async def check(self, turn: Turn, reply: Reply) -> CheckResult:
@@ -145,10 +147,16 @@ def _shorten(text: str) -> str:
     return flat if len(flat) <= _EXCERPT_CHARS else flat[: _EXCERPT_CHARS - 1] + "…"
 
 
-def _outcome(rule_name: str, outcome: object) -> tuple[bool, str]:
-    """A named rule's ``(passed, message)``, or a ``TypeError`` naming the rule."""
-    if isinstance(outcome, tuple) and len(outcome) == 2 and isinstance(outcome[0], bool):
-        return outcome[0], str(outcome[1] or "")
-    raise TypeError(
-        f"rule {rule_name!r} returned {type(outcome).__name__}; expected (passed, message)"
-    )
+def _named_rule_violation(rule_name: str, rule: RuleFunction, text: str) -> str | None:
+    """What a named rule finds wrong with ``text``, or None when ``text`` passes it."""
+    try:
+        outcome: object = rule(text)
+    except Exception as exc:  # a bad reply must fail, not pass by crashing the check
+        return f"The rule '{rule_name}' could not be checked ({type(exc).__name__})."
+    if not (isinstance(outcome, tuple) and len(outcome) == 2 and isinstance(outcome[0], bool)):
+        kind = type(outcome).__name__
+        return f"The rule '{rule_name}' returned {kind}, not (passed, message): fix the rule."
+    ok, message = outcome
+    if ok:
+        return None
+    return str(message or "") or f"The reply breaks the rule '{rule_name}'."

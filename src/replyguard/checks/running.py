@@ -4,6 +4,10 @@ Every check runs in one ``TaskGroup`` under its own deadline. A check that crash
 reported as that check's ``error``: an ordinary check is then ignored (it passes, and the crash
 is logged); a ``required`` one counts as a FAIL, so the agent gets feedback and retries.
 Nothing a check does can lose the reply.
+
+A ``CancelledError`` is the turn's own only when the task running the check is being
+cancelled (``Task.cancelling()``): then it propagates. Otherwise a check raised it on its own,
+say by awaiting an inner task that was cancelled, and it is that check's crash.
 """
 
 from __future__ import annotations
@@ -43,12 +47,25 @@ async def _run_one(
             raise TypeError(f"returned {type(result).__name__}, not a CheckResult")
     except TimeoutError:
         error = f"did not finish within {limit:g} s"
+    except asyncio.CancelledError as exc:
+        task = asyncio.current_task()
+        if task is None or task.cancelling():
+            raise
+        error = _described(exc, events)
     except Exception as exc:
-        error = describe_error(exc, events.secrets)
+        error = _described(exc, events)
     else:
         return result.model_copy(update={"required": check.required})
     events.warning("check_crashed", check=check.name, required=check.required, error=error)
     return _crashed(check, error)
+
+
+def _described(exc: BaseException, events: Events) -> str:
+    """``describe_error``, or the class name when the exception cannot even be described."""
+    try:
+        return describe_error(exc, events.secrets)
+    except Exception:
+        return type(exc).__name__
 
 
 async def run_checks(

@@ -16,17 +16,30 @@ from replyguard.types import FailCategory
 JsonType = Literal["string", "number", "integer", "boolean", "object", "array", "null"]
 
 
+FILE_MODEL = ConfigDict(
+    alias_generator=to_camel,
+    validate_by_name=True,
+    validate_by_alias=True,
+    extra="forbid",
+    frozen=True,
+    strict=True,
+    hide_input_in_errors=True,
+    use_attribute_docstrings=True,
+)
+"""How every model of the config file reads: camelCase keys, unknown keys refused, strict types,
+input never echoed in errors, frozen."""
+
+
+def _regex(value: str) -> str:
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise ValueError(f"{value!r} is not a valid regular expression: {exc}") from None
+    return value
+
+
 class _Model(BaseModel):
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        validate_by_name=True,
-        validate_by_alias=True,
-        extra="forbid",
-        frozen=True,
-        strict=True,
-        hide_input_in_errors=True,
-        use_attribute_docstrings=True,
-    )
+    model_config = FILE_MODEL
 
 
 class FieldRule(_Model):
@@ -52,12 +65,7 @@ class FieldRule(_Model):
     @field_validator("pattern")
     @classmethod
     def _compiles(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                re.compile(value)
-            except re.error as exc:
-                raise ValueError(f"not a valid regular expression: {exc}") from None
-        return value
+        return _regex(value) if value is not None else None
 
 
 class _CheckSpec(_Model):
@@ -89,12 +97,7 @@ class RulesCheckSpec(_CheckSpec):
     @field_validator("must_match", "must_not_match")
     @classmethod
     def _all_compile(cls, values: list[str]) -> list[str]:
-        for value in values:
-            try:
-                re.compile(value)
-            except re.error as exc:
-                raise ValueError(f"{value!r} is not a valid regular expression: {exc}") from None
-        return values
+        return [_regex(value) for value in values]
 
 
 class JsonCheckSpec(_CheckSpec):

@@ -1,0 +1,50 @@
+"""Calling the caller's agent: sync or async, on a private copy of the messages."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from replyguard.types import Reply
+
+Messages = list[dict[str, Any]]
+Agent = Callable[[Messages], "Reply | str | Awaitable[Reply | str]"]
+"""Takes OpenAI-style messages, returns a ``Reply`` or a ``str`` (sync or async)."""
+
+
+def as_reply(value: Any) -> Reply:
+    """A ``Reply`` from what an agent returned; anything but a Reply or str is a TypeError."""
+    if isinstance(value, Reply):
+        return value
+    if isinstance(value, str):
+        return Reply(text=value)
+    raise TypeError(f"the agent must return a Reply or a str, not {type(value).__name__}")
+
+
+def copy_messages(messages: Messages) -> Messages:
+    """A deep copy of JSON-like messages, so an agent's edits never reach the caller."""
+
+    def copy(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {key: copy(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [copy(item) for item in value]
+        return value
+
+    return [copy(message) for message in messages]
+
+
+async def call_agent(agent: Agent, messages: Messages) -> Reply:
+    """Call a sync or async agent on a copy of ``messages``; a sync one runs in a thread."""
+    private = copy_messages(messages)
+    if inspect.iscoroutinefunction(agent) or inspect.iscoroutinefunction(
+        getattr(agent, "__call__", None)  # noqa: B004 - an async __call__ method, not callability
+    ):
+        result: Any = await agent(private)  # type: ignore[misc]
+    else:
+        result = await asyncio.to_thread(agent, private)
+        if inspect.isawaitable(result):
+            result = await result
+    return as_reply(result)

@@ -1,0 +1,243 @@
+"""One verdict on one reply: the checks, then (per ``judgeAfterChecks``) the judge.
+
+``Assessor`` holds what every turn shares (the checks, the workspace, the events, the
+concurrency limiter); a ``Profile`` holds what a run kind may change (its config, judge,
+triggers and context limits). Neither raises for the verifier's own trouble: a failed
+judgement is a fail-open PASS verdict carrying its ``fail_open_reason``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from replyguard.checks.base import Check
+from replyguard.checks.running import checks_verdict, decisive_pass, merged_feedback, run_checks
+from replyguard.config import VerifierConfig
+from replyguard.context import ContextLimits, RulesSource, build_judge_prompt
+from replyguard.errors import CircuitOpenError, JudgeConfigError
+from replyguard.judge import Judge, JudgeReply
+from replyguard.limiter import ConcurrencyLimiter
+from replyguard.telemetry import Events, describe_error
+from replyguard.triggers import TriggerMatcher
+from replyguard.types import CheckResult, Reason, Reply, Turn, Verdict
+from replyguard.verdict import parse_verdict
+from replyguard.workspace import Workspace
+
+
+@dataclass(frozen=True)
+class Profile:
+    """The settings one turn runs under: the verifier's own, or a run kind's."""
+
+    name: str | None
+    config: VerifierConfig
+    judge: Judge
+    triggers: TriggerMatcher
+    limits: ContextLimits
+
+    @classmethod
+    def build(cls, name: str | None, config: VerifierConfig, judge: Judge) -> Profile:
+        """A profile from a (run kind's) config and the judge it uses."""
+        limits = ContextLimits(
+            budget=config.context_token_budget,
+            response_cap=config.response_token_cap,
+            rules_cap=config.rules_token_cap,
+            history_turns=config.history_turns,
+        )
+        return cls(name, config, judge, TriggerMatcher(config), limits)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How long one step may take, and what to call it when that runs out."""
+
+    seconds: float
+    reason: Reason
+
+
+class Assessor:
+    """Checks and judge for one reply; shared by every turn of a verifier."""
+
+    def __init__(
+        self,
+        checks: Sequence[Check],
+        workspace: Workspace,
+        events: Events,
+        limiter: ConcurrencyLimiter | None,
+    ) -> None:
+        self.checks = tuple(checks)
+        self._workspace = workspace
+        self._events = events
+        self._limiter = limiter
+
+    def _rules(self, config: VerifierConfig, turn: Turn) -> list[RulesSource]:
+        sources = [
+            RulesSource(name, text)
+            for name in config.rules_files
+            if (text := self._workspace.read(name))
+        ]
+        if turn.rules:
+            rules = "\n".join(f"- {rule}" for rule in turn.rules)
+            sources.append(RulesSource("rules for this turn", rules))
+        return sources
+
+    @contextlib.asynccontextmanager
+    async def _slot(self) -> AsyncIterator[None]:
+        if self._limiter is None:
+            yield
+        else:
+            async with self._limiter.slot():
+                yield
+
+    async def judgement(
+        self,
+        profile: Profile,
+        turn: Turn,
+        reply: Reply,
+        previous_feedback: Sequence[str],
+        attempt: int,
+        budget: Budget,
+    ) -> Verdict:
+        """Judge one reply within ``budget``; never raises (but for cancellation)."""
+        config, events = profile.config, self._events
+        started = time.perf_counter()
+
+        def failed(reason: Reason, error: str) -> Verdict:
+            latency = (time.perf_counter() - started) * 1000
+            return Verdict(
+                passed=True,
+                readable=False,
+                fail_open_reason=reason,
+                error=error,
+                latency_ms=latency,
+            )
+
+        if config.max_cost_usd == 0:
+            return failed(Reason.COST_BUDGET, "maxCostUsd is 0: no judge spend is allowed")
+        try:
+            heartbeat = self._workspace.read(config.heartbeat_file) if turn.heartbeat else None
+            prompt = build_judge_prompt(
+                turn,
+                reply.text,
+                limits=profile.limits,
+                rules=self._rules(config, turn),
+                heartbeat_tasks=heartbeat,
+                previous_feedback=previous_feedback,
+                meta=reply.meta,
+            )
+        except Exception as exc:
+            events.error("judge_prompt_failed", error=describe_error(exc, events.secrets))
+            return failed(Reason.INTERNAL_ERROR, describe_error(exc, events.secrets))
+        try:
+            warmup = getattr(profile.judge, "warmup", None)
+            if warmup is not None:  # one-time setup (litellm's import) is not judgement time
+                await warmup()
+            deadline = time.monotonic() + budget.seconds
+            async with asyncio.timeout(budget.seconds), self._slot():
+                time_left = max(deadline - time.monotonic(), 0.001)
+                answer = await profile.judge.judge(prompt, time_left=time_left)
+            if not isinstance(answer, JudgeReply):
+                raise TypeError(f"the judge returned {type(answer).__name__}, not a JudgeReply")
+        except TimeoutError:
+            return failed(budget.reason, f"no verdict within {budget.seconds:g} s")
+        except CircuitOpenError as exc:
+            return failed(Reason.CIRCUIT_OPEN, describe_error(exc, events.secrets))
+        except JudgeConfigError as exc:
+            return failed(Reason.JUDGE_ERROR, describe_error(exc, events.secrets))
+        except Exception as exc:
+            # litellm's own Timeout (its per-call timeout is the same deadline) is a timeout too.
+            kind = getattr(exc, "last_error_class", None) or type(exc).__name__
+            reason = budget.reason if "timeout" in kind.lower() else Reason.JUDGE_ERROR
+            return failed(reason, describe_error(exc, events.secrets))
+        verdict = parse_verdict(answer.text)
+        update: dict[str, Any] = {
+            "model": answer.model,
+            "prompt_tokens": answer.prompt_tokens,
+            "completion_tokens": answer.completion_tokens,
+            "cost_usd": answer.cost_usd,
+            "latency_ms": (time.perf_counter() - started) * 1000,
+        }
+        if not verdict.readable:
+            update["fail_open_reason"] = Reason.UNREADABLE_VERDICT
+            update["error"] = answer.note or verdict.error
+        verdict = verdict.model_copy(update=update)
+        fields: dict[str, Any] = {
+            "turn_id": turn.id,
+            "attempt": attempt,
+            "passed": verdict.passed,
+            "category": verdict.category,
+            "readable": verdict.readable,
+            "model": verdict.model,
+            "prompt_tokens": verdict.prompt_tokens,
+            "completion_tokens": verdict.completion_tokens,
+            "cost_usd": verdict.cost_usd,
+            "latency_ms": round(verdict.latency_ms, 2),
+            "trimmed": prompt.trimmed,
+            "prompt_tokens_counted": prompt.tokens,
+        }
+        if config.log_content:
+            fields["feedback"] = verdict.feedback
+        events.info("verdict", **fields)
+        return verdict
+
+    async def assess(
+        self,
+        profile: Profile,
+        turn: Turn,
+        reply: Reply,
+        previous_feedback: Sequence[str],
+        attempt: int,
+        budget: Budget,
+    ) -> tuple[Verdict, tuple[CheckResult, ...]]:
+        """Checks, then (per ``judgeAfterChecks``) the judge: one verdict on one reply."""
+        results = await run_checks(
+            self.checks, turn, reply, time_limit=budget.seconds, events=self._events
+        )
+        self._report_checks(turn, attempt, results)
+        failure = checks_verdict(results)
+        mode = profile.config.judge_after_checks
+        if failure is not None and mode != "always":
+            return failure, results
+        if failure is None and (mode == "never" or decisive_pass(results)):
+            return Verdict(passed=True, decisive=True, reasoning="deterministic checks"), results
+        verdict = await self.judgement(profile, turn, reply, previous_feedback, attempt, budget)
+        if failure is None:
+            return verdict, results
+        if verdict.passed:  # the judge passed (or failed open): the checks' failure stands
+            return failure.model_copy(update=_spend(verdict)), results
+        judged = f"[judge] {verdict.feedback}" if verdict.feedback else "[judge] failed"
+        merged = {
+            "feedback": f"{merged_feedback(results)}\n{judged}",
+            "category": failure.category or verdict.category,
+        }
+        return verdict.model_copy(update=merged), results
+
+    def _report_checks(self, turn: Turn, attempt: int, results: Sequence[CheckResult]) -> None:
+        if not results:
+            return
+        clean = all(r.passed and not r.error for r in results)
+        self._events.emit(
+            logging.DEBUG if clean else logging.INFO,
+            "checks",
+            turn_id=turn.id,
+            attempt=attempt,
+            passed=[r.name for r in results if r.passed and not r.error],
+            failed=[r.name for r in results if not r.passed],
+            crashed=[r.name for r in results if r.error],
+        )
+
+
+def _spend(verdict: Verdict) -> dict[str, Any]:
+    """The judge-call fields of ``verdict``, to carry over onto another verdict."""
+    return {
+        "model": verdict.model,
+        "prompt_tokens": verdict.prompt_tokens,
+        "completion_tokens": verdict.completion_tokens,
+        "cost_usd": verdict.cost_usd,
+        "latency_ms": verdict.latency_ms,
+    }

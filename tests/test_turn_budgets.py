@@ -1,0 +1,296 @@
+"""Operator controls: deadlines, cost, run kinds, sampling, stagnation, delivery, strictness."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+
+from replyguard import FailCategory, Reason, Reply, RunMeta, Status, Turn, Verifier
+from replyguard.context import JudgePrompt
+from replyguard.errors import CircuitOpenError, VerificationExhausted
+from replyguard.testing import ScriptedAgent, ScriptedJudge
+
+FAIL = "FAIL [incomplete]: Add the date."
+TURN = Turn(user_message="Summarise the notes.", id="t-1")
+
+
+def verifier(make_config: Any, judge: Any, **keys: Any) -> Verifier:
+    return Verifier(make_config(verifyAll=True, checks=[], **keys), judge=judge)
+
+
+# -- one deadline per turn --------------------------------------------------------------------
+
+
+async def test_slow_judge_is_cut_by_the_turn_deadline(make_config: Any) -> None:
+    judge = ScriptedJudge(["PASS"], delay=30)
+    started = time.monotonic()
+    outcome = await verifier(make_config, judge, maxLatencyMs=300).run(
+        ScriptedAgent(["Done."]), TURN
+    )
+    assert (outcome.status, outcome.reason, outcome.response) == (
+        Status.FAILED_OPEN,
+        Reason.LATENCY_BUDGET,
+        "Done.",
+    )
+    assert time.monotonic() - started < 5
+
+
+async def test_judge_own_timeout_still_applies_inside_a_longer_turn_deadline(
+    make_config: Any,
+) -> None:
+    judge = ScriptedJudge(["PASS"], delay=30)
+    outcome = await verifier(make_config, judge, maxLatencyMs=60_000, timeoutSeconds=0.2).run(
+        ScriptedAgent(["Done."]), TURN
+    )
+    assert outcome.reason == Reason.JUDGE_TIMEOUT
+
+
+async def test_slow_retry_is_cut_by_the_turn_deadline_and_the_best_reply_delivered(
+    make_config: Any,
+) -> None:
+    async def slow_retry(messages: list[dict[str, Any]]) -> str:
+        await asyncio.sleep(30)
+        return "late"
+
+    judge = ScriptedJudge([FAIL])
+    outcome = await verifier(make_config, judge, maxLatencyMs=300).run(
+        ScriptedAgent(["Done.", slow_retry]), TURN
+    )
+    assert (outcome.status, outcome.reason, outcome.response) == (
+        Status.FAILED_OPEN,
+        Reason.LATENCY_BUDGET,
+        "Done.",
+    )
+
+
+async def test_each_judgement_gets_only_the_time_left(make_config: Any) -> None:
+    judge = ScriptedJudge([FAIL, "PASS"], delay=0.2)
+    await verifier(make_config, judge, maxLatencyMs=1_000, timeoutSeconds=30).run(
+        ScriptedAgent(["Done.", "Done, dated."]), TURN
+    )
+    first, second = judge.timeouts
+    assert first <= 1.0 and second <= 1.0 - 0.2
+
+
+# -- cost ------------------------------------------------------------------------------------
+
+
+async def test_cost_ceiling_counts_agent_retries_that_report_their_cost(make_config: Any) -> None:
+    agent = ScriptedAgent(["Done.", Reply(text="Done 2.", meta=RunMeta(cost_usd=0.05))])
+    judge = ScriptedJudge([FAIL, FAIL.replace("date", "year")], cost_usd=0.01)
+    outcome = await verifier(make_config, judge, maxCostUsd=0.07).run(agent, TURN)
+    assert (outcome.status, outcome.reason, len(outcome.attempts)) == (
+        Status.FAILED_OPEN,
+        Reason.COST_BUDGET,
+        2,
+    )
+    assert outcome.cost_usd == pytest.approx(0.07)
+
+
+# -- run kinds ---------------------------------------------------------------------------------
+
+
+async def test_run_kind_profile_overrides_the_defaults(make_config: Any) -> None:
+    config = make_config(checks=[], runKinds={"quick": {"maxAttempts": 1, "verifyAll": True}})
+    judge = ScriptedJudge([FAIL])
+    verifier_ = Verifier(config, judge=judge)
+    quick = Turn(user_message="Reply to Bob.", run_kind="quick")
+    plain = Turn(user_message="Reply to Bob.")
+    assert (await verifier_.run(ScriptedAgent(["Hi Bob"]), plain)).status == Status.NOT_TRIGGERED
+    outcome = await verifier_.run(ScriptedAgent(["Hi Bob"]), quick)
+    assert (outcome.status, len(outcome.attempts)) == (Status.EXHAUSTED, 1)
+
+
+async def test_unknown_run_kind_uses_the_defaults_and_warns_once(
+    make_config: Any, replyguard_logs: pytest.LogCaptureFixture
+) -> None:
+    v = verifier(make_config, ScriptedJudge(["PASS", "PASS"]))
+    for _ in range(2):
+        outcome = await v.run(ScriptedAgent(["Hi"]), Turn(user_message="x", run_kind="nope"))
+        assert outcome.status == Status.PASSED
+    assert sum("run_kind_unknown" in r.getMessage() for r in replyguard_logs.records) == 1
+
+
+def test_run_kind_keys_are_validated_by_name(make_config: Any) -> None:
+    from replyguard import ConfigError
+
+    with pytest.raises(ConfigError, match=r"runKinds\.quick\.maxAtempts: unknown key"):
+        make_config(runKinds={"quick": {"maxAtempts": 1}})
+
+
+# -- sampling ------------------------------------------------------------------------------------
+
+
+async def test_sample_rate_zero_judges_nothing(make_config: Any) -> None:
+    outcome = await verifier(make_config, ScriptedJudge([]), sampleRate=0).run(
+        ScriptedAgent(["Done."]), TURN
+    )
+    assert (outcome.status, outcome.reason) == (Status.NOT_TRIGGERED, Reason.SAMPLED_OUT)
+
+
+async def test_sampling_is_a_stable_share_of_turn_ids(make_config: Any) -> None:
+    v = verifier(make_config, ScriptedJudge(["PASS"] * 400), sampleRate=0.5)
+
+    async def judged(turn_id: str) -> bool:
+        outcome = await v.run(ScriptedAgent(["Hi"]), Turn(user_message="x", id=turn_id))
+        return outcome.status == Status.PASSED
+
+    first = [await judged(f"turn-{i}") for i in range(200)]
+    again = [await judged(f"turn-{i}") for i in range(200)]
+    assert first == again
+    assert 70 < sum(first) < 130
+
+
+# -- stagnation and what an exhausted turn delivers ------------------------------------------------
+
+
+async def test_retry_repeating_the_reply_stops_as_stagnant(make_config: Any) -> None:
+    agent = ScriptedAgent(["Done: the summary.", "  done:  the SUMMARY. "])
+    outcome = await verifier(make_config, ScriptedJudge([FAIL])).run(agent, TURN)
+    assert (outcome.status, outcome.reason, len(outcome.attempts)) == (
+        Status.EXHAUSTED,
+        Reason.STAGNANT,
+        2,
+    )
+
+
+async def test_same_failure_twice_stops_as_stagnant(make_config: Any) -> None:
+    agent = ScriptedAgent(["Done 1", "Done 2"])
+    outcome = await verifier(make_config, ScriptedJudge([FAIL, FAIL]), maxAttempts=5).run(
+        agent, TURN
+    )
+    assert (outcome.status, outcome.reason, len(outcome.attempts)) == (
+        Status.EXHAUSTED,
+        Reason.STAGNANT,
+        2,
+    )
+
+
+@pytest.mark.parametrize(("policy", "delivered"), [("last", "r3"), ("first", "r1"), ("best", "r2")])
+async def test_deliver_policy_chooses_the_exhausted_reply(
+    make_config: Any, policy: str, delivered: str
+) -> None:
+    def short(turn: Turn, reply: Reply) -> tuple[bool, str]:
+        return reply.text != "r3", "too short"
+
+    judge = ScriptedJudge(["FAIL [incomplete]: a", "FAIL [incomplete]: b"])
+    config = make_config(verifyAll=True, checks=[], deliver=policy, judgeAfterChecks="always")
+    outcome = await Verifier(config, judge=judge, checks=[short]).run(
+        ScriptedAgent(["r1", "r2", "r3"]), TURN
+    )
+    assert (outcome.status, outcome.response) == (Status.EXHAUSTED, delivered)
+
+
+async def test_strict_mode_raises_with_the_outcome_and_no_model_text(make_config: Any) -> None:
+    judge = ScriptedJudge(["FAIL [incomplete]: SECRET-FEEDBACK-1", "FAIL [refusal]: SECRET-2"])
+    v = verifier(make_config, judge, maxAttempts=2, onExhausted="raise")
+    with pytest.raises(VerificationExhausted) as caught:
+        await v.run(ScriptedAgent(["first SECRET-REPLY", "second SECRET-REPLY"]), TURN)
+    error = caught.value
+    assert error.categories == ("incomplete", "refusal")
+    assert error.last_reply is not None and error.last_reply.text == "second SECRET-REPLY"
+    assert len(error.attempts) == 2
+    assert "SECRET" not in str(error) and "SECRET" not in repr(error)
+    assert "incomplete, refusal" in str(error)
+
+
+# -- hooks --------------------------------------------------------------------------------------
+
+
+async def test_hooks_see_each_decision(make_config: Any) -> None:
+    seen: list[tuple[str, Any]] = []
+
+    async def on_verdict(turn: Turn, attempt: Any) -> None:
+        seen.append(("verdict", attempt.number))
+
+    def on_retry(turn: Turn, attempt: Any, feedback: str) -> None:
+        seen.append(("retry", "Add the date." in feedback))
+
+    v = Verifier(
+        make_config(verifyAll=True, checks=[], maxAttempts=2),
+        judge=ScriptedJudge([FAIL, FAIL.replace("date", "year")]),
+        on_verdict=on_verdict,
+        on_retry=on_retry,
+        on_exhausted=lambda turn, outcome: seen.append(("exhausted", outcome.status.value)),
+    )
+    await v.run(ScriptedAgent(["a", "b"]), TURN)
+    assert seen == [("verdict", 1), ("retry", True), ("verdict", 2), ("exhausted", "exhausted")]
+
+
+async def test_skip_and_fail_open_hooks_fire(make_config: Any) -> None:
+    seen: list[str] = []
+    v = Verifier(
+        make_config(checks=[]),
+        judge=ScriptedJudge([RuntimeError("down")]),
+        on_skip=lambda turn, outcome: seen.append(f"skip:{outcome.status.value}"),
+        on_fail_open=lambda turn, outcome: seen.append(f"open:{outcome.reason.value}"),
+    )
+    await v.run(ScriptedAgent(["Paris."]), TURN)
+    await v.run(ScriptedAgent(["Done."]), TURN)
+    assert seen == ["skip:not_triggered", "open:judge_error"]
+
+
+async def test_failing_and_hanging_hooks_never_change_the_outcome(
+    make_config: Any, replyguard_logs: pytest.LogCaptureFixture
+) -> None:
+    async def hangs(turn: Turn, attempt: Any) -> None:
+        await asyncio.sleep(60)
+
+    def raises(turn: Turn, outcome: Any) -> None:
+        raise RuntimeError("hook bug")
+
+    v = Verifier(
+        make_config(verifyAll=True, checks=[], hookTimeoutSeconds=0.1),
+        judge=ScriptedJudge([RuntimeError("judge down")]),
+        on_verdict=hangs,
+        on_fail_open=raises,
+    )
+    outcome = await v.run(ScriptedAgent(["Done."]), TURN)
+    assert (outcome.status, outcome.response) == (Status.FAILED_OPEN, "Done.")
+    events = [r.getMessage().split()[0] for r in replyguard_logs.records]
+    assert "hook_timed_out" in events and "hook_failed" in events
+
+
+def test_a_hook_must_be_callable(make_config: Any) -> None:
+    with pytest.raises(TypeError, match="on_retry must be callable"):
+        Verifier(make_config(), judge=ScriptedJudge([]), on_retry="nope")
+
+
+# -- protecting the chat during a judge outage ---------------------------------------------------
+
+
+async def test_open_circuit_fails_open_with_its_reason(make_config: Any) -> None:
+    judge = ScriptedJudge([CircuitOpenError("every judge model is cooling down")])
+    outcome = await verifier(make_config, judge).run(ScriptedAgent(["Done."]), TURN)
+    assert (outcome.status, outcome.reason) == (Status.FAILED_OPEN, Reason.CIRCUIT_OPEN)
+
+
+async def test_concurrent_judge_calls_are_limited_per_verifier(make_config: Any) -> None:
+    in_flight = peak = 0
+    release = asyncio.Event()
+
+    async def answer(prompt: JudgePrompt) -> str:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        if in_flight == 2:
+            release.set()  # the limit is reached: let everyone go
+        await asyncio.wait_for(release.wait(), timeout=5)
+        await asyncio.sleep(0)
+        in_flight -= 1
+        return "PASS"
+
+    v = verifier(make_config, ScriptedJudge([answer] * 6), maxConcurrentJudgeCalls=2)
+    outcomes = await asyncio.gather(*(v.run(ScriptedAgent(["Hi"]), TURN) for _ in range(6)))
+    assert {o.status for o in outcomes} == {Status.PASSED}
+    assert peak == 2
+
+
+async def test_category_of_a_stagnant_turn_is_kept(make_config: Any) -> None:
+    outcome = await verifier(make_config, ScriptedJudge([FAIL, FAIL]), maxAttempts=4).run(
+        ScriptedAgent(["a", "b"]), TURN
+    )
+    assert [v.category for v in outcome.verdicts] == [FailCategory.INCOMPLETE] * 2
