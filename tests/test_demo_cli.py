@@ -26,9 +26,11 @@ async def test_demo_walks_every_path(tmp_path: Path) -> None:
         (Status.EXHAUSTED, None),
         (Status.PASSED, None),
         (Status.PASSED, None),
+        (Status.EXHAUSTED, Reason.STAGNANT),
+        (Status.PASSED, None),
         (Status.FAILED_OPEN, Reason.JUDGE_TIMEOUT),
     ]
-    assert [len(o.attempts) for o in outcomes] == [1, 1, 1, 2, 2, 2, 2, 1]
+    assert [len(o.attempts) for o in outcomes] == [1, 1, 1, 2, 2, 2, 2, 2, 2, 1]
     assert all(o.judge_cost_usd > 0 for o in outcomes[2:7])  # priced by litellm's map
     assert any("FAIL [rule_violation]: Remove the emoji." in line for line in printed)
     caught = [outcomes[5].attempts[0].verdict, outcomes[6].attempts[0].verdict]
@@ -41,7 +43,7 @@ async def test_demo_walks_every_path(tmp_path: Path) -> None:
 def test_cli_demo_prints_each_turn(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
-    assert out.count("→ status=") == 8
+    assert out.count("→ status=") == 10
     assert "status=failed_open reason=judge_timeout" in out
 
 

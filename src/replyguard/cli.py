@@ -1,8 +1,9 @@
 """The ``replyguard`` command.
 
 Commands: ``demo`` (scripted turns through the real runner, no API key needed), ``schema``
-(the config's JSON Schema) and ``check-config FILE`` (validate a config and print it with
-secrets masked). Exit codes: 0 on success, 2 on a usage or config error.
+(the config's JSON Schema), ``check-config FILE`` (validate a config and print it with
+secrets masked) and ``insights LEDGER`` (recurring failures and suggestions from a ledger).
+Exit codes: 0 on success, 1 when a requested model call failed, 2 on a usage or config error.
 """
 
 from __future__ import annotations

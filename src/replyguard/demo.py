@@ -3,8 +3,8 @@
 The judge is the real ``LiteLLMJudge`` (real prompt, real ``litellm.acompletion``, real cost
 from litellm's price map) with litellm's ``mock_response`` standing in for the provider's text.
 Each turn prints the path it took: skip, not triggered, pass, fail → retry → pass, exhausted,
-a heartbeat and a claim caught by deterministic checks without a judge call, and fail-open on
-a judge timeout.
+a heartbeat and a claim caught by deterministic checks without a judge call, a stagnant retry
+stopped early, a run kind's budget, and fail-open on a judge timeout.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from replyguard.judge import LiteLLMJudge
 from replyguard.runner import Verifier
 from replyguard.telemetry import Events
 from replyguard.testing import ScriptedAgent
-from replyguard.types import Outcome, Reply, RunMeta, ToolCallRecord, Turn
+from replyguard.types import Outcome, Reason, Reply, RunMeta, ToolCallRecord, Turn
 
 JUDGE_MODEL = "anthropic/claude-sonnet-4-5"
 AGENT_MODEL = "openai/gpt-4o"
@@ -57,6 +57,7 @@ class Scenario:
     overrides: dict[str, Any] = field(default_factory=dict)
     heartbeat: bool = False
     judge_delay: float = 0.0
+    run_kind: str | None = None
 
 
 SCENARIOS = [
@@ -124,6 +125,24 @@ SCENARIOS = [
         {"checks": [{"type": "heartbeat"}, {"type": "claims"}]},
     ),
     Scenario(
+        "stagnant: the retry repeats the reply, so the turn stops early",
+        "Translate the menu into French.",
+        ["Done: here is the menu in French.", "Done: here is the menu in French."],
+        ["The menu text itself is missing.\nFAIL [incomplete]: Include the translated menu."],
+        {"maxAttempts": 4},
+    ),
+    Scenario(
+        "run kind: a quick auto-reply gets one retry and a two-cent budget",
+        "Reply to Sam: can we move the call to 3pm?",
+        ["Sure thing, done!", "Done: 3pm works for me, see you then."],
+        [
+            "It does not confirm the time.\nFAIL [goal_missed]: Confirm 3pm explicitly.",
+            "Confirms 3pm.\nPASS",
+        ],
+        {"runKinds": {"auto_reply": {"maxAttempts": 2, "maxCostUsd": 0.02}}},
+        run_kind="auto_reply",
+    ),
+    Scenario(
         "fail open: the judge is too slow, the reply is delivered as it is",
         "Draft the release note.",
         ["Done: release 2.4 adds offline mode."],
@@ -146,6 +165,8 @@ def _describe_attempts(outcome: Outcome) -> list[str]:
         verdict = attempt.verdict
         if attempt.skip_reason is not None:
             decision = f"skipped ({attempt.skip_reason.value})"
+        elif verdict is None and outcome.reason == Reason.STAGNANT:
+            decision = "repeats the previous reply: stopped"
         elif verdict is None:
             decision = "not judged"
         elif verdict.fail_open_reason is not None:
@@ -185,7 +206,11 @@ async def run_demo(workspace: str, out: Callable[[str], None] = print) -> list[O
         if number == 1:
             await verifier.warmup()  # import litellm and the tokenizer before timing turns
         agent = ScriptedAgent(scenario.replies)
-        turn = Turn(user_message=scenario.user_message, heartbeat=scenario.heartbeat)
+        turn = Turn(
+            user_message=scenario.user_message,
+            heartbeat=scenario.heartbeat,
+            run_kind=scenario.run_kind,
+        )
         outcome = await verifier.run(agent, turn)
         await verifier.aclose()
         outcomes.append(outcome)

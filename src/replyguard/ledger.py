@@ -12,6 +12,7 @@ import asyncio
 import fcntl
 import json
 import os
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,9 +21,19 @@ from replyguard.types import Outcome, Turn
 
 
 def ledger_record(
-    turn: Turn, outcome: Outcome, *, run_kind: str | None, with_content: bool
+    turn: Turn,
+    outcome: Outcome,
+    *,
+    run_kind: str | None,
+    with_content: bool,
+    configured_models: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The ledger line of one turn (camelCase keys, like the config)."""
+    """The ledger line of one turn (camelCase keys, like the config).
+
+    ``judgeModels`` names the models that answered, or, when none did (a timeout, an outage),
+    the configured ones, so a slow model can still be named.
+    """
+    answered = sorted({v.model for v in outcome.verdicts if v.model})
     failed = [a for a in outcome.attempts if a.verdict is not None and not a.verdict.passed]
     record: dict[str, Any] = {
         "ts": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
@@ -35,7 +46,7 @@ def ledger_record(
         "costUsd": round(outcome.cost_usd, 8),
         "judgeCostUsd": round(outcome.judge_cost_usd, 8),
         "latencyMs": round(outcome.latency_ms, 3),
-        "judgeModels": sorted({v.model for v in outcome.verdicts if v.model}),
+        "judgeModels": answered or list(configured_models),
         "checks": sorted({r.name for a in outcome.attempts for r in a.checks}),
         "failedChecks": [r.name for a in outcome.attempts for r in a.checks if not r.passed],
         "categories": [

@@ -338,7 +338,11 @@ class _Run:
         self.report(outcome)
         if self.verified and v._ledger is not None:
             record = ledger_record(
-                self.turn, outcome, run_kind=self.profile.name, with_content=self.config.log_content
+                self.turn,
+                outcome,
+                run_kind=self.profile.name,
+                with_content=self.config.log_content,
+                configured_models=self.config.judge_models,
             )
             await v._ledger.append(record)
         hook = {

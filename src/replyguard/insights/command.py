@@ -1,0 +1,178 @@
+"""Printing a report, asking a model for proposed rule edits, and the ``insights`` command.
+
+The proposal sends only the aggregated report (feedback as short snippets) and prints the
+answer for a human to review: nothing is written or applied.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from replyguard.config import VerifierConfig
+from replyguard.errors import ConfigError, JudgeError
+from replyguard.insights.report import (
+    read_ledger,
+    summarise,
+)
+from replyguard.insights.stats import (
+    PROPOSAL_HEADER,
+    PROPOSAL_MAX_TOKENS,
+    PROPOSAL_PROMPT,
+    PROPOSAL_TIMEOUT_SECONDS,
+    Report,
+)
+from replyguard.judge import close_litellm_clients, import_litellm, read_response
+from replyguard.telemetry import describe_error
+
+# -- printing ----------------------------------------------------------------------------------
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{name} {count}" for name, count in counts.items()) or "none"
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f} ms"
+
+
+def render(report: Report) -> str:
+    """The report as text: one section per table, suggestions last."""
+    t = report.totals
+    lines = [f"replyguard insights: {report.ledger}"]
+    if report.skipped_lines:
+        more = ", …" if report.skipped_lines > len(report.skipped_line_numbers) else ""
+        shown = ", ".join(map(str, report.skipped_line_numbers)) + more
+        lines.append(f"skipped {report.skipped_lines} lines that are not entries: {shown}")
+    if not t.turns:
+        return "\n".join([*lines, "no turns in the ledger"])
+    sections = {
+        "TOTALS": [
+            f"turns {t.turns}: {_counts(t.by_status)}",
+            f"reasons: {_counts(t.reasons)}",
+            f"cost ${t.cost_usd:.4f} (judge ${t.judge_cost_usd:.4f}), "
+            f"latency p50 {_ms(t.latency_p50_ms)}, p95 {_ms(t.latency_p95_ms)}",
+        ],
+        "BY RUN KIND (rates over verified turns)": [
+            f"{k.name}: {k.turns} turns, {k.verified} verified, {k.first_attempt_pass_rate:.0%} "
+            f"passed first time, {k.exhausted_rate:.0%} exhausted, {k.mean_attempts:.2f} "
+            f"attempts, ${k.cost_per_turn_usd:.4f}/turn"
+            for k in report.run_kinds
+        ],
+        "BY CATEGORY (failed attempts)": [
+            f"{c.name}: {c.count} ({c.share:.0%}); {_counts(c.run_kinds)}"
+            for c in report.categories
+        ],
+        "BY CHECK": [
+            f"{c.name}: {c.failures} failures, in {c.turns_failed} of {c.turns_run} turns "
+            f"({c.failure_rate:.0%})"
+            for c in report.checks
+        ],
+        "BY JUDGE MODEL": [
+            f"{m.name}: {m.turns} turns, {m.failed_open} failed open ({m.fail_open_rate:.0%}), "
+            f"{m.timeouts} timeouts"
+            for m in report.judge_models
+        ],
+        f"FEEDBACK THEMES (of {t.feedbacks} feedbacks)": [
+            f'"{th.text}": {th.feedbacks} ({th.share:.0%}), e.g. "{th.example}"'
+            for th in report.themes
+        ],
+        "SUGGESTIONS": [f"{n}. {s.text}" for n, s in enumerate(report.suggestions, start=1)],
+    }
+    for title, rows in sections.items():
+        lines += ["", title, *(f"  {row}" for row in rows or ["none"])]
+    return "\n".join(lines)
+
+
+# -- proposal (LLM) and command line -----------------------------------------------------------
+
+
+def proposal_request(report: Report, config: VerifierConfig) -> dict[str, Any]:
+    """The ``litellm.acompletion`` keywords: the aggregated report only, no ledger path."""
+    summary = report.model_dump(mode="json", exclude={"ledger", "skipped_line_numbers"})
+    return {
+        "model": config.model,
+        "messages": [
+            {"role": "system", "content": PROPOSAL_PROMPT},
+            {"role": "user", "content": json.dumps(summary, indent=1)},
+        ],
+        "temperature": 0,
+        "max_tokens": PROPOSAL_MAX_TOKENS,
+        "drop_params": True,
+        "timeout": PROPOSAL_TIMEOUT_SECONDS,
+        "max_retries": 0,
+        "num_retries": 0,
+        "api_base": config.api_base,
+        "api_key": config.resolve_api_key(),
+    }
+
+
+async def propose(report: Report, config: VerifierConfig) -> str:
+    """The judge model's proposed edits, as text; raises on any failure."""
+    litellm = await import_litellm()
+    try:
+        response = await litellm.acompletion(**proposal_request(report, config))
+    finally:
+        await close_litellm_clients()
+    reply = read_response(response, config.model)
+    if not reply.text.strip():
+        raise JudgeError(reply.note or "the model answered with no text")
+    return reply.text.strip()
+
+
+def _positive(value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {value!r}")
+    return int(value)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of ``replyguard insights``."""
+    parser.add_argument("ledger", help="the JSONL ledger file")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument(
+        "--propose",
+        action="store_true",
+        help="ask the config's judge model for rule edits (printed for review, never applied)",
+    )
+    parser.add_argument("--config", metavar="FILE", help="the verifier config (for --propose)")
+    parser.add_argument(
+        "--top", type=_positive, default=10, metavar="N", help="feedback themes listed (10)"
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run ``replyguard insights``: 0 done, 1 the proposal failed, 2 usage or unreadable file."""
+    if args.propose and not args.config:
+        print("replyguard insights: --propose needs --config FILE", file=sys.stderr)
+        return 2
+    try:
+        entries, skipped = read_ledger(Path(args.ledger))
+    except (OSError, UnicodeDecodeError) as exc:
+        problem = "file not found" if isinstance(exc, FileNotFoundError) else type(exc).__name__
+        print(f"replyguard insights: cannot read ledger {args.ledger}: {problem}", file=sys.stderr)
+        return 2
+    report = summarise(entries, ledger=args.ledger, skipped=skipped, top=args.top)
+    data: dict[str, Any] = report.model_dump(mode="json")
+    text = render(report)
+    if args.propose:
+        try:
+            config = VerifierConfig.load(args.config)
+        except ConfigError as exc:
+            print(f"replyguard insights: {exc}", file=sys.stderr)
+            return 2
+        try:
+            proposal = asyncio.run(propose(report, config))
+        except Exception as exc:  # any failure of the call: a message, never a traceback
+            error = describe_error(exc, config.secrets())
+            print(f"replyguard insights: the proposal failed: {error}", file=sys.stderr)
+            return 1
+        header = PROPOSAL_HEADER.format(model=config.model)
+        data["proposal"] = {"header": header, "model": config.model, "text": proposal}
+        text += f"\n\n{header}\n{proposal}"
+    print(json.dumps(data, indent=2) if args.json else text)
+    return 0

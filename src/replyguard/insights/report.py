@@ -1,0 +1,159 @@
+"""Reading a ledger and aggregating it into a ``Report`` (pure).
+
+``read_ledger`` parses the JSONL ledger, skipping (and counting) lines that are not entries;
+``summarise`` aggregates the entries: totals, run kinds, categories, checks, judge models,
+feedback themes, and the suggestions drawn from them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from replyguard.insights.stats import (
+    NO_CATEGORY,
+    SKIPPED_SHOWN,
+    UNVERIFIED,
+    CategoryStats,
+    CheckStats,
+    Entry,
+    ModelStats,
+    Report,
+    RunKindStats,
+    Totals,
+    kind_of,
+    rate,
+    themes,
+)
+from replyguard.insights.suggestions import suggest
+from replyguard.types import Reason, Status
+
+# -- reading and aggregating (pure) ------------------------------------------------------------
+
+
+def read_ledger(path: Path) -> tuple[list[Entry], list[int]]:
+    """The entries, and the numbers of the lines that are not entries (blank lines are neither).
+
+    Raises ``OSError`` or ``UnicodeDecodeError`` when the file cannot be read.
+    """
+    entries: list[Entry] = []
+    skipped: list[int] = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        try:
+            if line.strip():
+                entries.append(Entry.model_validate_json(line))
+        except ValidationError:
+            skipped.append(number)
+    return entries, skipped
+
+
+def percentile(values: Iterable[float], p: float) -> float | None:
+    """The nearest-rank ``p``-th percentile, or None without values."""
+    ordered = sorted(values)
+    return ordered[max(math.ceil(p / 100 * len(ordered)) - 1, 0)] if ordered else None
+
+
+def _usd(costs: Iterable[float]) -> float:
+    return round(sum(costs), 6)
+
+
+def _counter(values: Iterable[str | None]) -> dict[str, int]:
+    return dict(Counter(v for v in values if v).most_common())
+
+
+def _run_kind_stats(name: str, entries: list[Entry]) -> RunKindStats:
+    done = [e for e in entries if e.status not in UNVERIFIED]
+    exhausted = sum(e.status == Status.EXHAUSTED for e in done)
+    first = sum(e.status == Status.PASSED and e.attempts == 1 for e in done)
+    return RunKindStats(
+        name=name,
+        turns=len(entries),
+        verified=len(done),
+        first_attempt_pass_rate=rate(first, len(done)),
+        exhausted=exhausted,
+        exhausted_rate=rate(exhausted, len(done)),
+        mean_attempts=rate(sum(e.attempts for e in done), len(done)),
+        max_attempts=max((e.attempts for e in done), default=0),
+        cost_per_turn_usd=rate(_usd(e.cost_usd for e in done), len(done), 6),
+        cost_p95_usd=percentile((e.cost_usd for e in done), 95) or 0.0,
+        latency_p95_ms=percentile((e.latency_ms for e in done if e.latency_ms is not None), 95),
+        reasons=_counter(e.reason for e in entries),
+        categories=_counter(c or NO_CATEGORY for e in entries for c in e.categories),
+    )
+
+
+def _check_stats(name: str, entries: list[Entry]) -> CheckStats:
+    run = sum(name in e.checks for e in entries)
+    failed = sum(name in e.failed_checks for e in entries)
+    failures = sum(e.failed_checks.count(name) for e in entries)
+    return CheckStats(
+        name=name,
+        failures=failures,
+        turns_failed=failed,
+        turns_run=run,
+        failure_rate=rate(failed, run),
+    )
+
+
+def _model_stats(name: str, entries: list[Entry]) -> ModelStats:
+    used = [e for e in entries if name in e.judge_models]
+    failed_open = sum(e.status == Status.FAILED_OPEN for e in used)
+    timeouts = sum(e.reason == Reason.JUDGE_TIMEOUT for e in used)
+    return ModelStats(
+        name=name,
+        turns=len(used),
+        failed_open=failed_open,
+        fail_open_rate=rate(failed_open, len(used)),
+        timeouts=timeouts,
+    )
+
+
+def summarise(entries: list[Entry], *, ledger: str, skipped: list[int], top: int = 10) -> Report:
+    """Aggregate the entries; ``top`` limits the themes listed (suggestions see them all)."""
+    by_kind: dict[str, list[Entry]] = {}
+    categories: dict[str, list[str]] = {}
+    for entry in entries:
+        by_kind.setdefault(kind_of(entry), []).append(entry)
+        for category in entry.categories:
+            categories.setdefault(category or NO_CATEGORY, []).append(kind_of(entry))
+    failed = sum(map(len, categories.values()))
+    feedbacks = [f for e in entries for f in e.feedback if f]
+    latencies = [e.latency_ms for e in entries if e.latency_ms is not None]
+    totals = Totals(
+        turns=len(entries),
+        by_status=_counter(e.status for e in entries),
+        reasons=_counter(e.reason for e in entries),
+        cost_usd=_usd(e.cost_usd for e in entries),
+        judge_cost_usd=_usd(e.judge_cost_usd for e in entries),
+        latency_p50_ms=percentile(latencies, 50),
+        latency_p95_ms=percentile(latencies, 95),
+        feedbacks=len(feedbacks),
+    )
+    kinds = sorted(
+        (_run_kind_stats(k, v) for k, v in by_kind.items()), key=lambda k: (-k.turns, k.name)
+    )
+    checks = [_check_stats(c, entries) for c in sorted({c for e in entries for c in e.checks})]
+    checks.sort(key=lambda c: (-c.failures, c.name))
+    models = [
+        _model_stats(m, entries) for m in sorted({m for e in entries for m in e.judge_models})
+    ]
+    ranked = themes(feedbacks)
+    return Report(
+        ledger=ledger,
+        skipped_lines=len(skipped),
+        skipped_line_numbers=skipped[:SKIPPED_SHOWN],
+        totals=totals,
+        run_kinds=kinds,
+        categories=[
+            CategoryStats(name=n, count=len(w), share=rate(len(w), failed), run_kinds=_counter(w))
+            for n, w in sorted(categories.items(), key=lambda c: (-len(c[1]), c[0]))
+        ],
+        checks=checks,
+        judge_models=models,
+        themes=ranked[:top],
+        suggestions=suggest(entries, totals, kinds, checks, models, ranked),
+    )
