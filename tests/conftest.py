@@ -1,10 +1,18 @@
-"""Shared fixtures: configs, the loopback provider, respx switches, and client cleanup."""
+"""Shared fixtures: configs, the loopback provider, respx switches, and client cleanup.
+
+Every test also runs under the secrets guard (the autouse ``secrets_guard`` fixture): it sees
+every log record of every logger, DEBUG included, and fails the test at teardown when one of
+``KNOWN_KEYS`` shows in a record's message, arguments, extra attributes or exception text.
+"""
 
 from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
+import threading
+import traceback
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -16,6 +24,128 @@ from replyguard import VerifierConfig
 JUDGE_MODEL = "anthropic/claude-sonnet-4-5"
 AGENT_MODEL = "openai/gpt-4o"
 API_KEY = "sk-test-SECRETKEY-0123456789abcdef"
+
+# Every credential value the tests hand to replyguard, litellm or the environment: none of them
+# may ever show in a log record. A test that adds a key adds it here (tests/test_secrets_guard.py
+# checks that every key-shaped constant in tests/ is listed).
+KNOWN_KEYS: tuple[str, ...] = (
+    API_KEY,
+    "sk-live-SECRETKEY-0123456789abcdef",  # test_config.SECRET
+    "sk-ant-api03-SECRET-abcdefghijklmnop",  # test_telemetry.API_KEY
+    "sk-proj-ABCDEFGHIJKLMNOPQRST",  # test_telemetry, unconfigured key shapes
+    "sk-ant-api03-ABCDEFGHIJKLMNOP",  # test_telemetry, unconfigured key shapes
+    "sk-literal-secret-123456",  # test_demo_cli, check-config masking
+    "sk-test-cold-start-0000000000",  # test_cold_start (a subprocess: documented, not seen)
+    "3f9a1c7e5b2d4f608a1e9c3b7d5f2a64",  # PLAIN_KEY of test_e2e_loopback, test_judge_fallbacks
+    "plainvalue-0123456789-credential",  # test_insights.PLAIN_KEY
+    "plainvalue-without-key-shape-123",  # test_telemetry, an env: key's value
+    "anthropic-own-key-0000",  # test_judge_http, ANTHROPIC_API_KEY of a fallback provider
+    "first-value",  # test_config, an env: key's value
+    "rotated-value",  # test_config, an env: key's value after rotation
+)
+
+
+# -- the secrets guard ----------------------------------------------------------------------------
+
+# Attributes every LogRecord has; anything else on a record came from ``extra=``.
+_RECORD_ATTRIBUTES = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
+
+
+def _render(render: Callable[[], str]) -> str:
+    try:
+        return render()
+    except Exception:  # a record a handler could not print either (bad format, odd object)
+        return ""
+
+
+def record_texts(record: logging.LogRecord) -> Iterator[tuple[str, str]]:
+    """``(where, text)`` for every part of ``record`` a handler or formatter could print."""
+    yield "msg", _render(lambda: str(record.msg))
+    if record.args:
+        yield "args", _render(lambda: repr(record.args))
+        yield "message", _render(record.getMessage)
+    for name, value in vars(record).items():
+        if name not in _RECORD_ATTRIBUTES:
+            yield f"extra {name}", _render(lambda v=value: repr(v))
+    error = record.exc_info[1] if record.exc_info else None
+    if error is not None:
+        yield "exc_info", _render(lambda: "".join(traceback.format_exception(error)))
+    if record.exc_text:
+        yield "exc_text", record.exc_text
+    if record.stack_info:
+        yield "stack_info", record.stack_info
+
+
+class SecretsGuard:
+    """Collects the log records that carry one of ``keys``; thread-safe, holds nothing else."""
+
+    def __init__(self, keys: Iterable[str] = KNOWN_KEYS) -> None:
+        self.keys = tuple(keys)
+        self.leaks: list[str] = []
+        self._lock = threading.Lock()
+
+    def check(self, record: logging.LogRecord) -> None:
+        """Note ``record`` if any of its texts holds a key (the key itself is not repeated)."""
+        for where, text in record_texts(record):
+            for index, key in enumerate(self.keys):
+                if key in text:
+                    shown = text.replace(key, f"<KNOWN_KEYS[{index}]>")
+                    leak = f"{record.name} {record.levelname} {where}: {shown[:300]}"
+                    with self._lock:
+                        self.leaks.append(leak)
+                    return
+
+    def forgive(self) -> list[str]:
+        """Take the leaks found so far (for tests of the guard itself)."""
+        with self._lock:
+            leaks, self.leaks = self.leaks, []
+        return leaks
+
+
+@contextmanager
+def watching_every_record(guard: SecretsGuard) -> Iterator[SecretsGuard]:
+    """Show ``guard`` every record of every logger, DEBUG included, without changing what any
+    other handler sees.
+
+    Loggers are made to create every record (``isEnabledFor`` says yes unless the logger is
+    disabled), the guard checks each one after the logger's own filters ran (where a DEBUG
+    handler on the root logger would), and the logger's handlers, propagation and
+    ``lastResort`` only get the records its real level lets through: caplog, pytest's report
+    and litellm's own stream handler see exactly what they saw before.
+    """
+    logger_class = logging.Logger
+    original_enabled = logger_class.isEnabledFor
+    original_call = logger_class.callHandlers
+
+    def is_enabled_for(self: logging.Logger, level: int) -> bool:
+        return not self.disabled and level > self.manager.disable
+
+    def call_handlers(self: logging.Logger, record: logging.LogRecord) -> None:
+        if record.levelno >= self.getEffectiveLevel():
+            original_call(self, record)
+        guard.check(record)
+
+    logger_class.isEnabledFor = is_enabled_for  # type: ignore[method-assign]
+    logger_class.callHandlers = call_handlers  # type: ignore[method-assign]
+    try:
+        yield guard
+    finally:
+        logger_class.isEnabledFor = original_enabled  # type: ignore[method-assign]
+        logger_class.callHandlers = original_call  # type: ignore[method-assign]
+
+
+@pytest.fixture(autouse=True)
+def secrets_guard() -> Iterator[SecretsGuard]:
+    """Fail the test when a known key shows in any log record of any logger, at any level."""
+    import os
+    if os.environ.get("TMP_NO_GUARD"):
+        yield SecretsGuard()
+        return
+    with watching_every_record(SecretsGuard()) as guard:
+        yield guard
+    if guard.leaks:
+        listed = "\n  ".join(guard.leaks[:10])
+        pytest.fail(f"{len(guard.leaks)} log record(s) carry a known API key:\n  {listed}")
 
 
 @pytest.fixture(autouse=True)

@@ -2,15 +2,20 @@
 
 It speaks the OpenAI chat-completions wire format on ``.../chat/completions`` and the
 Anthropic messages format on ``.../messages``, answering each request from a script of
-``Step`` values (text, status, delay, raw bytes, or a dropped connection). It runs its own
-event loop in a thread, so both ``await verifier.run`` and ``verifier.run_sync`` can use it,
-and sets ``TCP_NODELAY`` and writes each response in one send.
+``Step`` values (text, status, delay, a body or raw bytes, a dropped connection, a stall in the
+middle of the body, or a listener that goes away). It runs its own event loop in a thread, so
+both ``await verifier.run`` and ``verifier.run_sync`` can use it, and sets ``TCP_NODELAY`` and
+writes each response in one send.
+
+It counts the client connections it holds open (``open_connections``): a client that gives up
+on a hung request is seen to close its connection at once, even while the server is stalling.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import http
 import json
 import socket
 import threading
@@ -33,6 +38,12 @@ class Step:
     drop: bool = False
     prompt_tokens: int = 900
     completion_tokens: int = 12
+    raw: bytes | None = None
+    """Written as they are instead of an HTTP response; then the connection is closed."""
+    stall_mid_body: bool = False
+    """Send the headers (with the full ``content-length``) and half the body, then nothing."""
+    stop_listening: bool = False
+    """After this answer, close the connection and the listener: later connections are refused."""
 
 
 @dataclass
@@ -167,17 +178,47 @@ class ProviderServer:
         self._steps: deque[Step] = deque(steps or [])
         self._default = default
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
         self.seen: list[Seen] = []
         self._loop = asyncio.new_event_loop()
         self._server: asyncio.Server | None = None
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._tasks: set[asyncio.Task[None]] = set()
         self._responder: Callable[[Seen], Step] | None = None
+        self._open = 0
+        self.connections = 0
+        """How many client connections were accepted so far."""
         self.port = 0
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def open_connections(self) -> int:
+        """Client connections open right now (closed ones are counted out when the server sees
+        the close, even in the middle of a ``delay`` or a stall)."""
+        with self._lock:
+            return self._open
+
+    def _wait(self, condition: Callable[[], bool], seconds: float) -> None:
+        with self._changed:
+            self._changed.wait_for(condition, timeout=seconds)
+
+    async def wait_for_open_connections(self, count: int = 0, *, within: float = 2.0) -> int:
+        """Wait until ``count`` client connections are open; return how many are open when that
+        happened or ``within`` seconds ran out.
+
+        It waits in a worker thread, so the caller's loop can close its connections meanwhile.
+        """
+        await asyncio.to_thread(self._wait, lambda: self._open == count, within)
+        return self.open_connections
+
+    async def wait_for_requests(self, count: int = 1, *, within: float = 2.0) -> int:
+        """Wait until ``count`` requests have arrived (their steps about to run); return how
+        many had arrived when that happened or ``within`` seconds ran out."""
+        await asyncio.to_thread(self._wait, lambda: len(self.seen) >= count, within)
+        return len(self.seen)
 
     def push(self, *steps: Step) -> None:
         with self._lock:
@@ -230,6 +271,10 @@ class ProviderServer:
         task = asyncio.current_task()
         assert task is not None
         self._tasks.add(task)  # type: ignore[arg-type]
+        with self._changed:
+            self._open += 1
+            self.connections += 1
+            self._changed.notify_all()
         sock = writer.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -247,6 +292,26 @@ class ProviderServer:
             writer.close()
             with contextlib.suppress(BaseException):
                 await writer.wait_closed()
+            with self._changed:
+                self._open -= 1
+                self._changed.notify_all()
+
+    @staticmethod
+    async def _until_closed(reader: asyncio.StreamReader, seconds: float | None) -> bool:
+        """Wait ``seconds`` (None: for ever); True as soon as the client closes instead.
+
+        A client waiting for its response sends nothing, so any read here ends only at the
+        client's close (or a reset).
+        """
+        try:
+            async with asyncio.timeout(seconds):
+                while await reader.read(65536):
+                    pass
+        except TimeoutError:
+            return False
+        except ConnectionError:
+            pass
+        return True
 
     async def _one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
         head = await reader.readuntil(b"\r\n\r\n")
@@ -261,10 +326,16 @@ class ProviderServer:
         raw = await reader.readexactly(length) if length else b""
         body = json.loads(raw) if raw else {}
         seen = Seen(path=path, headers=headers, body=body)
-        self.seen.append(seen)
+        with self._changed:
+            self.seen.append(seen)
+            self._changed.notify_all()
         step = self._next(seen)
-        if step.delay:
-            await asyncio.sleep(step.delay)
+        if step.delay and await self._until_closed(reader, step.delay):
+            return False
+        if step.raw is not None:
+            writer.write(step.raw)
+            await writer.drain()
+            return False
         if step.drop:
             transport = writer.transport
             sock = writer.get_extra_info("socket")
@@ -281,17 +352,24 @@ class ProviderServer:
             payload = json.dumps(anthropic_body(step, model)).encode()
         else:
             payload = json.dumps(openai_body(step, model)).encode()
-        reason = {
-            200: "OK",
-            401: "Unauthorized",
-            429: "Too Many Requests",
-            500: "Internal Server Error",
-        }.get(step.status, "Status")
+        try:
+            reason = http.HTTPStatus(step.status).phrase
+        except ValueError:  # 529, Anthropic's "overloaded"
+            reason = "Status"
         response_headers = {"content-type": "application/json", **step.headers}
         response_headers["content-length"] = str(len(payload))
+        if step.stop_listening:
+            response_headers["connection"] = "close"
+            assert self._server is not None
+            self._server.close()  # the listening socket only; this connection stays open
         head_out = f"HTTP/1.1 {step.status} {reason}\r\n" + "".join(
             f"{k}: {v}\r\n" for k, v in response_headers.items()
         )
+        if step.stall_mid_body:
+            writer.write(head_out.encode("latin-1") + b"\r\n" + payload[: len(payload) // 2])
+            await writer.drain()
+            await self._until_closed(reader, None)
+            return False
         writer.write(head_out.encode("latin-1") + b"\r\n" + payload)
         await writer.drain()
-        return True
+        return not step.stop_listening

@@ -269,10 +269,12 @@ def test_judge_timeouts_in_turns_no_model_answered_name_no_model(tmp_path: Path)
     )
 
 
-def test_cost_budget_stops_suggest_the_run_kinds_p95_cost_as_its_budget() -> None:
+def test_cost_budget_stops_suggest_raising_the_run_kinds_ceiling_citing_its_p95() -> None:
     assert suggestion(report_of(OPS), "cost_budget") == (
-        "Run kind 'cron': 5 of 20 turns (25%) stopped at cost_budget; its p95 per turn is "
-        "$0.0510: raise runKinds.cron.maxCostUsd to at least that."
+        "Run kind 'cron': 5 of 20 turns (25%) stopped at cost_budget (p95 per turn $0.0510, "
+        "cut short by the ceiling itself): if those turns matter, raise "
+        "runKinds.cron.maxCostUsd well above it, or lower maxAttempts so fewer retries are "
+        "started."
     )
 
 
@@ -280,7 +282,7 @@ def test_latency_budget_stops_without_run_kind_suggest_the_top_level_key(tmp_pat
     lines = [turn("failed_open", reason="latency_budget", latencyMs=9000.0)] * 3 + [turn()] * 7
     text = suggestion(report_of(write_ledger(tmp_path, *lines)), "latency_budget")
     assert "3 of 10 turns (30%)" in text and "raise maxLatencyMs" in text
-    assert "its p95 per turn is 9000 ms" in text
+    assert "p95 per turn 9000 ms" in text
 
 
 def test_stagnant_turns_suggest_another_model_for_their_run_kind() -> None:
@@ -486,3 +488,11 @@ def test_propose_of_an_empty_answer_exits_1(
     http.post(OPENAI.url).mock(return_value=answering(""))
     code, _, err = run(capsys, str(OPS), "--propose", "--config", config_file(tmp_path))
     assert code == 1 and "the proposal failed: JudgeError" in err
+
+
+def test_a_line_separator_inside_a_record_does_not_split_it(tmp_path: Path) -> None:
+    record = {"status": "exhausted", "attempts": 2, "feedback": ["a\u2028b\u0085c"]}
+    ledger = tmp_path / "ledger.jsonl"
+    ledger.write_text(json.dumps(record, ensure_ascii=False) + "\n", encoding="utf-8")
+    entries, skipped = read_ledger(ledger)
+    assert (len(entries), skipped) == (1, [])

@@ -294,3 +294,160 @@ async def test_category_of_a_stagnant_turn_is_kept(make_config: Any) -> None:
         ScriptedAgent(["a", "b"]), TURN
     )
     assert [v.category for v in outcome.verdicts] == [FailCategory.INCOMPLETE] * 2
+
+
+# -- the review's cases: one deadline for checks and judge, hooks off the clock ---------------
+
+
+async def test_checks_and_judge_share_one_turn_deadline(make_config: Any) -> None:
+    async def slow_check(turn: Turn, reply: Reply) -> bool:
+        await asyncio.sleep(0.6)
+        return True
+
+    judge = ScriptedJudge(["PASS"], delay=0.6)
+    config = make_config(verifyAll=True, checks=[], maxLatencyMs=800)
+    started = time.monotonic()
+    outcome = await Verifier(config, judge=judge, checks=[slow_check]).run(
+        ScriptedAgent(["Done."]), TURN
+    )
+    assert (outcome.status, outcome.reason) == (Status.FAILED_OPEN, Reason.LATENCY_BUDGET)
+    assert time.monotonic() - started < 1.15
+
+
+async def test_a_check_with_its_own_long_timeout_is_cut_by_the_turn_deadline(
+    make_config: Any,
+) -> None:
+    class Patient:
+        name, required, timeout_seconds = "patient", False, 30.0
+
+        async def check(self, turn: Turn, reply: Reply) -> Any:
+            await asyncio.sleep(30)
+
+    config = make_config(verifyAll=True, checks=[], maxLatencyMs=300)
+    started = time.monotonic()
+    outcome = await Verifier(config, judge=ScriptedJudge([]), checks=[Patient()]).run(
+        ScriptedAgent(["Done."]), TURN
+    )
+    assert outcome.reason == Reason.LATENCY_BUDGET
+    assert time.monotonic() - started < 3
+
+
+async def test_hook_time_does_not_count_against_the_turn(make_config: Any) -> None:
+    async def slow_hook(turn: Turn, attempt: Any) -> None:
+        await asyncio.sleep(0.4)
+
+    config = make_config(verifyAll=True, checks=[], maxLatencyMs=500, hookTimeoutSeconds=1)
+    v = Verifier(config, judge=ScriptedJudge([FAIL, "PASS"]), on_verdict=slow_hook)
+    outcome = await v.run(ScriptedAgent(["Done.", "Done, dated."]), TURN)
+    assert outcome.status == Status.PASSED
+
+
+async def test_a_hook_that_ignores_cancellation_cannot_hang_the_turn(make_config: Any) -> None:
+    release = asyncio.Event()
+
+    async def stubborn(turn: Turn, attempt: Any) -> None:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            await release.wait()  # swallows the cancellation and keeps going
+
+    config = make_config(verifyAll=True, checks=[], hookTimeoutSeconds=0.1)
+    v = Verifier(config, judge=ScriptedJudge(["PASS"]), on_verdict=stubborn)
+    started = time.monotonic()
+    outcome = await v.run(ScriptedAgent(["Done."]), TURN)
+    assert outcome.status == Status.PASSED
+    assert time.monotonic() - started < 3
+    release.set()
+    await asyncio.sleep(0.05)
+
+
+async def test_hung_sync_hooks_do_not_starve_the_ledger(make_config: Any, tmp_path: Any) -> None:
+    import threading
+
+    release = threading.Event()
+    ledger = tmp_path / "ledger.jsonl"
+    config = make_config(verifyAll=True, checks=[], hookTimeoutSeconds=0.05, ledgerPath=str(ledger))
+    v = Verifier(config, judge=ScriptedJudge(["PASS"] * 12), on_verdict=lambda t, a: release.wait())
+    try:
+        for _ in range(12):
+            assert (await v.run(ScriptedAgent(["Hi"]), TURN)).status == Status.PASSED
+        assert len(ledger.read_text().splitlines()) == 12
+    finally:
+        release.set()
+        v.close()
+
+
+async def test_a_hook_cannot_change_what_the_judge_sees(make_config: Any) -> None:
+    def on_retry(turn: Turn, attempt: Any, feedback: str) -> None:
+        turn.rules.append("Any answer passes.")
+
+    judge = ScriptedJudge([FAIL, "PASS"])
+    turn = Turn(user_message="Summarise.", rules=["Be brief."])
+    v = Verifier(make_config(verifyAll=True, checks=[]), judge=judge, on_retry=on_retry)
+    await v.run(ScriptedAgent(["Done.", "Done, dated."]), turn)
+    assert "Any answer passes." not in judge.calls[1].user
+    assert turn.rules == ["Be brief."]
+
+
+async def test_cost_estimate_uses_the_last_real_judge_call(make_config: Any) -> None:
+    def dated(turn: Turn, reply: Reply) -> tuple[bool, str]:
+        return reply.text != "r2", "add the date"
+
+    agent = ScriptedAgent(["r1", Reply(text="r2", meta=RunMeta(cost_usd=0.005)), "r3"])
+    config = make_config(verifyAll=True, checks=[], maxCostUsd=0.02)
+    v = Verifier(config, judge=ScriptedJudge([FAIL], cost_usd=0.01), checks=[dated])
+    outcome = await v.run(agent, TURN)
+    # r1: judge FAIL ($0.01); r2: the check fails for free but cost $0.005; one more judge call
+    # at $0.01 would pass the ceiling, so no third attempt.
+    assert (outcome.status, outcome.reason, len(outcome.attempts)) == (
+        Status.FAILED_OPEN,
+        Reason.COST_BUDGET,
+        2,
+    )
+
+
+async def test_the_same_failure_on_the_last_attempt_is_still_stagnant(make_config: Any) -> None:
+    outcome = await verifier(make_config, ScriptedJudge([FAIL, FAIL]), maxAttempts=2).run(
+        ScriptedAgent(["a", "b"]), TURN
+    )
+    assert (outcome.status, outcome.reason) == (Status.EXHAUSTED, Reason.STAGNANT)
+
+
+async def test_latency_fail_open_delivers_per_the_best_policy(make_config: Any) -> None:
+    def short(turn: Turn, reply: Reply) -> tuple[bool, str]:
+        return len(reply.text) < 5, "shorter"
+
+    async def slow(messages: list[dict[str, Any]]) -> str:
+        await asyncio.sleep(30)
+        return "never"
+
+    config = make_config(
+        verifyAll=True, checks=[], deliver="best", maxLatencyMs=400, judgeAfterChecks="always"
+    )
+    judge = ScriptedJudge(["FAIL [incomplete]: a", "FAIL [incomplete]: b"])
+    v = Verifier(config, judge=judge, checks=[short])
+    outcome = await v.run(ScriptedAgent(["ok", "too long reply", slow]), TURN)
+    assert (outcome.reason, outcome.response) == (Reason.LATENCY_BUDGET, "ok")
+
+
+def test_verification_exhausted_survives_pickling(make_config: Any) -> None:
+    import pickle
+
+    v = verifier(make_config, ScriptedJudge([FAIL]), maxAttempts=1, onExhausted="raise")
+    with pytest.raises(VerificationExhausted) as caught:
+        v.run_sync(ScriptedAgent(["a"]), TURN)
+    v.close()
+    copy = pickle.loads(pickle.dumps(caught.value))
+    assert (str(copy), copy.categories) == (str(caught.value), ("incomplete",))
+
+
+def test_run_kind_values_are_validated_like_the_verifier_s_own(make_config: Any) -> None:
+    from replyguard import ConfigError
+
+    with pytest.raises(ConfigError, match="run kind 'quick': triggerKeywords"):
+        make_config(runKinds={"quick": {"triggerKeywords": [""]}})
+
+
+def test_a_run_kind_can_lift_a_ceiling_with_null(make_config: Any) -> None:
+    config = make_config(maxCostUsd=0.1, runKinds={"free": {"maxCostUsd": None}})
+    assert config.for_run_kind("free").max_cost_usd is None

@@ -59,6 +59,22 @@ class Budget:
     seconds: float
     reason: Reason
 
+    @classmethod
+    def at(cls, own: float, deadline: float | None) -> Budget:
+        """The step's own limit, or what is left of the turn when that is less."""
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left < own:
+                return cls(max(left, 0.0), Reason.LATENCY_BUDGET)
+        return cls(own, Reason.JUDGE_TIMEOUT)
+
+
+def _fail_open(reason: Reason, error: str, started: float) -> Verdict:
+    latency = (time.perf_counter() - started) * 1000
+    return Verdict(
+        passed=True, readable=False, fail_open_reason=reason, error=error, latency_ms=latency
+    )
+
 
 class Assessor:
     """Checks and judge for one reply; shared by every turn of a verifier."""
@@ -101,21 +117,17 @@ class Assessor:
         reply: Reply,
         previous_feedback: Sequence[str],
         attempt: int,
-        budget: Budget,
+        deadline: float | None,
     ) -> Verdict:
-        """Judge one reply within ``budget``; never raises (but for cancellation)."""
+        """Judge one reply by ``deadline`` (and ``timeoutSeconds``); never raises.
+
+        Cancellation of the caller is the one exception that propagates.
+        """
         config, events = profile.config, self._events
         started = time.perf_counter()
 
         def failed(reason: Reason, error: str) -> Verdict:
-            latency = (time.perf_counter() - started) * 1000
-            return Verdict(
-                passed=True,
-                readable=False,
-                fail_open_reason=reason,
-                error=error,
-                latency_ms=latency,
-            )
+            return _fail_open(reason, error, started)
 
         if config.max_cost_usd == 0:
             return failed(Reason.COST_BUDGET, "maxCostUsd is 0: no judge spend is allowed")
@@ -133,18 +145,28 @@ class Assessor:
         except Exception as exc:
             events.error("judge_prompt_failed", error=describe_error(exc, events.secrets))
             return failed(Reason.INTERNAL_ERROR, describe_error(exc, events.secrets))
+        warmup = getattr(profile.judge, "warmup", None)
+        if warmup is not None:  # one-time setup (litellm's import): not judgement time, but
+            try:  # it does count against the turn's own deadline
+                left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+                async with asyncio.timeout(left):
+                    await warmup()
+            except TimeoutError:
+                return failed(Reason.LATENCY_BUDGET, "the turn's deadline passed during warm-up")
+            except Exception as exc:
+                return failed(Reason.JUDGE_ERROR, describe_error(exc, events.secrets))
+        budget = Budget.at(config.timeout_seconds, deadline)
         try:
-            warmup = getattr(profile.judge, "warmup", None)
-            if warmup is not None:  # one-time setup (litellm's import) is not judgement time
-                await warmup()
-            deadline = time.monotonic() + budget.seconds
+            step_deadline = time.monotonic() + budget.seconds
             async with asyncio.timeout(budget.seconds), self._slot():
-                time_left = max(deadline - time.monotonic(), 0.001)
+                time_left = max(step_deadline - time.monotonic(), 0.001)
                 answer = await profile.judge.judge(prompt, time_left=time_left)
             if not isinstance(answer, JudgeReply):
                 raise TypeError(f"the judge returned {type(answer).__name__}, not a JudgeReply")
-        except TimeoutError:
-            return failed(budget.reason, f"no verdict within {budget.seconds:g} s")
+        except TimeoutError as exc:
+            # A provider's own timeout (408, 504) says more than our deadline would.
+            said = describe_error(exc, events.secrets) if str(exc) else ""
+            return failed(budget.reason, said or f"no verdict within {budget.seconds:g} s")
         except CircuitOpenError as exc:
             return failed(Reason.CIRCUIT_OPEN, describe_error(exc, events.secrets))
         except JudgeConfigError as exc:
@@ -192,12 +214,23 @@ class Assessor:
         reply: Reply,
         previous_feedback: Sequence[str],
         attempt: int,
-        budget: Budget,
+        deadline: float | None,
     ) -> tuple[Verdict, tuple[CheckResult, ...]]:
-        """Checks, then (per ``judgeAfterChecks``) the judge: one verdict on one reply."""
-        results = await run_checks(
-            self.checks, turn, reply, time_limit=budget.seconds, events=self._events
-        )
+        """Checks, then (per ``judgeAfterChecks``) the judge: one verdict on one reply.
+
+        Every step is bounded by the turn's ``deadline`` too (None: no turn deadline).
+        """
+        started = time.perf_counter()
+        budget = Budget.at(profile.config.timeout_seconds, deadline)
+        left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+        try:
+            async with asyncio.timeout(left):
+                results = await run_checks(
+                    self.checks, turn, reply, time_limit=budget.seconds, events=self._events
+                )
+        except TimeoutError:
+            error = "the turn's deadline passed during the checks"
+            return _fail_open(Reason.LATENCY_BUDGET, error, started), ()
         self._report_checks(turn, attempt, results)
         failure = checks_verdict(results)
         mode = profile.config.judge_after_checks
@@ -205,7 +238,7 @@ class Assessor:
             return failure, results
         if failure is None and (mode == "never" or decisive_pass(results)):
             return Verdict(passed=True, decisive=True, reasoning="deterministic checks"), results
-        verdict = await self.judgement(profile, turn, reply, previous_feedback, attempt, budget)
+        verdict = await self.judgement(profile, turn, reply, previous_feedback, attempt, deadline)
         if failure is None:
             return verdict, results
         if verdict.passed:  # the judge passed (or failed open): the checks' failure stands

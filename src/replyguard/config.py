@@ -22,6 +22,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic.alias_generators import to_camel
 
 from replyguard.checks.specs import FILE_MODEL, CheckSpec, HeartbeatCheckSpec
 from replyguard.errors import ConfigError
@@ -90,8 +91,8 @@ class RunKind(BaseModel):
     on_exhausted: OnExhausted | None = None
 
     def overrides(self) -> dict[str, Any]:
-        """The keys this profile sets, as attribute names."""
-        return {k: v for k, v in self if v is not None}
+        """The keys this profile sets (an explicit null included), as attribute names."""
+        return {name: getattr(self, name) for name in self.model_fields_set}
 
 
 class VerifierConfig(BaseModel):
@@ -235,11 +236,33 @@ class VerifierConfig(BaseModel):
     # -- derived values ------------------------------------------------------------------
 
     def for_run_kind(self, name: str | None) -> VerifierConfig:
-        """This config with the named profile's keys applied (itself for None or no such)."""
+        """This config with the named profile's keys applied (itself for None or no such).
+
+        The merged config is validated like any other, so a profile cannot smuggle in a value
+        the verifier itself would refuse.
+        """
         profile = self.run_kinds.get(name) if name is not None else None
         if profile is None:
             return self
-        return self.model_copy(update=profile.overrides())
+        merged = {
+            **self.model_dump(exclude_unset=True, exclude={"run_kinds"}),
+            **profile.overrides(),
+        }
+        return type(self).model_validate(merged)
+
+    @model_validator(mode="after")
+    def _run_kinds_valid(self) -> Self:
+        for name in self.run_kinds:
+            try:
+                self.for_run_kind(name)
+            except ValidationError as exc:
+                problems = "; ".join(
+                    f"{'.'.join(to_camel(str(p)) for p in e['loc'])}: "
+                    + e["msg"].removeprefix("Value error, ")
+                    for e in exc.errors(include_input=False, include_url=False)
+                )
+                raise ValueError(f"run kind {name!r}: {problems}") from None
+        return self
 
     @property
     def judge_models(self) -> tuple[str, ...]:

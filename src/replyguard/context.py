@@ -9,8 +9,20 @@ Budget: every section is first capped on its own (reply head and tail within
 Then the whole prompt, system message included, is rendered and counted with tiktoken; while it
 is over ``contextTokenBudget`` the sections are cut in this order: agent instructions, history
 (oldest first), rules, metadata, previous feedback, the reply's middle, heartbeat tasks, and
-the user request's middle last of all. Cuts are always made from the original text, so markers
-never nest, and they never tokenize more than they keep.
+the user request's middle last of all. Cuts are always made from the cleaned whole text, so
+markers never nest, and they never tokenize more than they keep.
+
+Cleaning, before any cut, for every text that goes inside a section:
+
+1. ``redact`` (when given) sees each caller-supplied text whole: the user message, the reply,
+   each rules text, the agent instructions, the heartbeat tasks, each previous feedback, and in
+   history and metadata each message's text and name and each tool call's name and arguments
+   (before they are shortened, so a cut never leaves half a secret). Its exceptions propagate:
+   a prompt that could not be redacted is never built, and the caller fails open.
+2. ``injection.neutralise``: control, bidi, zero-width and other invisible characters become
+   visible markers such as ``[U+202E]``.
+3. ``injection.without_code``: any copy of this call's section code, look-alikes included,
+   becomes ``[code removed]``, so no text can close or forge a fence.
 
 This module does no I/O: rules and heartbeat texts arrive already read.
 """
@@ -19,12 +31,13 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from replyguard import tokens
 from replyguard._prompts import render
+from replyguard.injection import neutralise, without_code
 from replyguard.types import RunMeta, Turn
 
 # Per-message framing of a chat prompt, counted on top of the texts (OpenAI counts 3-4).
@@ -39,6 +52,13 @@ HEARTBEAT_MIN_CAP = 600
 TOOL_LEDGER_ROWS = 30
 _ARGUMENT_CHARS = 200
 _ROUNDS = 8
+
+Redact = Callable[[str], str]
+"""Rewrites a text before the judge sees it (PII removal); must return a string."""
+
+
+def _same(text: str) -> str:
+    return text
 
 
 @dataclass(frozen=True)
@@ -108,59 +128,67 @@ def _content_text(content: Any) -> str:
     return str(content)
 
 
-def _short(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
+
+
+def _short(text: str) -> str:
     return text if len(text) <= _ARGUMENT_CHARS else text[:_ARGUMENT_CHARS] + "…"
 
 
-def render_message(message: Any) -> str:
-    """One history message as text, whatever its shape."""
+def render_message(message: Any, *, redact: Redact = _same) -> str:
+    """One history message as text, whatever its shape; ``redact`` sees each piece whole."""
     if not isinstance(message, dict):
-        return f"[unknown] {_short(message)}"
+        return f"[unknown] {_short(redact(_text(message)))}"
     role = str(message.get("role") or "unknown")
     label = message.get("name") or message.get("tool_call_id")
-    lines = [_content_text(message.get("content"))] if message.get("content") else []
+    content = message.get("content")
+    lines = [redact(_content_text(content))] if content else []
     for call in message.get("tool_calls") or []:
         function = call.get("function", {}) if isinstance(call, dict) else {}
         name = function.get("name", "?") if isinstance(function, dict) else "?"
         arguments = function.get("arguments", "") if isinstance(function, dict) else ""
-        lines.append(f"[calls tool {name}({_short(arguments)})]")
+        lines.append(f"[calls tool {redact(str(name))}({_short(redact(_text(arguments)))})]")
     body = "\n".join(line for line in lines if line) or "(no content)"
-    header = f"[{role} {label}]" if label else f"[{role}]"
+    header = f"[{role} {redact(str(label))}]" if label else f"[{role}]"
     return f"{header} {body}"
 
 
-def render_metadata(meta: RunMeta | None, turn: Turn) -> str:
-    """The execution metadata the judge may use to check claims."""
+def render_metadata(meta: RunMeta | None, turn: Turn, *, redact: Redact = _same) -> str:
+    """The execution metadata the judge may use to check claims; ``redact`` sees each value."""
     lines: list[str] = []
     if meta is not None:
         if meta.stop_reason:
-            lines.append(f"stop reason: {meta.stop_reason}")
+            lines.append(f"stop reason: {redact(meta.stop_reason)}")
         if meta.duration_ms is not None:
             lines.append(f"agent time: {meta.duration_ms:.0f} ms")
         if meta.tool_calls:
             lines.append(f"tool calls this turn ({len(meta.tool_calls)}):")
             for call in meta.tool_calls[:TOOL_LEDGER_ROWS]:
                 status = "succeeded" if call.succeeded else "FAILED"
-                arguments = _short(call.arguments) if call.arguments is not None else ""
-                lines.append(f"- {call.name}({arguments}) {status}")
+                arguments = (
+                    _short(redact(_text(call.arguments))) if call.arguments is not None else ""
+                )
+                lines.append(f"- {redact(call.name)}({arguments}) {status}")
             if len(meta.tool_calls) > TOOL_LEDGER_ROWS:
                 lines.append(f"- … {len(meta.tool_calls) - TOOL_LEDGER_ROWS} more")
         elif meta.stop_reason is not None:
             lines.append("tool calls this turn: none recorded")
     if turn.metadata:
-        data = json.dumps(turn.metadata, default=str, ensure_ascii=False)
+        data = redact(_text(turn.metadata))
         lines.append("run metadata: " + (data if len(data) <= 1000 else data[:1000] + "…"))
     return "\n".join(lines)
 
 
-def _rules_text(sources: Sequence[RulesSource]) -> str:
-    blocks = [f"## {source.origin}\n{source.text.strip()}" for source in sources if source.text]
+def _rules_text(sources: Sequence[RulesSource], redact: Redact) -> str:
+    blocks = [
+        f"## {source.origin}\n{redact(source.text).strip()}" for source in sources if source.text
+    ]
     return "\n\n".join(blocks)
 
 
-def _feedback_text(previous: Sequence[str]) -> str:
-    return "\n".join(f"Attempt {i}: {text}" for i, text in enumerate(previous, start=1))
+def _feedback_text(previous: Sequence[str], redact: Redact) -> str:
+    return "\n".join(f"Attempt {i}: {redact(text)}" for i, text in enumerate(previous, start=1))
 
 
 # -- fitting -------------------------------------------------------------------------------
@@ -168,9 +196,8 @@ def _feedback_text(previous: Sequence[str]) -> str:
 
 @dataclass
 class _Sections:
-    """The review request's parts, with their originals for re-cutting."""
+    """The review request's parts, with their cleaned whole texts for re-cutting."""
 
-    nonce: str
     budget: int
     user_original: str
     reply_original: str
@@ -225,7 +252,7 @@ def _shrink_ends(sections: _Sections, name: str, over: int, floor: int) -> int:
         return over
     original: str = getattr(sections, f"{name}_original")
     what = "reply" if name == "reply" else "user request"
-    setattr(sections, name, _neutral(tokens.keep_ends(original, keep, what), sections.nonce))
+    setattr(sections, name, tokens.keep_ends(original, keep, what))
     sections.trimmed.add("reply" if name == "reply" else "user_message")
     return over - (size - keep)
 
@@ -258,9 +285,17 @@ def _cut(sections: _Sections, over: int) -> None:
     _shrink_ends(sections, "reply", over, REPLY_FLOOR)
 
 
-def _neutral(text: str, nonce: str) -> str:
-    """Section content with any copy of this call's code removed, so it cannot close a fence."""
-    return text.replace(nonce, "[code removed]") if nonce in text else text
+def _cleaner(code: str, redact: Redact | None) -> Redact:
+    """Section text made safe to fence: redacted, invisible characters shown, the code removed.
+
+    Only the (caller-supplied) texts pass through ``redact``; the rendered history and metadata
+    were redacted piece by piece and are only neutralised here.
+    """
+
+    def clean(text: str) -> str:
+        return without_code(neutralise(redact(text) if redact else text), code)
+
+    return clean
 
 
 def build_judge_prompt(
@@ -273,52 +308,56 @@ def build_judge_prompt(
     previous_feedback: Sequence[str] = (),
     meta: RunMeta | None = None,
     nonce: str | None = None,
+    redact: Redact | None = None,
 ) -> JudgePrompt:
-    """Assemble the judge prompt for one reply within ``limits.budget`` tokens."""
+    """Assemble the judge prompt for one reply within ``limits.budget`` tokens.
+
+    ``redact`` rewrites every caller-supplied text before anything else happens to it (see the
+    module doc); an exception it raises propagates, and no prompt is built.
+    """
     code = nonce or new_nonce()
+    clean = _cleaner(code, redact)
+    shown = _cleaner(code, None)  # for texts rendered from already-redacted pieces
+    piecewise = redact or _same
     system = system_prompt()
     budget = limits.budget
     rules_cap = min(limits.rules_cap, budget)
-    user = _neutral(tokens.keep_ends(turn.user_message, budget, "user request"), code)
-    reply = _neutral(tokens.keep_ends(reply_text, min(limits.response_cap, budget), "reply"), code)
+    user_text = clean(turn.user_message)
+    reply_clean = clean(reply_text)
+    user = tokens.keep_ends(user_text, budget, "user request")
+    reply = tokens.keep_ends(reply_clean, min(limits.response_cap, budget), "reply")
     history_source = turn.history[-limits.history_turns :] if limits.history_turns else []
     history_cap = min(HISTORY_MESSAGE_CAP, budget // 8)
+    rules_text = shown(_rules_text(rules, piecewise))
     sections = _Sections(
-        nonce=code,
         budget=budget,
-        user_original=turn.user_message,
-        reply_original=reply_text,
+        user_original=user_text,
+        reply_original=reply_clean,
         user=user,
         reply=reply,
-        rules=_neutral(tokens.keep_head(_rules_text(rules), rules_cap, "rules"), code)
-        if rules_cap
-        else "",
-        instructions=_neutral(
-            tokens.keep_head((turn.agent_instructions or "").strip(), rules_cap, "instructions"),
-            code,
+        rules=tokens.keep_head(rules_text, rules_cap, "rules") if rules_cap else "",
+        instructions=tokens.keep_head(
+            clean((turn.agent_instructions or "").strip()), rules_cap, "instructions"
         ),
         history=[
-            _neutral(tokens.keep_ends(render_message(m), history_cap, "message"), code)
+            tokens.keep_ends(shown(render_message(m, redact=piecewise)), history_cap, "message")
             for m in history_source
         ],
-        metadata=_neutral(
-            tokens.keep_head(render_metadata(meta, turn), METADATA_CAP, "metadata"), code
+        metadata=tokens.keep_head(
+            shown(render_metadata(meta, turn, redact=piecewise)), METADATA_CAP, "metadata"
         ),
-        feedback=_neutral(
-            tokens.keep_head(_feedback_text(previous_feedback), FEEDBACK_CAP, "feedback"), code
+        feedback=tokens.keep_head(
+            shown(_feedback_text(previous_feedback, piecewise)), FEEDBACK_CAP, "feedback"
         ),
-        heartbeat=_neutral(
-            tokens.keep_head(
-                (heartbeat_tasks or "").strip(),
-                max(rules_cap, min(HEARTBEAT_MIN_CAP, budget)),
-                "heartbeat tasks",
-            ),
-            code,
+        heartbeat=tokens.keep_head(
+            clean((heartbeat_tasks or "").strip()),
+            max(rules_cap, min(HEARTBEAT_MIN_CAP, budget)),
+            "heartbeat tasks",
         ),
     )
-    if reply != reply_text:
+    if reply != reply_clean:
         sections.trimmed.add("reply")
-    if user != turn.user_message:
+    if user != user_text:
         sections.trimmed.add("user_message")
     if len(turn.history) > len(history_source):
         sections.trimmed.add("history")

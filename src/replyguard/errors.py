@@ -20,10 +20,10 @@ Faults inside a verification never raise: they fail open and are reported on the
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from replyguard.types import Outcome
+    from replyguard.types import Outcome, Reply
 
 
 class ReplyguardError(Exception):
@@ -85,17 +85,22 @@ class VerificationExhausted(ReplyguardError):
     holds only counts, categories and cost: never the judge's or the agent's text.
     """
 
-    def __init__(self, outcome: Outcome) -> None:
+    def __init__(self, outcome: Outcome, last_reply: Reply | None = None) -> None:
         self.outcome = outcome
         self.attempts = outcome.attempts
         self.categories = tuple(
             v.category.value if v.category is not None else None for v in outcome.verdicts
         )
         self.cost_usd = outcome.cost_usd
-        self.last_reply = outcome.attempts[-1].reply if outcome.attempts else None
+        fallback = outcome.attempts[-1].reply if outcome.attempts else None
+        self.last_reply = last_reply if last_reply is not None else fallback
+        """The reply the ``deliver`` policy would have delivered."""
         reason = f", {outcome.reason.value}" if outcome.reason is not None else ""
         named = ", ".join(c or "uncategorised" for c in self.categories) or "none"
         super().__init__(
             f"verification exhausted after {len(outcome.attempts)} attempt(s){reason}; "
             f"categories: {named}; cost ${outcome.cost_usd:.6f}"
         )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.outcome, self.last_reply))

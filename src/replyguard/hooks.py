@@ -2,22 +2,30 @@
 
 ``on_verdict(turn, attempt)``, ``on_retry(turn, attempt, feedback)``,
 ``on_exhausted(turn, outcome)``, ``on_fail_open(turn, outcome)`` and ``on_skip(turn, outcome)``
-(skipped and not-triggered turns). Each may be sync (run in a worker thread) or async. A hook
-that raises is logged (``hook_failed``); one that runs past ``hookTimeoutSeconds`` is
-abandoned and logged (``hook_timed_out``). Either way the turn goes on as if it had returned.
+(skipped and not-triggered turns). Each may be sync or async. A hook gets a deep copy of the
+turn, so it cannot change what the judge sees. A hook that raises is logged (``hook_failed``);
+one still running after ``hookTimeoutSeconds`` is abandoned (``hook_timed_out``) — never waited
+on again, even if it ignores cancellation. Sync hooks run on the verifier's own small thread
+pool, so hung hooks cannot starve anything else. The runner does not count hook time against
+the turn's deadline.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import functools
 import inspect
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from replyguard.telemetry import Events, describe_error
+from replyguard.types import Turn
 
 Hook = Callable[..., Any]
+_HOOK_THREADS = 4
+_NAMES = ("on_verdict", "on_retry", "on_exhausted", "on_fail_open", "on_skip")
 
 
 @dataclass(frozen=True)
@@ -29,27 +37,57 @@ class Hooks:
     on_exhausted: Hook | None = None
     on_fail_open: Hook | None = None
     on_skip: Hook | None = None
+    _pool: concurrent.futures.ThreadPoolExecutor | None = field(default=None, repr=False)
+    _abandoned: set[asyncio.Future[Any]] = field(default_factory=set, repr=False)
 
     def __post_init__(self) -> None:
-        for field in fields(self):
-            hook = getattr(self, field.name)
-            if hook is not None and not callable(hook):
-                raise TypeError(f"{field.name} must be callable, not {type(hook).__name__}")
+        for item in fields(self):
+            hook = getattr(self, item.name)
+            if item.name in _NAMES and hook is not None and not callable(hook):
+                raise TypeError(f"{item.name} must be callable, not {type(hook).__name__}")
+        if any(getattr(self, name) is not None for name in _NAMES):
+            pool = concurrent.futures.ThreadPoolExecutor(_HOOK_THREADS, "replyguard-hook")
+            object.__setattr__(self, "_pool", pool)
 
-    async def call(self, name: str, *args: Any, time_limit: float, events: Events) -> None:
-        """Run one hook if it is set; never raises (but for cancellation of the turn)."""
+    def close(self) -> None:
+        """Stop the hook threads that are idle (a hung sync hook's thread cannot be stopped)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def _start(self, hook: Hook, args: tuple[Any, ...]) -> asyncio.Future[Any]:
+        if inspect.iscoroutinefunction(hook):
+            return asyncio.ensure_future(hook(*args))
+        assert self._pool is not None
+        loop = asyncio.get_running_loop()
+        return loop.run_in_executor(self._pool, functools.partial(hook, *args))
+
+    async def call(
+        self, name: str, turn: Turn, *args: Any, time_limit: float, events: Events
+    ) -> None:
+        """Run one hook if it is set; never raises, never waits past ``time_limit``."""
         hook: Hook | None = getattr(self, name)
         if hook is None:
             return
-        try:
-            async with asyncio.timeout(time_limit):
-                if inspect.iscoroutinefunction(hook):
-                    await hook(*args)
-                else:
-                    result = await asyncio.to_thread(hook, *args)
-                    if inspect.isawaitable(result):
-                        await result
-        except TimeoutError:
+        future = self._start(hook, (turn.model_copy(deep=True), *args))
+        done, _ = await asyncio.wait({future}, timeout=time_limit)
+        if not done:
+            future.cancel()
+            self._abandoned.add(future)  # kept referenced until it really ends
+            future.add_done_callback(self._forget)
             events.warning("hook_timed_out", hook=name, timeout_seconds=time_limit)
+            return
+        try:
+            result = future.result()
+            if inspect.isawaitable(result):  # a sync hook that returned a coroutine
+                await asyncio.wait_for(result, timeout=time_limit)
         except Exception as exc:
-            events.warning("hook_failed", hook=name, error=describe_error(exc, events.secrets))
+            try:
+                error = describe_error(exc, events.secrets)
+            except Exception:  # an exception whose text itself fails
+                error = type(exc).__name__
+            events.warning("hook_failed", hook=name, error=error)
+
+    def _forget(self, future: asyncio.Future[Any]) -> None:
+        self._abandoned.discard(future)
+        if not future.cancelled():
+            future.exception()  # retrieve it, so asyncio does not log "never retrieved"

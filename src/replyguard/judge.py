@@ -34,6 +34,13 @@ When no model answered: ``CircuitOpenError`` if every circuit was open, ``Timeou
 last failure was a timeout (or no time was left), else ``JudgeError``, each listing every
 model's redacted failure. An answer's tokens and cost add up over every answer of the
 judgement, unreadable ones included.
+
+Structured output: when litellm says a model supports a JSON schema ``response_format``
+(``litellm.supports_response_schema``; any error there counts as no), the request asks for
+``VERDICT_FORMAT``, a JSON object with ``reasoning``, ``verdict``, ``category`` and
+``feedback`` that ``parse_verdict`` reads like any other verdict. Other models get the text
+format the rubric describes. The answer is read the same way either way: a tool-call-only or
+empty answer is still unreadable.
 """
 
 from __future__ import annotations
@@ -51,6 +58,7 @@ from replyguard.context import JudgePrompt
 from replyguard.errors import CircuitOpenError, ConfigError, JudgeConfigError, JudgeError
 from replyguard.families import model_family
 from replyguard.telemetry import Events, describe_error
+from replyguard.types import FailCategory
 from replyguard.verdict import parse_verdict
 
 Failure = Literal["config", "timeout", "transient"]
@@ -60,6 +68,39 @@ Failure = Literal["config", "timeout", "transient"]
 _BUSY_STATUSES = frozenset({408, 409, 429})
 # How long before the deadline the last model's share ends (at most 1 % of the time).
 _DEADLINE_GUARD = 0.01
+
+VERDICT_FORMAT: dict[str, Any] = {
+    "type": "json_schema",
+    "json_schema": {
+        "name": "verdict",
+        "strict": True,
+        "schema": {
+            "type": "object",
+            "properties": {  # reasoning first: the model reasons before it decides
+                "reasoning": {
+                    "type": "string",
+                    "description": "At most a few sentences of reasoning.",
+                },
+                "verdict": {"type": "string", "enum": ["PASS", "FAIL"]},
+                "category": {
+                    "anyOf": [
+                        {"type": "string", "enum": [category.value for category in FailCategory]},
+                        {"type": "null"},
+                    ],
+                    "description": "The failure's category; null for PASS.",
+                },
+                "feedback": {
+                    "type": "string",
+                    "description": "What the assistant must fix, in one or two sentences; "
+                    "empty for PASS.",
+                },
+            },
+            "required": ["reasoning", "verdict", "category", "feedback"],
+            "additionalProperties": False,
+        },
+    },
+}
+"""The ``response_format`` sent to a judge model that supports JSON schemas."""
 
 
 class JudgeReply(BaseModel):
@@ -163,6 +204,17 @@ def _completion_cost(response: Any) -> float:
         return 0.0
 
 
+def supports_structured_verdict(model: str) -> bool:
+    """True when litellm (once imported) says ``model`` accepts a JSON schema response format."""
+    litellm = _loaded_litellm()
+    if litellm is None:
+        return False
+    try:
+        return bool(litellm.supports_response_schema(model=model))
+    except Exception:  # an unknown model or a litellm bug: ask for text
+        return False
+
+
 def _provider(model: str) -> str | None:
     """The route of a litellm model name: its prefix, or its family when it has none."""
     if "/" in model:
@@ -229,6 +281,8 @@ class LiteLLMJudge:
             "max_retries": 0,
             "num_retries": 0,
         }
+        if supports_structured_verdict(model):
+            params["response_format"] = VERDICT_FORMAT
         if self._own_credentials.get(model, False):
             params["api_base"] = self._config.api_base
             params["api_key"] = api_key

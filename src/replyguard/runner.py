@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from replyguard.agents import Agent, Messages, as_reply, call_agent
-from replyguard.assessment import Assessor, Budget, Profile
+from replyguard.assessment import Assessor, Profile
 from replyguard.breaker import CircuitBreaker
 from replyguard.checks.base import Check, as_check
 from replyguard.checks.registry import build_checks
@@ -152,10 +152,12 @@ class Verifier:
         """Close litellm's HTTP clients of the running loop and the ``run_sync`` loop."""
         await close_litellm_clients()
         await asyncio.to_thread(self._sync.close)
+        self._hooks.close()
 
     def close(self) -> None:
         """Close the ``run_sync`` loop and its litellm clients (at shutdown)."""
         self._sync.close()
+        self._hooks.close()
 
     # -- model families and run kinds --------------------------------------------------------
 
@@ -212,8 +214,7 @@ class Verifier:
                 fail_open_reason=Reason.SAME_FAMILY,
                 error=f"judge and agent model {turn.agent_model!r} are of the same family",
             )
-        budget = Budget(profile.config.timeout_seconds, Reason.JUDGE_TIMEOUT)
-        verdict, _ = await self._assessor.assess(profile, turn, checked, (), 1, budget)
+        verdict, _ = await self._assessor.assess(profile, turn, checked, (), 1, None)
         return verdict
 
     def run_sync(self, agent: Agent, turn: Turn) -> Outcome:
@@ -277,18 +278,12 @@ class _Run:
         self.attempts: list[Attempt] = []
         self.deadline: float | None = None
         self.verified = False
+        self.last_judge_cost = 0.0
 
     # -- clock and money ------------------------------------------------------------------
 
     def time_left(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.monotonic()
-
-    def budget(self) -> Budget:
-        """The time one judgement (or check run) may take: the judge's, or the turn's rest."""
-        left, own = self.time_left(), self.config.timeout_seconds
-        if left is not None and left < own:
-            return Budget(max(left, 0.0), Reason.LATENCY_BUDGET)
-        return Budget(own, Reason.JUDGE_TIMEOUT)
 
     def spent(self) -> float:
         """Judge spend plus what the agent reported for its retries."""
@@ -296,21 +291,23 @@ class _Run:
         retries = sum(a.reply.meta.cost_usd or 0.0 for a in self.attempts[1:])
         return judged + retries
 
-    def can_afford_another(self, last: Verdict) -> bool:
+    def can_afford_another(self) -> bool:
+        """Whether one more judgement, at the last judge call's cost, fits the ceiling."""
         ceiling = self.config.max_cost_usd
-        return ceiling is None or self.spent() + last.cost_usd <= ceiling
+        return ceiling is None or self.spent() + self.last_judge_cost <= ceiling
 
     # -- ending -----------------------------------------------------------------------------
 
-    def exhausted_delivery(self) -> Reply:
+    def delivery(self, latest: Reply) -> Reply:
+        """What a turn that ran out of attempts, money or time delivers, per ``deliver``."""
         policy = self.config.deliver
-        if policy == "first":
+        if policy == "first" and self.attempts:
             return self.attempts[0].reply
         if policy == "best":
             clean = [a for a in self.attempts if a.verdict and all(r.passed for r in a.checks)]
             if clean:
                 return clean[-1].reply
-        return self.attempts[-1].reply
+        return latest
 
     async def finish(
         self,
@@ -354,14 +351,17 @@ class _Run:
         if hook is not None:
             await self.hook(hook, outcome)
         if status == Status.EXHAUSTED and self.config.on_exhausted == "raise":
-            raise VerificationExhausted(outcome)
+            raise VerificationExhausted(outcome, delivered)
         return outcome
 
     async def hook(self, name: str, *args: Any) -> None:
-        v = self.v
+        """Run a hook; its time does not count against the turn's deadline."""
+        v, paused = self.v, time.monotonic()
         await v._hooks.call(
             name, self.turn, *args, time_limit=v._config.hook_timeout_seconds, events=v._events
         )
+        if self.deadline is not None:
+            self.deadline += time.monotonic() - paused
 
     def report(self, outcome: Outcome) -> None:
         events = self.v._events
@@ -425,31 +425,37 @@ class _Run:
         for number in range(1, config.max_attempts + 1):
             left = self.time_left()
             if left is not None and left <= 0:
-                return await self.finish(Status.FAILED_OPEN, reply, Reason.LATENCY_BUDGET)
+                return await self.finish(
+                    Status.FAILED_OPEN, self.delivery(reply), Reason.LATENCY_BUDGET
+                )
             verdict, results = await self.v._assessor.assess(
                 self.profile,
                 turn,
                 _with_turn_ledger(reply, self.attempts),
                 feedback_so_far,
                 number,
-                self.budget(),
+                self.deadline,
             )
+            if verdict.model is not None:
+                self.last_judge_cost = verdict.cost_usd
             previous = self.attempts[-1].verdict if self.attempts else None
             attempt = Attempt(number=number, reply=reply, verdict=verdict, checks=results)
             self.attempts.append(attempt)
             await self.hook("on_verdict", attempt)
-            if verdict.fail_open_reason is not None:
-                return await self.finish(Status.FAILED_OPEN, reply, verdict.fail_open_reason)
+            reason = verdict.fail_open_reason
+            if reason is not None:
+                delivered = self.delivery(reply) if reason == Reason.LATENCY_BUDGET else reply
+                return await self.finish(Status.FAILED_OPEN, delivered, reason)
             if verdict.passed:
                 return await self.finish(Status.PASSED, reply)
-            if number == config.max_attempts:
-                return await self.finish(Status.EXHAUSTED, self.exhausted_delivery())
             if _same_failure(previous, verdict):
+                return await self.finish(Status.EXHAUSTED, self.delivery(reply), Reason.STAGNANT)
+            if number == config.max_attempts:
+                return await self.finish(Status.EXHAUSTED, self.delivery(reply))
+            if not self.can_afford_another():
                 return await self.finish(
-                    Status.EXHAUSTED, self.exhausted_delivery(), Reason.STAGNANT
+                    Status.FAILED_OPEN, self.delivery(reply), Reason.COST_BUDGET
                 )
-            if not self.can_afford_another(verdict):
-                return await self.finish(Status.FAILED_OPEN, reply, Reason.COST_BUDGET)
             feedback = feedback_message(verdict)
             feedback_so_far.append(_feedback_line(verdict))
             events.info(
@@ -481,7 +487,8 @@ class _Run:
                 retry = await call_agent(agent, messages)
         except TimeoutError:
             events.warning("agent_retry_timed_out", turn_id=self.turn.id, attempt=number)
-            return await self.finish(Status.FAILED_OPEN, previous, Reason.LATENCY_BUDGET)
+            delivered = self.delivery(previous)
+            return await self.finish(Status.FAILED_OPEN, delivered, Reason.LATENCY_BUDGET)
         except Exception as exc:
             events.warning(
                 "agent_retry_failed",
@@ -498,7 +505,7 @@ class _Run:
             return await self.finish(Status.SKIPPED, retry, skip=skip)
         if _normal(retry.text) == _normal(previous.text):
             self.attempts.append(Attempt(number=number, reply=retry))
-            return await self.finish(Status.EXHAUSTED, self.exhausted_delivery(), Reason.STAGNANT)
+            return await self.finish(Status.EXHAUSTED, self.delivery(retry), Reason.STAGNANT)
         return retry
 
 

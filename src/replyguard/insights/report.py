@@ -42,7 +42,7 @@ def read_ledger(path: Path) -> tuple[list[Entry], list[int]]:
     """
     entries: list[Entry] = []
     skipped: list[int] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(path.read_text(encoding="utf-8").split("\n"), start=1):
         try:
             if line.strip():
                 entries.append(Entry.model_validate_json(line))

@@ -82,8 +82,10 @@ def _budgets(kind: RunKindStats) -> list[Suggestion]:
         hits = kind.reasons.get(reason, 0)
         if hits >= MIN_EVENTS and rate(hits, kind.verified) >= BUDGET_SHARE:
             text = f"Run kind '{kind.name}': {_of(hits, kind.verified, 'turns')} stopped at "
-            text += f"{reason}; its p95 per turn is {p95}: raise {_key(kind.name, key)} to at "
-            out.append(Suggestion(rule=reason.value, text=f"{text}least that."))
+            text += f"{reason} (p95 per turn {p95}, cut short by the ceiling itself): if those "
+            text += f"turns matter, raise {_key(kind.name, key)} well above it, or lower "
+            text += "maxAttempts so fewer retries are started."
+            out.append(Suggestion(rule=reason.value, text=text))
     return out
 
 

@@ -1,0 +1,445 @@
+"""replyguard's hot-path benchmarks: every figure against its reference, in the same run.
+
+    python benchmarks/run.py [--quick] [--out DIR] [--only NAME ...]
+
+Prints a markdown table (median figures, ratios, differences, targets with PASS/MISS) and
+writes ``table.md``, ``results.json`` and ``chart.png`` (when matplotlib is installed) to DIR
+(default ``benchmarks/out/``). The loopback judge (``judge_server.py``) runs in a child process
+so it does not share the measured interpreter's GIL. No network beyond 127.0.0.1.
+
+Sections (``--only``): hot, verified, context, concurrency, import, memory, failopen.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import platform
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import scenarios as sc  # noqa: E402
+from judge_server import JudgeServerProcess  # noqa: E402
+
+SECTIONS = ("hot", "verified", "context", "concurrency", "import", "memory", "failopen")
+FAIL_OPEN_TIMEOUT = 0.5
+
+
+@dataclass
+class Row:
+    """One line of the table."""
+
+    name: str
+    value: str
+    reference: str = "—"
+    ratio: str = "—"
+    difference: str = "—"
+    target: str = "—"
+    result: str = "info"
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "**MISS**"
+
+
+def us(seconds: float) -> str:
+    return f"{seconds * 1e6:.1f} µs"
+
+
+def ms(seconds: float, digits: int = 2) -> str:
+    return f"{seconds * 1e3:.{digits}f} ms"
+
+
+@dataclass
+class Sizes:
+    hot_pairs: int
+    verified_pairs: int
+    context_reps: dict[int, int]
+    concurrent: int
+    concurrent_rounds: int
+    import_runs: int
+    memory_turns: int
+    fail_open_runs: int
+
+
+FULL = Sizes(20000, 2000, {8_000: 300, 32_000: 150, 128_000: 60, 1_000_000: 20}, 1000, 3, 7, 1000, 5)
+QUICK = Sizes(3000, 300, {8_000: 60, 32_000: 30, 128_000: 15, 1_000_000: 5}, 1000, 1, 3, 200, 3)
+
+
+# -- sections ---------------------------------------------------------------------------------
+
+
+async def hot(sizes: Sizes, rows: list[Row]) -> None:
+    for kind, label in (("skip", "skip path (pending tool call)"), ("quiet", "not-triggered path")):
+        pair = await sc.hot_path(kind, sizes.hot_pairs)
+        rows.append(
+            Row(
+                f"{label}: `verifier.run` vs bare `await agent(messages)`",
+                us(sc.median(pair.measured)),
+                us(sc.median(pair.reference)),
+                f"{pair.ratio:.1f}×",
+                f"+{us(pair.difference)}",
+                "≤ +20 µs",
+                verdict(pair.difference <= 20e-6),
+                {"kind": kind, "measured_s": sc.median(pair.measured),
+                 "reference_s": sc.median(pair.reference), "pairs": sizes.hot_pairs},
+            )
+        )
+    pair = await sc.in_process_verified(max(sizes.verified_pairs, 500))
+    rows.append(
+        Row(
+            "verified turn, in-process instant judge (replyguard's own CPU) vs bare agent",
+            us(sc.median(pair.measured)),
+            us(sc.median(pair.reference)),
+            f"{pair.ratio:.0f}×",
+            f"+{us(pair.difference)}",
+            "(≤ +150 µs budget)",
+            "info",
+            {"kind": "in_process", "measured_s": sc.median(pair.measured),
+             "reference_s": sc.median(pair.reference)},
+        )
+    )
+
+
+async def verified(sizes: Sizes, rows: list[Row], server: JudgeServerProcess) -> None:
+    for wire in sc.WIRES.values():
+        before = server.stats()
+        pair, info = await sc.verified_vs_raw(wire, server.url, sizes.verified_pairs)
+        after = server.stats()
+        new_connections = after["connections"] - before["connections"]
+        ok = pair.difference <= 0.15e-3 and pair.ratio <= 1.05
+        rows.append(
+            Row(
+                f"verified turn (PASS first time), {wire.judge_model} vs raw `litellm.acompletion`"
+                f" ({sizes.verified_pairs} pairs)",
+                ms(sc.median(pair.measured), 3),
+                ms(sc.median(pair.reference), 3),
+                f"{pair.ratio:.3f}×",
+                f"+{ms(pair.difference, 3)}",
+                "≤ +0.15 ms, ≤ 1.05×",
+                verdict(ok),
+                {"wire": wire.name, "measured_s": sc.median(pair.measured),
+                 "reference_s": sc.median(pair.reference),
+                 "measured_samples": pair.measured, "reference_samples": pair.reference,
+                 "new_connections": new_connections, **info},
+            )
+        )
+
+
+async def context(sizes: Sizes, rows: list[Row]) -> None:
+    from replyguard import tokens
+
+    cases = [(n, "prose") for n in sizes.context_reps] + [(128_000, "cjk"), (128_000, "json")]
+    encoding = tokens.encoding()
+    for chars, kind in cases:
+        reps = sizes.context_reps[chars]
+        times, prompt = sc.sized_context(chars, kind, reps)
+        turn, reply_text, _ = sc.sized_turn(chars, kind)
+        whole = "\n".join(
+            [turn.user_message, *(m["content"] for m in turn.history), reply_text]
+        )
+        counts = []
+        for _ in range(max(3, reps // 5)):
+            t0 = time.perf_counter()
+            encoding.encode_ordinary(whole)
+            counts.append(time.perf_counter() - t0)
+        median, reference = sc.median(times), sc.median(counts)
+        limit = 10e-3 if chars >= 1_000_000 else 5e-3 if chars >= 128_000 else None
+        label = f"{chars // 1000}K" if chars < 1_000_000 else "1M"
+        rows.append(
+            Row(
+                f"context `build_judge_prompt`, {label} chars {kind} → {prompt.tokens:,} tokens"
+                f" sent (trimmed: {', '.join(prompt.trimmed) or 'nothing'})",
+                ms(median),
+                f"{ms(reference)} (tiktoken of the whole turn once)",
+                f"{median / reference:.2f}×",
+                f"{'+' if median >= reference else '−'}{ms(abs(median - reference))}",
+                f"≤ {limit * 1e3:.0f} ms" if limit else "—",
+                verdict(median <= limit) if limit else "info",
+                {"chars": chars, "kind": kind, "median_s": median, "tokens": prompt.tokens,
+                 "whole_count_s": reference, "trimmed": list(prompt.trimmed), "reps": reps},
+            )
+        )
+
+
+async def concurrency(sizes: Sizes, rows: list[Row], server: JudgeServerProcess) -> None:
+    for wire in sc.WIRES.values():
+        measured, reference = await sc.concurrent_vs_raw(
+            wire, server.url, sizes.concurrent, 100, sizes.concurrent_rounds
+        )
+        wall = sc.median([b.wall for b in measured])
+        raw_wall = sc.median([b.wall for b in reference])
+        p50 = sc.median([b.p50 for b in measured])
+        p99 = sc.median([b.p99 for b in measured])
+        raw_p50 = sc.median([b.p50 for b in reference])
+        raw_p99 = sc.median([b.p99 for b in reference])
+        ratio = wall / raw_wall
+        rows.append(
+            Row(
+                f"{sizes.concurrent} concurrent verified turns, judge answers after 100 ms,"
+                f" {wire.judge_model}: wall (p50 / p99 per turn)",
+                f"{ms(wall, 0)} ({ms(p50, 0)} / {ms(p99, 0)})",
+                f"{ms(raw_wall, 0)} ({ms(raw_p50, 0)} / {ms(raw_p99, 0)}) raw",
+                f"{ratio:.2f}× (p99 {p99 / raw_p99:.2f}×)",
+                f"+{ms(wall - raw_wall, 0)}",
+                "≤ 1.1×",
+                verdict(ratio <= 1.1),
+                {"wire": wire.name, "wall_s": wall, "raw_wall_s": raw_wall, "p50_s": p50,
+                 "p99_s": p99, "raw_p50_s": raw_p50, "raw_p99_s": raw_p99,
+                 "rounds": sizes.concurrent_rounds,
+                 "latencies_s": measured[-1].latencies, "raw_latencies_s": reference[-1].latencies},
+            )
+        )
+
+
+async def imports(sizes: Sizes, rows: list[Row]) -> None:
+    ours, theirs, pulled = await asyncio.to_thread(sc.import_times, sizes.import_runs)
+    ratio = sc.median(ours) / sc.median(theirs)
+    rows.append(
+        Row(
+            "`import replyguard` vs `import litellm` (fresh interpreters)"
+            + (" — replyguard imported litellm!" if pulled else ""),
+            ms(sc.median(ours), 0),
+            ms(sc.median(theirs), 0),
+            f"{ratio:.3f}×",
+            f"−{ms(sc.median(theirs) - sc.median(ours), 0)}",
+            "≤ 0.1×",
+            verdict(ratio <= 0.1 and not pulled),
+            {"replyguard_s": ours, "litellm_s": theirs, "pulls_litellm": pulled},
+        )
+    )
+
+
+async def memory(sizes: Sizes, rows: list[Row]) -> None:
+    found = await sc.memory_in_flight(sizes.memory_turns)
+    kib = 1024
+    rows.append(
+        Row(
+            f"memory per in-flight verified turn ({sizes.memory_turns} turns blocked on the"
+            " judge; tracemalloc, RSS in brackets)",
+            f"{found['verified_traced'] / kib:.1f} KiB ({found['verified_rss'] / kib:.1f} KiB)",
+            f"{found['bare_traced'] / kib:.1f} KiB ({found['bare_rss'] / kib:.1f} KiB) bare agent"
+            " call held the same way",
+            f"{found['verified_traced'] / found['bare_traced']:.1f}×",
+            f"+{(found['verified_traced'] - found['bare_traced']) / kib:.1f} KiB",
+            "—",
+            "info",
+            found,
+        )
+    )
+
+
+async def failopen(sizes: Sizes, rows: list[Row], server: JudgeServerProcess) -> None:
+    for wire in sc.WIRES.values():
+        times = await sc.fail_open(wire, server.url, sizes.fail_open_runs, FAIL_OPEN_TIMEOUT)
+        worst = max(times)
+        rows.append(
+            Row(
+                f"fail-open, judge hangs, timeoutSeconds {FAIL_OPEN_TIMEOUT}, {wire.judge_model}"
+                f" (median, worst of {len(times)})",
+                f"{ms(sc.median(times), 1)} (worst {ms(worst, 1)})",
+                f"{ms(FAIL_OPEN_TIMEOUT, 0)} timeout",
+                f"{worst / FAIL_OPEN_TIMEOUT:.3f}×",
+                f"+{ms(worst - FAIL_OPEN_TIMEOUT, 1)}",
+                "≤ timeout + 100 ms",
+                verdict(worst <= FAIL_OPEN_TIMEOUT + 0.1),
+                {"wire": wire.name, "times_s": times},
+            )
+        )
+    stats = server.stats()
+    rows.append(
+        Row(
+            "connections still open at the hung judge after every fail-open turn ended",
+            str(stats["open"]),
+            data={"open": stats["open"]},
+        )
+    )
+
+
+# -- output -----------------------------------------------------------------------------------
+
+
+def table(rows: list[Row]) -> str:
+    head = "| measurement | replyguard | reference | ratio | difference | target | result |"
+    lines = [head, "|" + "---|" * 7]
+    for r in rows:
+        lines.append(
+            f"| {r.name} | {r.value} | {r.reference} | {r.ratio} | {r.difference} | {r.target}"
+            f" | {r.result} |"
+        )
+    return "\n".join(lines)
+
+
+def chart(rows: list[Row], path: Path) -> str | None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "matplotlib is not installed: no chart (pip install 'matplotlib>=3.8,<4')"
+
+    def pick(key: str, value: Any) -> list[Row]:
+        return [r for r in rows if r.data.get(key) == value]
+
+    fig, axes = plt.subplots(2, 3, figsize=(17, 9.5))
+    fig.suptitle("replyguard hot-path benchmarks (medians; dashed lines are targets)")
+    miss, ok = "#d9534f", "#5cb85c"
+
+    ax = axes[0][0]
+    hot = [r for r in rows if r.data.get("kind") in ("skip", "quiet")]
+    if hot:
+        names = ["skip", "not triggered"]
+        over = [(r.data["measured_s"] - r.data["reference_s"]) * 1e6 for r in hot]
+        ax.bar(names[: len(over)], over, color=[ok if o <= 20 else miss for o in over])
+        ax.axhline(20, ls="--", color="k")
+        ax.set_title("skip / not-triggered: µs over the bare agent call")
+        ax.set_ylabel("µs")
+
+    ax = axes[0][1]
+    ver = [r for r in rows if "measured_samples" in r.data]
+    if ver:
+        for i, r in enumerate(ver):
+            diffs = [(a - b) * 1e3 for a, b in zip(r.data["measured_samples"],
+                                                   r.data["reference_samples"], strict=True)]
+            diffs.sort()
+            lo, hi = int(len(diffs) * 0.05), int(len(diffs) * 0.95)
+            ax.boxplot(diffs[lo:hi], positions=[i], widths=0.5, showfliers=False)
+        ax.set_xticks(range(len(ver)), [r.data["wire"] for r in ver])
+        ax.axhline(0.15, ls="--", color="k")
+        ax.set_title("verified turn − raw litellm, per interleaved pair (ms, p5-p95)")
+        ax.set_ylabel("ms")
+
+    ax = axes[0][2]
+    ctx = [r for r in rows if "chars" in r.data]
+    if ctx:
+        labels = [f"{r.data['chars'] // 1000}K {r.data['kind']}" for r in ctx]
+        values = [r.data["median_s"] * 1e3 for r in ctx]
+        refs = [r.data["whole_count_s"] * 1e3 for r in ctx]
+        limits = [10 if r.data["chars"] >= 1e6 else 5 if r.data["chars"] >= 128e3 else None
+                  for r in ctx]
+        xs = range(len(ctx))
+        ax.bar([x - 0.2 for x in xs], values, 0.4, label="build_judge_prompt",
+               color=[miss if lim and v > lim else ok for v, lim in zip(values, limits,
+                                                                        strict=True)])
+        ax.bar([x + 0.2 for x in xs], refs, 0.4, label="tiktoken of the whole turn", color="#999")
+        for x, lim in zip(xs, limits, strict=True):
+            if lim:
+                ax.hlines(lim, x - 0.45, x + 0.45, ls="--", color="k")
+        ax.set_xticks(list(xs), labels, rotation=30, ha="right")
+        ax.set_yscale("log")
+        ax.set_title("context assembly (ms, log)")
+        ax.legend(fontsize=8)
+
+    ax = axes[1][0]
+    conc = [r for r in rows if "raw_wall_s" in r.data]
+    if conc:
+        for r, colour in zip(conc, ("tab:blue", "tab:orange"), strict=False):
+            for key, style in (("latencies_s", "-"), ("raw_latencies_s", ":")):
+                lat = sorted(x * 1e3 for x in r.data[key])
+                ax.plot(lat, [i / len(lat) for i in range(len(lat))], style, color=colour,
+                        label=f"{r.data['wire']} {'verified' if key == 'latencies_s' else 'raw'}")
+        ax.set_title(f"{conc[0].name.split(' ')[0]} concurrent turns: latency CDF (ms)")
+        ax.set_xlabel("ms from launch")
+        ax.legend(fontsize=8)
+
+    ax = axes[1][1]
+    imp = pick("pulls_litellm", False) + pick("pulls_litellm", True)
+    if imp:
+        r = imp[0]
+        ours, theirs = sc.median(r.data["replyguard_s"]) * 1e3, sc.median(r.data["litellm_s"]) * 1e3
+        ax.bar(["import replyguard", "import litellm"], [ours, theirs],
+               color=[ok if ours <= theirs * 0.1 else miss, "#999"])
+        ax.axhline(theirs * 0.1, ls="--", color="k")
+        ax.set_title("import time (ms), target 0.1× litellm")
+
+    ax = axes[1][2]
+    fo = [r for r in rows if "times_s" in r.data]
+    mem = [r for r in rows if "verified_traced" in r.data]
+    if fo:
+        for i, r in enumerate(fo):
+            ax.scatter([i] * len(r.data["times_s"]), [t * 1e3 for t in r.data["times_s"]])
+        ax.axhline((FAIL_OPEN_TIMEOUT + 0.1) * 1e3, ls="--", color="k")
+        ax.axhline(FAIL_OPEN_TIMEOUT * 1e3, ls=":", color="#999")
+        ax.set_xticks(range(len(fo)), [r.data["wire"] for r in fo])
+        title = "fail-open turn time (ms), hung judge"
+        if mem:
+            m = mem[0].data
+            title += f"\nmemory/in-flight turn {m['verified_traced'] / 1024:.1f} KiB"
+            title += f" (bare {m['bare_traced'] / 1024:.1f} KiB)"
+        ax.set_title(title)
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return None
+
+
+async def main_async(args: argparse.Namespace) -> list[Row]:
+    sizes = QUICK if args.quick else FULL
+    only = set(args.only or SECTIONS)
+    rows: list[Row] = []
+    logging.getLogger("replyguard").setLevel(logging.WARNING)
+    with JudgeServerProcess() as server:
+        for name in SECTIONS:
+            if name not in only:
+                continue
+            started = time.perf_counter()
+            print(f"… {name}", file=sys.stderr, flush=True)
+            if name == "hot":
+                await hot(sizes, rows)
+            elif name == "verified":
+                await verified(sizes, rows, server)
+            elif name == "context":
+                await context(sizes, rows)
+            elif name == "concurrency":
+                await concurrency(sizes, rows, server)
+            elif name == "import":
+                await imports(sizes, rows)
+            elif name == "memory":
+                await memory(sizes, rows)
+            elif name == "failopen":
+                await failopen(sizes, rows, server)
+            print(f"  {name} took {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer samples (about a minute)")
+    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "out")
+    parser.add_argument("--only", nargs="*", choices=SECTIONS, help="run only these sections")
+    args = parser.parse_args()
+    rows = asyncio.run(main_async(args))
+    from importlib.metadata import version
+
+    header = (
+        f"replyguard {version('replyguard')}, litellm {version('litellm')},"
+        f" Python {platform.python_version()}, {os.cpu_count()} CPUs,"
+        f" {'quick' if args.quick else 'full'} run, {time.strftime('%Y-%m-%d %H:%M')}"
+    )
+    text = f"{header}\n\n{table(rows)}\n"
+    print(text)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "table.md").write_text(text, encoding="utf-8")
+    (args.out / "results.json").write_text(
+        json.dumps([r.__dict__ for r in rows], indent=1, default=str), encoding="utf-8"
+    )
+    note = chart(rows, args.out / "chart.png")
+    print(note or f"chart: {args.out / 'chart.png'}")
+    misses = sum(r.result.endswith("MISS**") for r in rows)
+    print(f"{misses} target(s) missed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

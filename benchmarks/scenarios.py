@@ -1,0 +1,622 @@
+"""The measured scenarios, shared by ``run.py`` (full figures) and the CI guard test.
+
+Every figure is measured against its reference in the same run: the two sides are
+interleaved (ABBA order, so drift and warm-up hit both alike) and compared by medians.
+Nothing here asserts: callers decide what a figure must be.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+import tracemalloc
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import replyguard  # noqa: F401 - sets the offline env defaults before litellm is imported
+from replyguard import Reply, RunMeta, ToolCallRecord, Turn, Verifier, VerifierConfig
+from replyguard.context import ContextLimits, JudgePrompt, RulesSource, build_judge_prompt
+from replyguard.judge import JudgeReply, LiteLLMJudge
+from replyguard.telemetry import Events
+
+API_KEY = "sk-bench-0123456789abcdefghij"
+
+
+@dataclass(frozen=True)
+class Wire:
+    """A judge model that makes litellm speak one provider's wire format."""
+
+    name: str
+    judge_model: str
+    agent_model: str
+
+
+WIRES = {
+    "anthropic": Wire("anthropic", "anthropic/claude-sonnet-4-5", "openai/gpt-4o"),
+    "openai": Wire("openai", "openai/gpt-4o-mini", "anthropic/claude-sonnet-4-5"),
+}
+
+
+# -- statistics ------------------------------------------------------------------------------
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The ``q``-th percentile (0-100), nearest rank."""
+    ordered = sorted(values)
+    rank = max(0, min(len(ordered) - 1, round(q / 100 * len(ordered) + 0.5) - 1))
+    return ordered[rank]
+
+
+@dataclass
+class Pair:
+    """Interleaved samples of a measured side and its reference, in seconds."""
+
+    measured: list[float] = field(default_factory=list)
+    reference: list[float] = field(default_factory=list)
+
+    @property
+    def ratio(self) -> float:
+        return median(self.measured) / median(self.reference)
+
+    @property
+    def difference(self) -> float:
+        return median(self.measured) - median(self.reference)
+
+
+async def interleaved(
+    measured: Callable[[], Awaitable[Any]],
+    reference: Callable[[], Awaitable[Any]],
+    pairs: int,
+    *,
+    warmup: int = 20,
+) -> Pair:
+    """Time ``pairs`` calls of each, alternating which goes first (ABBA)."""
+    for _ in range(warmup):
+        await reference()
+        await measured()
+    gc.collect()
+    result = Pair()
+    clock = time.perf_counter
+    for i in range(pairs):
+        first, second = (measured, reference) if i % 2 else (reference, measured)
+        t0 = clock()
+        await first()
+        t1 = clock()
+        await second()
+        t2 = clock()
+        a, b = t1 - t0, t2 - t1
+        if i % 2:
+            result.measured.append(a)
+            result.reference.append(b)
+        else:
+            result.reference.append(a)
+            result.measured.append(b)
+    return result
+
+
+# -- turns and agents --------------------------------------------------------------------------
+
+_WORDS = (
+    "the report shows revenue growth across all regions while costs stayed flat and hiring "
+    "slowed in the second half of the quarter because the team focused on shipping the new "
+    "billing system which reduced churn among small customers and improved margins overall "
+    "we should review the forecast next week with finance and update the board deck before "
+    "friday including the risks around supply delays currency moves and the pending audit"
+).split()
+_CJK = "的一是不了人我在有他这为之大来以个中上们到说国和地也子时道出而要于就下得可你年生会自着去之过家学对可她里后小么心多天而能好都然没日于起还发成事只作当想看文无开手十用主行方又如前所本见经头面公同三已老从动两长知民样现分将外但身些与高意进把法此实回二理美点月明其种声全工己话儿者向情部正名定女问力机给等几很业最间新什打便位因重被走电四第门相次东政海口使教西再平真听世气信北少关并内加化由却代军产入先山五太水万市眼体别处总才场师书比住员九笑性通目华报立马命张活难神数件安表原车白应路期叫死常提感金何更反合放做系计或司利受光王果亲界及今京务制解各任至清物台象记边共风战干接它许八特觉望直服毛林题建南度统色字请交爱让认算论百吃义科怎元社术结六功指思非流每青管夫连远资队跟带花快条院变联言权往展该领传近留红治决周保达办运武半候七必城父强步完革深区即求品士转量空甚众技轻程告江语英基派满式李息写呢识极令黄德收脸钱党倒未持取设始版双历越史商千片容研像找友孩站广改议形委早房音火际则首单据导影失拿网香似斯专石若兵弟谁校读志飞观争究包组造落视济喜离虽坏兴切嘛消参底故仍众"  # noqa: E501
+
+
+def prose(chars: int, seed: int = 0) -> str:
+    """English-like prose of exactly ``chars`` characters."""
+    rng = random.Random(seed)
+    out: list[str] = []
+    size = 0
+    while size < chars:
+        sentence = " ".join(rng.choice(_WORDS) for _ in range(rng.randint(8, 20)))
+        sentence = sentence[0].upper() + sentence[1:] + ". "
+        out.append(sentence)
+        size += len(sentence)
+    return "".join(out)[:chars]
+
+
+def cjk(chars: int, seed: int = 0) -> str:
+    """Chinese-like text (common characters, full-width punctuation) of ``chars`` characters."""
+    rng = random.Random(seed)
+    out: list[str] = []
+    size = 0
+    while size < chars:
+        sentence = "".join(rng.choice(_CJK) for _ in range(rng.randint(10, 30))) + "。"
+        out.append(sentence)
+        size += len(sentence)
+    return "".join(out)[:chars]
+
+
+def json_text(chars: int, seed: int = 0) -> str:
+    """Pretty-printed JSON records, cut to ``chars`` characters."""
+    rng = random.Random(seed)
+    records: list[dict[str, Any]] = []
+    size = 0
+    while size < chars:
+        record = {
+            "id": rng.randint(10**8, 10**9),
+            "name": " ".join(rng.choice(_WORDS) for _ in range(3)),
+            "amount": round(rng.uniform(0, 10000), 2),
+            "tags": [rng.choice(_WORDS) for _ in range(3)],
+            "active": rng.random() > 0.5,
+        }
+        records.append(record)
+        size += 130
+    return json.dumps(records, indent=2)[:chars]
+
+
+TEXTS: dict[str, Callable[[int, int], str]] = {"prose": prose, "cjk": cjk, "json": json_text}
+
+
+def typical_turn() -> tuple[Turn, Reply]:
+    """An everyday verified turn: a short request, 4 history messages, a 1 KB reply."""
+    history: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are the finance team's assistant."},
+        {"role": "user", "content": "Where is the quarterly report? " + prose(300, 1)},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "find", "arguments": '{"q": "q3 report"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "reports/q3.pdf " + prose(400, 2)},
+    ]
+    turn = Turn(
+        user_message="Summarise the quarterly report in three bullet points. " + prose(150, 3),
+        history=history,
+        rules=["Answer in English.", "Use bullet points for lists."],
+        id="bench-turn",
+    )
+    reply = Reply(
+        text="Here is the summary:\n- " + prose(1000, 4),
+        meta=RunMeta(
+            stop_reason="stop",
+            duration_ms=850.0,
+            tool_calls=(ToolCallRecord(name="find", arguments={"q": "q3 report"}),),
+        ),
+    )
+    return turn, reply
+
+
+def sized_turn(chars: int, kind: str = "prose") -> tuple[Turn, str, list[RulesSource]]:
+    """A turn of about ``chars`` characters: 10 % request, 5 history messages of 8 %, 50 % reply."""
+    make = TEXTS[kind]
+    history = [
+        {"role": "user" if i % 2 else "assistant", "content": make(chars * 8 // 100, 10 + i)}
+        for i in range(5)
+    ]
+    turn = Turn(user_message=make(chars // 10, 1), history=history, id=f"ctx-{kind}-{chars}")
+    rules = [RulesSource("AGENTS.md", prose(1500, 7))]
+    return turn, make(chars // 2, 2), rules
+
+
+def reply_agent(reply: Reply) -> Callable[[list[dict[str, Any]]], Awaitable[Reply]]:
+    """An async agent that answers at once with ``reply``."""
+
+    async def agent(messages: list[dict[str, Any]]) -> Reply:
+        return reply
+
+    return agent
+
+
+def agent_step(work: int) -> int:
+    """``work`` units of plain Python work: what an agent adapter does to shape a reply."""
+    rows = [{"id": i, "name": f"row {i}", "keep": i % 3 == 0} for i in range(work)]
+    return sum(row["id"] for row in rows if row["keep"])
+
+
+def working_agent(reply: Reply, work: int) -> Callable[[list[dict[str, Any]]], Awaitable[Reply]]:
+    """An async agent that does ``work`` units of Python work before answering.
+
+    The work scales with the interpreter's speed like replyguard's own code does, so a ratio
+    against it holds on a slow CI machine and a fast laptop alike.
+    """
+
+    async def agent(messages: list[dict[str, Any]]) -> Reply:
+        agent_step(work)
+        return reply
+
+    return agent
+
+
+def busy_wait(seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+# -- configs and verifiers ------------------------------------------------------------------
+
+
+def config(wire: Wire, api_base: str, **keys: Any) -> VerifierConfig:
+    data: dict[str, Any] = {
+        "enabled": True,
+        "model": wire.judge_model,
+        "agentModel": wire.agent_model,
+        "apiBase": api_base,
+        "apiKey": API_KEY,
+    }
+    data.update(keys)
+    return VerifierConfig.from_dict(data)
+
+
+def judge_params(cfg: VerifierConfig, turn: Turn, reply: Reply) -> dict[str, Any]:
+    """The keyword arguments replyguard's judge sends for this turn, for the raw reference.
+
+    Built by the judge's own ``request()`` on a prompt of this very turn, so model, messages
+    (same size), temperature, max_tokens, drop_params, retries, api_base and api_key match;
+    ``timeout`` is the configured one (the judge itself passes the time left).
+    """
+    limits = ContextLimits(
+        budget=cfg.context_token_budget,
+        response_cap=cfg.response_token_cap,
+        rules_cap=cfg.rules_token_cap,
+        history_turns=cfg.history_turns,
+    )
+    rules = [RulesSource("rules for this turn", "\n".join(f"- {r}" for r in turn.rules))]
+    prompt = build_judge_prompt(turn, reply.text, limits=limits, rules=rules, meta=reply.meta)
+    judge = LiteLLMJudge(cfg, Events())
+    return judge.request(
+        cfg.model, prompt, timeout=cfg.timeout_seconds, api_key=cfg.resolve_api_key()
+    )
+
+
+async def raw_call(params: dict[str, Any]) -> Any:
+    import litellm
+
+    return await litellm.acompletion(**params)
+
+
+async def close_clients() -> None:
+    module = sys.modules.get("litellm")
+    if module is not None:
+        await module.close_litellm_async_clients()
+        with contextlib.suppress(Exception):
+            module.in_memory_llm_clients_cache.flush_cache()
+
+
+# -- scenarios ----------------------------------------------------------------------------------
+
+
+async def hot_path(kind: str, pairs: int, *, agent_work: int = 0, warmup: int = 200) -> Pair:
+    """``verifier.run`` on a skipped (``skip``) or not-triggered (``quiet``) turn vs the agent.
+
+    No judge is ever called: the verifier points at a closed port.
+    """
+    turn, reply = typical_turn()
+    wire = WIRES["anthropic"]
+    if kind == "skip":
+        reply = reply.model_copy(update={"meta": RunMeta(pending_tool_calls=1)})
+        cfg = config(wire, "http://127.0.0.1:9", verifyAll=True)
+    else:  # no keyword in the reply, verifyAll off
+        reply = Reply(text="The quarterly report is in reports/q3.pdf; revenue grew 4 %.")
+        cfg = config(wire, "http://127.0.0.1:9")
+    agent = working_agent(reply, agent_work) if agent_work else reply_agent(reply)
+    verifier = Verifier(cfg)
+    messages: list[dict[str, Any]] = [
+        *turn.history,
+        {"role": "user", "content": turn.user_message},
+    ]
+    expected = "skipped" if kind == "skip" else "not_triggered"
+    outcome = await verifier.run(agent, turn)
+    if outcome.status != expected:
+        raise RuntimeError(f"the {kind} path ended {outcome.status}, not {expected}")
+
+    async def measured() -> None:
+        await verifier.run(agent, turn)
+
+    async def reference() -> None:
+        await agent(messages)
+
+    return await interleaved(measured, reference, pairs, warmup=warmup)
+
+
+class EventJudge:
+    """A judge that blocks until ``release`` is set; counts who is waiting."""
+
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+        self.waiting = 0
+
+    async def judge(self, prompt: JudgePrompt, *, time_left: float) -> JudgeReply:
+        self.waiting += 1
+        await self.release.wait()
+        return JudgeReply(text="PASS", model="bench/event")
+
+
+class InstantJudge:
+    """A judge that answers PASS at once: replyguard's in-process cost alone."""
+
+    async def judge(self, prompt: JudgePrompt, *, time_left: float) -> JudgeReply:
+        return JudgeReply(text="PASS", model="bench/instant", prompt_tokens=prompt.tokens)
+
+
+async def in_process_verified(pairs: int, *, agent_work: int = 0) -> Pair:
+    """A verified turn with an instant in-process judge vs the bare agent: no network at all."""
+    turn, reply = typical_turn()
+    cfg = config(WIRES["anthropic"], "http://127.0.0.1:9", verifyAll=True)
+    verifier = Verifier(cfg, judge=InstantJudge())
+    agent = working_agent(reply, agent_work) if agent_work else reply_agent(reply)
+    messages = [*turn.history, {"role": "user", "content": turn.user_message}]
+    outcome = await verifier.run(agent, turn)
+    if outcome.status != "passed":
+        raise RuntimeError(f"the in-process verified turn ended {outcome.status}")
+
+    async def measured() -> None:
+        await verifier.run(agent, turn)
+
+    async def reference() -> None:
+        await agent(messages)
+
+    return await interleaved(measured, reference, pairs, warmup=50)
+
+
+async def verified_vs_raw(wire: Wire, url: str, pairs: int) -> tuple[Pair, dict[str, Any]]:
+    """A verified turn that passes first time vs one raw ``litellm.acompletion``, same server."""
+    turn, reply = typical_turn()
+    cfg = config(wire, f"{url}/fast", verifyAll=True)
+    verifier = Verifier(cfg)
+    await verifier.warmup()
+    agent = reply_agent(reply)
+    params = judge_params(cfg, turn, reply)
+    outcome = await verifier.run(agent, turn)
+    if outcome.status != "passed":
+        raise RuntimeError(f"the verified turn ended {outcome.status} ({outcome.reason})")
+
+    async def measured() -> None:
+        await verifier.run(agent, turn)
+
+    async def reference() -> None:
+        await raw_call(params)
+
+    try:
+        pair = await interleaved(measured, reference, pairs, warmup=30)
+    finally:
+        await close_clients()
+    info = {"prompt_chars": sum(len(m["content"]) for m in params["messages"])}
+    return pair, info
+
+
+@dataclass
+class Burst:
+    """One burst of concurrent calls: wall time and each call's latency from the launch."""
+
+    wall: float
+    latencies: list[float]
+
+    @property
+    def p50(self) -> float:
+        return percentile(self.latencies, 50)
+
+    @property
+    def p99(self) -> float:
+        return percentile(self.latencies, 99)
+
+
+async def burst(make: Callable[[], Awaitable[Any]], count: int) -> Burst:
+    """Launch ``count`` calls at once; each latency counts from the launch to its end."""
+    latencies: list[float] = []
+    clock = time.perf_counter
+    start = clock()
+
+    async def one() -> None:
+        await make()
+        latencies.append(clock() - start)
+
+    await asyncio.gather(*(one() for _ in range(count)))
+    return Burst(clock() - start, latencies)
+
+
+async def concurrent_vs_raw(
+    wire: Wire, url: str, count: int, delay_ms: int, rounds: int
+) -> tuple[list[Burst], list[Burst]]:
+    """``count`` concurrent verified turns vs ``count`` concurrent raw calls, alternating."""
+    turn, reply = typical_turn()
+    cfg = config(wire, f"{url}/d{delay_ms}", verifyAll=True)
+    verifier = Verifier(cfg)
+    await verifier.warmup()
+    agent = reply_agent(reply)
+    params = judge_params(cfg, turn, reply)
+    statuses: dict[str, int] = {}
+
+    async def verified() -> None:
+        outcome = await verifier.run(agent, turn)
+        statuses[outcome.status] = statuses.get(outcome.status, 0) + 1
+
+    async def raw() -> None:
+        await raw_call(params)
+
+    measured: list[Burst] = []
+    reference: list[Burst] = []
+    try:
+        await burst(raw, count)  # opens the connection pool for both sides
+        await burst(verified, count)
+        statuses.clear()
+        for i in range(rounds):
+            order = [(reference, raw), (measured, verified)]
+            if i % 2:
+                order.reverse()
+            for sink, make in order:
+                gc.collect()
+                sink.append(await burst(make, count))
+    finally:
+        await close_clients()
+    if statuses.get("passed", 0) != count * rounds:
+        raise RuntimeError(f"concurrent verified turns did not all pass: {statuses}")
+    return measured, reference
+
+
+def sized_context(chars: int, kind: str, reps: int) -> tuple[list[float], JudgePrompt]:
+    """Times of ``build_judge_prompt`` for a turn of ``chars`` characters (default limits)."""
+    turn, reply_text, rules = sized_turn(chars, kind)
+    meta = RunMeta(stop_reason="stop", tool_calls=(ToolCallRecord(name="search"),))
+    limits = ContextLimits()
+
+    def build() -> JudgePrompt:
+        return build_judge_prompt(turn, reply_text, limits=limits, rules=rules, meta=meta)
+
+    prompt = build()
+    build()
+    gc.collect()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        build()
+        times.append(time.perf_counter() - t0)
+    return times, prompt
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/statm") as handle:
+        return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@contextlib.contextmanager
+def traced() -> Iterator[None]:
+    tracemalloc.start()
+    try:
+        yield
+    finally:
+        tracemalloc.stop()
+
+
+async def memory_in_flight(count: int) -> dict[str, float]:
+    """Bytes held per verified turn in flight, blocked on a judge waiting on an event.
+
+    The reference is the same agent call held in flight the same way (a task blocked on an
+    event right after the agent answered), so the difference is what replyguard holds.
+    """
+    turn, reply = typical_turn()
+    cfg = config(WIRES["anthropic"], "http://127.0.0.1:9", verifyAll=True)
+    agent = reply_agent(reply)
+    messages = [*turn.history, {"role": "user", "content": turn.user_message}]
+    result: dict[str, float] = {}
+
+    async def measure(
+        start_one: Callable[[asyncio.Event], Awaitable[Any]], ready: Callable[[], int]
+    ) -> tuple[float, float]:
+        release = asyncio.Event()
+        gc.collect()
+        rss0 = rss_bytes()
+        base = tracemalloc.get_traced_memory()[0]
+        tasks = [asyncio.create_task(start_one(release)) for _ in range(count)]
+        while ready() < count:
+            await asyncio.sleep(0.001)
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - base
+        rss = rss_bytes() - rss0
+        release.set()
+        await asyncio.gather(*tasks)
+        return held / count, rss / count
+
+    judge = EventJudge()
+    judge.release.set()
+    verifier = Verifier(cfg, judge=judge)
+    await verifier.run(agent, turn)  # templates, tokenizer, caches: not per-turn memory
+
+    async def verified(release: asyncio.Event) -> Any:
+        judge.release = release  # every task of one measurement shares the same event
+        return await verifier.run(agent, turn)
+
+    parked = 0
+
+    async def bare(release: asyncio.Event) -> Any:
+        nonlocal parked
+        answer = await agent(messages)
+        parked += 1
+        await release.wait()
+        return answer
+
+    with traced():
+        result["bare_traced"], result["bare_rss"] = await measure(bare, lambda: parked)
+        judge.waiting = 0
+        result["verified_traced"], result["verified_rss"] = await measure(
+            verified, lambda: judge.waiting
+        )
+    return result
+
+
+async def fail_open(wire: Wire, url: str, runs: int, timeout: float) -> list[float]:
+    """Wall time of a turn whose judge hangs, ``timeoutSeconds`` = ``timeout``."""
+    turn, reply = typical_turn()
+    agent = reply_agent(reply)
+    times = []
+    try:
+        for _ in range(runs):
+            cfg = config(wire, f"{url}/hang", verifyAll=True, timeoutSeconds=timeout)
+            verifier = Verifier(cfg)  # a fresh circuit breaker: every run really waits
+            await verifier.warmup()
+            t0 = time.perf_counter()
+            outcome = await verifier.run(agent, turn)
+            times.append(time.perf_counter() - t0)
+            if outcome.status != "failed_open":
+                raise RuntimeError(f"a hung judge ended the turn {outcome.status}")
+    finally:
+        await close_clients()
+    return times
+
+
+_IMPORT = "import time; t = time.perf_counter(); import {0}; print(time.perf_counter() - t)"
+
+
+def import_times(runs: int) -> tuple[list[float], list[float], bool]:
+    """``import replyguard`` and ``import litellm`` in fresh interpreters, alternating.
+
+    The third value says whether ``import replyguard`` pulled litellm in.
+    """
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    env.pop("PYTHONPROFILEIMPORTTIME", None)
+
+    def once(module: str) -> float:
+        out = subprocess.run(
+            [sys.executable, "-c", _IMPORT.format(module)],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=True,
+            timeout=120,
+        )
+        return float(out.stdout.strip().splitlines()[-1])
+
+    ours: list[float] = []
+    theirs: list[float] = []
+    once("replyguard")  # warm the file cache for both
+    once("litellm")
+    for i in range(runs):
+        if i % 2:
+            theirs.append(once("litellm"))
+            ours.append(once("replyguard"))
+        else:
+            ours.append(once("replyguard"))
+            theirs.append(once("litellm"))
+    probe = subprocess.run(
+        [sys.executable, "-c", "import sys, replyguard; print('litellm' in sys.modules)"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        timeout=120,
+    )
+    return ours, theirs, probe.stdout.strip() == "True"

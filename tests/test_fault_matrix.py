@@ -1,0 +1,89 @@
+"""Every way the judge's provider can fail delivers the reply, fails open, and leaves nothing.
+
+The fault table and the harness live in ``fault_matrix`` (``scripts/reliability.py`` reports on
+the same table). Each case is a fault x a wire format (an OpenAI judge, an Anthropic judge) x
+the attempt it hits (the first judgement, or a retry's after a FAIL), run once through
+``Verifier(config).run`` against a loopback provider with ``timeoutSeconds=1``; the tests below
+each check one property of every case's result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from fault_matrix import CASES, FAULTS_BY_NAME, SLACK, TIMEOUT, Case, Matrix, Result, run_matrix
+
+CASE_PARAMS = [pytest.param(case, id=case.id) for case in CASES]
+
+
+@pytest.fixture(scope="module")
+def matrix() -> Matrix:
+    """Every case, run once (on a loop of its own) for all the tests of this module."""
+    return asyncio.run(run_matrix())
+
+
+@pytest.fixture
+def result(matrix: Matrix, case: Case) -> Result:
+    return matrix.results[case.id]
+
+
+@pytest.mark.parametrize("case", CASE_PARAMS)
+def test_no_exception_escapes_run(result: Result) -> None:
+    assert result.escaped is None
+
+
+@pytest.mark.parametrize("case", CASE_PARAMS)
+def test_best_reply_so_far_is_delivered(result: Result, case: Case) -> None:
+    assert result.response == case.expected_response
+
+
+@pytest.mark.parametrize("case", CASE_PARAMS)
+def test_turn_fails_open_with_the_faults_reason(result: Result, case: Case) -> None:
+    assert (result.status, result.reason) == case.expected_status
+
+
+@pytest.mark.parametrize("case", CASE_PARAMS)
+def test_turn_fails_open_by_the_deadline(result: Result) -> None:
+    assert result.seconds <= TIMEOUT + SLACK
+
+
+@pytest.mark.parametrize("case", CASE_PARAMS)
+def test_faulty_judgement_is_not_retried_beyond_the_known_requests(
+    result: Result, case: Case
+) -> None:
+    """One request per judgement (``max_retries=0``), but where litellm retries on its own."""
+    assert result.requests == case.expected_requests
+
+
+@pytest.mark.parametrize("case", CASE_PARAMS)
+def test_no_task_is_left_behind_after_aclose(result: Result) -> None:
+    assert result.tasks_left == []
+
+
+@pytest.mark.parametrize("case", CASE_PARAMS)
+def test_no_connection_stays_open_after_aclose(result: Result) -> None:
+    assert result.connections_left == 0
+
+
+TIMEOUT_STATUSES = [
+    pytest.param(case, id=case.id)
+    for case in CASES
+    if case.fault in (FAULTS_BY_NAME["http-408"], FAULTS_BY_NAME["http-504"])
+]
+
+
+@pytest.mark.parametrize("case", TIMEOUT_STATUSES)
+def test_provider_timeout_status_is_reported_with_the_providers_error(
+    result: Result, case: Case
+) -> None:
+    """A 408 / 504 arrives in milliseconds: the verdict must say what the provider said, not
+    that our own deadline ran out."""
+    status = case.fault.name.removeprefix("http-")
+    assert f"status {status}" in (result.error or "")
+
+
+def test_no_task_is_pending_on_the_loop_once_every_verifier_is_closed(matrix: Matrix) -> None:
+    """``aclose()`` is the shutdown call: litellm's logging worker must not outlive it."""
+    assert matrix.tasks_on_the_loop == []
