@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import cProfile
 import collections
+import cProfile
 import pstats
 import sys
 import time
@@ -28,8 +28,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import scenarios as sc  # noqa: E402
-from judge_server import JudgeServerProcess  # noqa: E402
+import scenarios as sc
+from judge_server import JudgeServerProcess
 
 Key = tuple[str, int, str]
 
@@ -65,8 +65,10 @@ def _print_top(stats: pstats.Stats, turns: int, limit: int, only: str | None = N
     for key, (calls, own, cum) in rows:
         if only and only not in key[0]:
             continue
-        print(f"  {own / turns * 1e6:11.1f} {cum / turns * 1e6:11.1f} {calls / turns:10.1f}  "
-              f"{_where(key)}")
+        print(
+            f"  {own / turns * 1e6:11.1f} {cum / turns * 1e6:11.1f} {calls / turns:10.1f}  "
+            f"{_where(key)}"
+        )
         shown += 1
         if shown == limit:
             break
@@ -97,9 +99,11 @@ async def verified(turns: int, out: Path, limit: int) -> None:
             ours = await _profiled(run, turns, out / f"verified_{wire.name}.prof")
             t2 = time.perf_counter()
             await sc.close_clients()
-            print(f"\n== verified turn vs raw litellm, {wire.judge_model}, {turns} turns each"
-                  f" (profiled: {(t2 - t1) / turns * 1e3:.2f} ms vs {(t1 - t0) / turns * 1e3:.2f}"
-                  " ms per turn)")
+            print(
+                f"\n== verified turn vs raw litellm, {wire.judge_model}, {turns} turns each"
+                f" (profiled: {(t2 - t1) / turns * 1e3:.2f} ms vs {(t1 - t0) / turns * 1e3:.2f}"
+                " ms per turn)"
+            )
             a, b = _own(ours), _own(theirs)
             diff = []
             for key in set(a) | set(b):
@@ -109,15 +113,19 @@ async def verified(turns: int, out: Path, limit: int) -> None:
             diff.sort(key=lambda d: -d[0])
             print(f"  {'+own µs/turn':>12} {'+cum µs/turn':>12} {'+calls/turn':>11}  function")
             for own, cum, calls, key in diff[:limit]:
-                print(f"  {own / turns * 1e6:12.1f} {cum / turns * 1e6:12.1f} "
-                      f"{calls / turns:11.1f}  {_where(key)}")
+                print(
+                    f"  {own / turns * 1e6:12.1f} {cum / turns * 1e6:12.1f} "
+                    f"{calls / turns:11.1f}  {_where(key)}"
+                )
             print("  -- replyguard's own functions, by cumulative time per turn --")
             rows = sorted(
                 ((k, v) for k, v in a.items() if "replyguard" in k[0]), key=lambda kv: -kv[1][2]
             )
             for key, (calls, own, cum) in rows[:limit]:
-                print(f"  {own / turns * 1e6:12.1f} {cum / turns * 1e6:12.1f} "
-                      f"{calls / turns:11.1f}  {_where(key)}")
+                print(
+                    f"  {own / turns * 1e6:12.1f} {cum / turns * 1e6:12.1f} "
+                    f"{calls / turns:11.1f}  {_where(key)}"
+                )
 
 
 async def hot(turns: int, out: Path, limit: int) -> None:
@@ -176,8 +184,12 @@ def context(out: Path, limit: int) -> None:
             self.log.append((site, len(text), spent))
             return result
 
-    for chars, kind in ((128_000, "prose"), (128_000, "cjk"), (128_000, "json"),
-                        (1_000_000, "prose")):
+    for chars, kind in (
+        (128_000, "prose"),
+        (128_000, "cjk"),
+        (128_000, "json"),
+        (1_000_000, "prose"),
+    ):
         turn, reply_text, rules = sc.sized_turn(chars, kind)
 
         def build(turn: Any = turn, reply_text: str = reply_text, rules: Any = rules) -> Any:
@@ -196,9 +208,11 @@ def context(out: Path, limit: int) -> None:
         finally:
             tokens.encoding = original  # type: ignore[assignment]
         spent = sum(entry[2] for entry in recording.log)
-        print(f"\n== context {chars // 1000}K {kind}: {total * 1e3:.1f} ms, of which tiktoken "
-              f"{spent * 1e3:.1f} ms in {len(recording.log)} calls on "
-              f"{sum(e[1] for e in recording.log):,} chars; {prompt.tokens} tokens sent")
+        print(
+            f"\n== context {chars // 1000}K {kind}: {total * 1e3:.1f} ms, of which tiktoken "
+            f"{spent * 1e3:.1f} ms in {len(recording.log)} calls on "
+            f"{sum(e[1] for e in recording.log):,} chars; {prompt.tokens} tokens sent"
+        )
         sites: dict[str, list[float]] = collections.defaultdict(lambda: [0, 0, 0.0])
         for site, size, took in recording.log:
             entry = sites[site]

@@ -26,8 +26,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import scenarios as sc  # noqa: E402
-from judge_server import JudgeServerProcess  # noqa: E402
+import scenarios as sc
+from judge_server import JudgeServerProcess
 
 SECTIONS = ("hot", "verified", "context", "concurrency", "import", "memory", "failopen")
 FAIL_OPEN_TIMEOUT = 0.5
@@ -71,7 +71,9 @@ class Sizes:
     fail_open_runs: int
 
 
-FULL = Sizes(20000, 2000, {8_000: 300, 32_000: 150, 128_000: 60, 1_000_000: 20}, 1000, 3, 7, 1000, 5)
+FULL = Sizes(
+    20000, 2000, {8_000: 300, 32_000: 150, 128_000: 60, 1_000_000: 20}, 1000, 3, 7, 1000, 5
+)
 QUICK = Sizes(3000, 300, {8_000: 60, 32_000: 30, 128_000: 15, 1_000_000: 5}, 1000, 1, 3, 200, 3)
 
 
@@ -86,12 +88,16 @@ async def hot(sizes: Sizes, rows: list[Row]) -> None:
                 f"{label}: `verifier.run` vs bare `await agent(messages)`",
                 us(sc.median(pair.measured)),
                 us(sc.median(pair.reference)),
-                f"{pair.ratio:.1f}×",
+                f"{pair.ratio:.1f}x",
                 f"+{us(pair.difference)}",
                 "≤ +20 µs",
                 verdict(pair.difference <= 20e-6),
-                {"kind": kind, "measured_s": sc.median(pair.measured),
-                 "reference_s": sc.median(pair.reference), "pairs": sizes.hot_pairs},
+                {
+                    "kind": kind,
+                    "measured_s": sc.median(pair.measured),
+                    "reference_s": sc.median(pair.reference),
+                    "pairs": sizes.hot_pairs,
+                },
             )
         )
     pair = await sc.in_process_verified(max(sizes.verified_pairs, 500))
@@ -100,12 +106,15 @@ async def hot(sizes: Sizes, rows: list[Row]) -> None:
             "verified turn, in-process instant judge (replyguard's own CPU) vs bare agent",
             us(sc.median(pair.measured)),
             us(sc.median(pair.reference)),
-            f"{pair.ratio:.0f}×",
+            f"{pair.ratio:.0f}x",
             f"+{us(pair.difference)}",
             "(≤ +150 µs budget)",
             "info",
-            {"kind": "in_process", "measured_s": sc.median(pair.measured),
-             "reference_s": sc.median(pair.reference)},
+            {
+                "kind": "in_process",
+                "measured_s": sc.median(pair.measured),
+                "reference_s": sc.median(pair.reference),
+            },
         )
     )
 
@@ -120,17 +129,23 @@ async def verified(sizes: Sizes, rows: list[Row], server: JudgeServerProcess) ->
         rows.append(
             Row(
                 f"verified turn (PASS first time), {wire.judge_model} vs raw `litellm.acompletion`"
-                f" ({sizes.verified_pairs} pairs)",
+                f" ({sizes.verified_pairs} pairs; {new_connections} TCP connections opened"
+                f" for {2 * (sizes.verified_pairs + 30) + 1} calls)",
                 ms(sc.median(pair.measured), 3),
                 ms(sc.median(pair.reference), 3),
-                f"{pair.ratio:.3f}×",
+                f"{pair.ratio:.3f}x",
                 f"+{ms(pair.difference, 3)}",
-                "≤ +0.15 ms, ≤ 1.05×",
+                "≤ +0.15 ms, ≤ 1.05x",
                 verdict(ok),
-                {"wire": wire.name, "measured_s": sc.median(pair.measured),
-                 "reference_s": sc.median(pair.reference),
-                 "measured_samples": pair.measured, "reference_samples": pair.reference,
-                 "new_connections": new_connections, **info},
+                {
+                    "wire": wire.name,
+                    "measured_s": sc.median(pair.measured),
+                    "reference_s": sc.median(pair.reference),
+                    "measured_samples": pair.measured,
+                    "reference_samples": pair.reference,
+                    "new_connections": new_connections,
+                    **info,
+                },
             )
         )
 
@@ -144,9 +159,7 @@ async def context(sizes: Sizes, rows: list[Row]) -> None:
         reps = sizes.context_reps[chars]
         times, prompt = sc.sized_context(chars, kind, reps)
         turn, reply_text, _ = sc.sized_turn(chars, kind)
-        whole = "\n".join(
-            [turn.user_message, *(m["content"] for m in turn.history), reply_text]
-        )
+        whole = "\n".join([turn.user_message, *(m["content"] for m in turn.history), reply_text])
         counts = []
         for _ in range(max(3, reps // 5)):
             t0 = time.perf_counter()
@@ -161,12 +174,19 @@ async def context(sizes: Sizes, rows: list[Row]) -> None:
                 f" sent (trimmed: {', '.join(prompt.trimmed) or 'nothing'})",
                 ms(median),
                 f"{ms(reference)} (tiktoken of the whole turn once)",
-                f"{median / reference:.2f}×",
-                f"{'+' if median >= reference else '−'}{ms(abs(median - reference))}",
+                f"{median / reference:.2f}x",
+                f"{'+' if median >= reference else '-'}{ms(abs(median - reference))}",
                 f"≤ {limit * 1e3:.0f} ms" if limit else "—",
                 verdict(median <= limit) if limit else "info",
-                {"chars": chars, "kind": kind, "median_s": median, "tokens": prompt.tokens,
-                 "whole_count_s": reference, "trimmed": list(prompt.trimmed), "reps": reps},
+                {
+                    "chars": chars,
+                    "kind": kind,
+                    "median_s": median,
+                    "tokens": prompt.tokens,
+                    "whole_count_s": reference,
+                    "trimmed": list(prompt.trimmed),
+                    "reps": reps,
+                },
             )
         )
 
@@ -189,14 +209,22 @@ async def concurrency(sizes: Sizes, rows: list[Row], server: JudgeServerProcess)
                 f" {wire.judge_model}: wall (p50 / p99 per turn)",
                 f"{ms(wall, 0)} ({ms(p50, 0)} / {ms(p99, 0)})",
                 f"{ms(raw_wall, 0)} ({ms(raw_p50, 0)} / {ms(raw_p99, 0)}) raw",
-                f"{ratio:.2f}× (p99 {p99 / raw_p99:.2f}×)",
+                f"{ratio:.2f}x (p99 {p99 / raw_p99:.2f}x)",
                 f"+{ms(wall - raw_wall, 0)}",
-                "≤ 1.1×",
+                "≤ 1.1x",
                 verdict(ratio <= 1.1),
-                {"wire": wire.name, "wall_s": wall, "raw_wall_s": raw_wall, "p50_s": p50,
-                 "p99_s": p99, "raw_p50_s": raw_p50, "raw_p99_s": raw_p99,
-                 "rounds": sizes.concurrent_rounds,
-                 "latencies_s": measured[-1].latencies, "raw_latencies_s": reference[-1].latencies},
+                {
+                    "wire": wire.name,
+                    "wall_s": wall,
+                    "raw_wall_s": raw_wall,
+                    "p50_s": p50,
+                    "p99_s": p99,
+                    "raw_p50_s": raw_p50,
+                    "raw_p99_s": raw_p99,
+                    "rounds": sizes.concurrent_rounds,
+                    "latencies_s": measured[-1].latencies,
+                    "raw_latencies_s": reference[-1].latencies,
+                },
             )
         )
 
@@ -210,9 +238,9 @@ async def imports(sizes: Sizes, rows: list[Row]) -> None:
             + (" — replyguard imported litellm!" if pulled else ""),
             ms(sc.median(ours), 0),
             ms(sc.median(theirs), 0),
-            f"{ratio:.3f}×",
-            f"−{ms(sc.median(theirs) - sc.median(ours), 0)}",
-            "≤ 0.1×",
+            f"{ratio:.3f}x",
+            f"-{ms(sc.median(theirs) - sc.median(ours), 0)}",
+            "≤ 0.1x",
             verdict(ratio <= 0.1 and not pulled),
             {"replyguard_s": ours, "litellm_s": theirs, "pulls_litellm": pulled},
         )
@@ -225,15 +253,14 @@ async def memory(sizes: Sizes, rows: list[Row]) -> None:
     rows.append(
         Row(
             f"memory per in-flight verified turn ({sizes.memory_turns} turns blocked on the"
-            " judge; tracemalloc, RSS in brackets)",
-            f"{found['verified_traced'] / kib:.1f} KiB ({found['verified_rss'] / kib:.1f} KiB)",
-            f"{found['bare_traced'] / kib:.1f} KiB ({found['bare_rss'] / kib:.1f} KiB) bare agent"
-            " call held the same way",
-            f"{found['verified_traced'] / found['bare_traced']:.1f}×",
-            f"+{(found['verified_traced'] - found['bare_traced']) / kib:.1f} KiB",
-            "—",
+            " judge, tracemalloc)",
+            f"{found['verified'] / kib:.1f} KiB",
+            f"{found['bare'] / kib:.1f} KiB (bare agent call held the same way)",
+            f"{found['verified'] / found['bare']:.1f}x",
+            f"+{(found['verified'] - found['bare']) / kib:.1f} KiB",
+            "-",
             "info",
-            found,
+            {"verified_traced": found["verified"], "bare_traced": found["bare"]},
         )
     )
 
@@ -248,7 +275,7 @@ async def failopen(sizes: Sizes, rows: list[Row], server: JudgeServerProcess) ->
                 f" (median, worst of {len(times)})",
                 f"{ms(sc.median(times), 1)} (worst {ms(worst, 1)})",
                 f"{ms(FAIL_OPEN_TIMEOUT, 0)} timeout",
-                f"{worst / FAIL_OPEN_TIMEOUT:.3f}×",
+                f"{worst / FAIL_OPEN_TIMEOUT:.3f}x",
                 f"+{ms(worst - FAIL_OPEN_TIMEOUT, 1)}",
                 "≤ timeout + 100 ms",
                 verdict(worst <= FAIL_OPEN_TIMEOUT + 0.1),
@@ -309,14 +336,18 @@ def chart(rows: list[Row], path: Path) -> str | None:
     ver = [r for r in rows if "measured_samples" in r.data]
     if ver:
         for i, r in enumerate(ver):
-            diffs = [(a - b) * 1e3 for a, b in zip(r.data["measured_samples"],
-                                                   r.data["reference_samples"], strict=True)]
+            diffs = [
+                (a - b) * 1e3
+                for a, b in zip(
+                    r.data["measured_samples"], r.data["reference_samples"], strict=True
+                )
+            ]
             diffs.sort()
             lo, hi = int(len(diffs) * 0.05), int(len(diffs) * 0.95)
             ax.boxplot(diffs[lo:hi], positions=[i], widths=0.5, showfliers=False)
         ax.set_xticks(range(len(ver)), [r.data["wire"] for r in ver])
         ax.axhline(0.15, ls="--", color="k")
-        ax.set_title("verified turn − raw litellm, per interleaved pair (ms, p5-p95)")
+        ax.set_title("verified turn - raw litellm, per interleaved pair (ms, p5-p95)")
         ax.set_ylabel("ms")
 
     ax = axes[0][2]
@@ -325,12 +356,17 @@ def chart(rows: list[Row], path: Path) -> str | None:
         labels = [f"{r.data['chars'] // 1000}K {r.data['kind']}" for r in ctx]
         values = [r.data["median_s"] * 1e3 for r in ctx]
         refs = [r.data["whole_count_s"] * 1e3 for r in ctx]
-        limits = [10 if r.data["chars"] >= 1e6 else 5 if r.data["chars"] >= 128e3 else None
-                  for r in ctx]
+        limits = [
+            10 if r.data["chars"] >= 1e6 else 5 if r.data["chars"] >= 128e3 else None for r in ctx
+        ]
         xs = range(len(ctx))
-        ax.bar([x - 0.2 for x in xs], values, 0.4, label="build_judge_prompt",
-               color=[miss if lim and v > lim else ok for v, lim in zip(values, limits,
-                                                                        strict=True)])
+        ax.bar(
+            [x - 0.2 for x in xs],
+            values,
+            0.4,
+            label="build_judge_prompt",
+            color=[miss if lim and v > lim else ok for v, lim in zip(values, limits, strict=True)],
+        )
         ax.bar([x + 0.2 for x in xs], refs, 0.4, label="tiktoken of the whole turn", color="#999")
         for x, lim in zip(xs, limits, strict=True):
             if lim:
@@ -346,8 +382,13 @@ def chart(rows: list[Row], path: Path) -> str | None:
         for r, colour in zip(conc, ("tab:blue", "tab:orange"), strict=False):
             for key, style in (("latencies_s", "-"), ("raw_latencies_s", ":")):
                 lat = sorted(x * 1e3 for x in r.data[key])
-                ax.plot(lat, [i / len(lat) for i in range(len(lat))], style, color=colour,
-                        label=f"{r.data['wire']} {'verified' if key == 'latencies_s' else 'raw'}")
+                ax.plot(
+                    lat,
+                    [i / len(lat) for i in range(len(lat))],
+                    style,
+                    color=colour,
+                    label=f"{r.data['wire']} {'verified' if key == 'latencies_s' else 'raw'}",
+                )
         ax.set_title(f"{conc[0].name.split(' ')[0]} concurrent turns: latency CDF (ms)")
         ax.set_xlabel("ms from launch")
         ax.legend(fontsize=8)
@@ -357,10 +398,13 @@ def chart(rows: list[Row], path: Path) -> str | None:
     if imp:
         r = imp[0]
         ours, theirs = sc.median(r.data["replyguard_s"]) * 1e3, sc.median(r.data["litellm_s"]) * 1e3
-        ax.bar(["import replyguard", "import litellm"], [ours, theirs],
-               color=[ok if ours <= theirs * 0.1 else miss, "#999"])
+        ax.bar(
+            ["import replyguard", "import litellm"],
+            [ours, theirs],
+            color=[ok if ours <= theirs * 0.1 else miss, "#999"],
+        )
         ax.axhline(theirs * 0.1, ls="--", color="k")
-        ax.set_title("import time (ms), target 0.1× litellm")
+        ax.set_title("import time (ms), target 0.1x litellm")
 
     ax = axes[1][2]
     fo = [r for r in rows if "times_s" in r.data]
@@ -424,7 +468,8 @@ def main() -> int:
 
     header = (
         f"replyguard {version('replyguard')}, litellm {version('litellm')},"
-        f" Python {platform.python_version()}, {os.cpu_count()} CPUs,"
+        f" Python {platform.python_version()}, {os.cpu_count()} CPUs, load average at the end"
+        f" {os.getloadavg()[0]:.1f},"
         f" {'quick' if args.quick else 'full'} run, {time.strftime('%Y-%m-%d %H:%M')}"
     )
     text = f"{header}\n\n{table(rows)}\n"

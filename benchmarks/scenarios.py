@@ -22,9 +22,25 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+# litellm fetches Anthropic's beta-header table from GitHub on its first Anthropic call (a
+# blocking GET, 5 s timeout) unless told to use its bundled copy: loopback only, here.
+os.environ.setdefault("LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS", "True")
+
 import replyguard  # noqa: F401 - sets the offline env defaults before litellm is imported
-from replyguard import Reply, RunMeta, ToolCallRecord, Turn, Verifier, VerifierConfig
-from replyguard.context import ContextLimits, JudgePrompt, RulesSource, build_judge_prompt
+from replyguard import (
+    Reply,
+    RunMeta,
+    ToolCallRecord,
+    Turn,
+    Verifier,
+    VerifierConfig,
+)
+from replyguard.context import (
+    ContextLimits,
+    JudgePrompt,
+    RulesSource,
+    build_judge_prompt,
+)
 from replyguard.judge import JudgeReply, LiteLLMJudge
 from replyguard.telemetry import Events
 
@@ -109,13 +125,14 @@ async def interleaved(
 
 # -- turns and agents --------------------------------------------------------------------------
 
-_WORDS = (
+_PHRASES = (
     "the report shows revenue growth across all regions while costs stayed flat and hiring "
     "slowed in the second half of the quarter because the team focused on shipping the new "
     "billing system which reduced churn among small customers and improved margins overall "
     "we should review the forecast next week with finance and update the board deck before "
     "friday including the risks around supply delays currency moves and the pending audit"
-).split()
+)
+_WORDS = _PHRASES.split()
 _CJK = "的一是不了人我在有他这为之大来以个中上们到说国和地也子时道出而要于就下得可你年生会自着去之过家学对可她里后小么心多天而能好都然没日于起还发成事只作当想看文无开手十用主行方又如前所本见经头面公同三已老从动两长知民样现分将外但身些与高意进把法此实回二理美点月明其种声全工己话儿者向情部正名定女问力机给等几很业最间新什打便位因重被走电四第门相次东政海口使教西再平真听世气信北少关并内加化由却代军产入先山五太水万市眼体别处总才场师书比住员九笑性通目华报立马命张活难神数件安表原车白应路期叫死常提感金何更反合放做系计或司利受光王果亲界及今京务制解各任至清物台象记边共风战干接它许八特觉望直服毛林题建南度统色字请交爱让认算论百吃义科怎元社术结六功指思非流每青管夫连远资队跟带花快条院变联言权往展该领传近留红治决周保达办运武半候七必城父强步完革深区即求品士转量空甚众技轻程告江语英基派满式李息写呢识极令黄德收脸钱党倒未持取设始版双历越史商千片容研像找友孩站广改议形委早房音火际则首单据导影失拿网香似斯专石若兵弟谁校读志飞观争究包组造落视济喜离虽坏兴切嘛消参底故仍众"  # noqa: E501
 
 
@@ -333,19 +350,6 @@ async def hot_path(kind: str, pairs: int, *, agent_work: int = 0, warmup: int = 
     return await interleaved(measured, reference, pairs, warmup=warmup)
 
 
-class EventJudge:
-    """A judge that blocks until ``release`` is set; counts who is waiting."""
-
-    def __init__(self) -> None:
-        self.release = asyncio.Event()
-        self.waiting = 0
-
-    async def judge(self, prompt: JudgePrompt, *, time_left: float) -> JudgeReply:
-        self.waiting += 1
-        await self.release.wait()
-        return JudgeReply(text="PASS", model="bench/event")
-
-
 class InstantJudge:
     """A judge that answers PASS at once: replyguard's in-process cost alone."""
 
@@ -373,7 +377,9 @@ async def in_process_verified(pairs: int, *, agent_work: int = 0) -> Pair:
     return await interleaved(measured, reference, pairs, warmup=50)
 
 
-async def verified_vs_raw(wire: Wire, url: str, pairs: int) -> tuple[Pair, dict[str, Any]]:
+async def verified_vs_raw(
+    wire: Wire, url: str, pairs: int, *, warmup: int = 30
+) -> tuple[Pair, dict[str, Any]]:
     """A verified turn that passes first time vs one raw ``litellm.acompletion``, same server."""
     turn, reply = typical_turn()
     cfg = config(wire, f"{url}/fast", verifyAll=True)
@@ -392,7 +398,7 @@ async def verified_vs_raw(wire: Wire, url: str, pairs: int) -> tuple[Pair, dict[
         await raw_call(params)
 
     try:
-        pair = await interleaved(measured, reference, pairs, warmup=30)
+        pair = await interleaved(measured, reference, pairs, warmup=warmup)
     finally:
         await close_clients()
     info = {"prompt_chars": sum(len(m["content"]) for m in params["messages"])}
@@ -488,11 +494,6 @@ def sized_context(chars: int, kind: str, reps: int) -> tuple[list[float], JudgeP
     return times, prompt
 
 
-def rss_bytes() -> int:
-    with open("/proc/self/statm") as handle:
-        return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
 @contextlib.contextmanager
 def traced() -> Iterator[None]:
     tracemalloc.start()
@@ -502,70 +503,91 @@ def traced() -> Iterator[None]:
         tracemalloc.stop()
 
 
+class Gate:
+    """Counts arrivals; ``full`` is set when ``target`` have arrived."""
+
+    def __init__(self, target: int) -> None:
+        self.target = target
+        self.count = 0
+        self.full = asyncio.Event()
+
+    def arrive(self) -> None:
+        self.count += 1
+        if self.count >= self.target:
+            self.full.set()
+
+
+class EventJudge:
+    """A judge that blocks until ``release`` is set, reporting each arrival at ``gate``."""
+
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+        self.release.set()
+        self.gate: Gate | None = None
+
+    async def judge(self, prompt: JudgePrompt, *, time_left: float) -> JudgeReply:
+        if self.gate is not None:
+            self.gate.arrive()
+        await self.release.wait()
+        return JudgeReply(text="PASS", model="bench/event")
+
+
 async def memory_in_flight(count: int) -> dict[str, float]:
-    """Bytes held per verified turn in flight, blocked on a judge waiting on an event.
+    """Bytes (tracemalloc) held per verified turn in flight, blocked on a judge's event.
 
     The reference is the same agent call held in flight the same way (a task blocked on an
-    event right after the agent answered), so the difference is what replyguard holds.
+    event right after the agent answered), so the difference is what replyguard holds. Each
+    figure is measured twice and the second kept (the first warms caches and pools). RSS is
+    not used: freed pymalloc arenas are reused, so its delta reads 0 after any earlier work.
     """
     turn, reply = typical_turn()
     cfg = config(WIRES["anthropic"], "http://127.0.0.1:9", verifyAll=True)
     agent = reply_agent(reply)
     messages = [*turn.history, {"role": "user", "content": turn.user_message}]
-    result: dict[str, float] = {}
-
-    async def measure(
-        start_one: Callable[[asyncio.Event], Awaitable[Any]], ready: Callable[[], int]
-    ) -> tuple[float, float]:
-        release = asyncio.Event()
-        gc.collect()
-        rss0 = rss_bytes()
-        base = tracemalloc.get_traced_memory()[0]
-        tasks = [asyncio.create_task(start_one(release)) for _ in range(count)]
-        while ready() < count:
-            await asyncio.sleep(0.001)
-        gc.collect()
-        held = tracemalloc.get_traced_memory()[0] - base
-        rss = rss_bytes() - rss0
-        release.set()
-        await asyncio.gather(*tasks)
-        return held / count, rss / count
-
     judge = EventJudge()
-    judge.release.set()
     verifier = Verifier(cfg, judge=judge)
     await verifier.run(agent, turn)  # templates, tokenizer, caches: not per-turn memory
 
-    async def verified(release: asyncio.Event) -> Any:
-        judge.release = release  # every task of one measurement shares the same event
+    async def verified(gate: Gate, release: asyncio.Event) -> Any:
         return await verifier.run(agent, turn)
 
-    parked = 0
-
-    async def bare(release: asyncio.Event) -> Any:
-        nonlocal parked
+    async def bare(gate: Gate, release: asyncio.Event) -> Any:
         answer = await agent(messages)
-        parked += 1
+        gate.arrive()
         await release.wait()
         return answer
 
+    async def held(start: Callable[[Gate, asyncio.Event], Awaitable[Any]]) -> float:
+        """Traced bytes held by ``count`` calls of ``start`` in flight, per call."""
+        gate, release = Gate(count), asyncio.Event()
+        judge.gate, judge.release = gate, release
+        gc.collect()
+        before = tracemalloc.get_traced_memory()[0]
+        tasks = [asyncio.create_task(start(gate, release)) for _ in range(count)]
+        await gate.full.wait()
+        gc.collect()
+        during = tracemalloc.get_traced_memory()[0]
+        release.set()
+        await asyncio.gather(*tasks)
+        judge.gate = None
+        return (during - before) / count
+
+    result: dict[str, float] = {}
     with traced():
-        result["bare_traced"], result["bare_rss"] = await measure(bare, lambda: parked)
-        judge.waiting = 0
-        result["verified_traced"], result["verified_rss"] = await measure(
-            verified, lambda: judge.waiting
-        )
+        for name, start in (("bare", bare), ("verified", verified)):
+            await held(start)
+            result[name] = await held(start)
     return result
 
 
-async def fail_open(wire: Wire, url: str, runs: int, timeout: float) -> list[float]:
-    """Wall time of a turn whose judge hangs, ``timeoutSeconds`` = ``timeout``."""
+async def fail_open(wire: Wire, url: str, runs: int, timeout_seconds: float) -> list[float]:
+    """Wall time of a turn whose judge hangs, with ``timeoutSeconds`` = ``timeout_seconds``."""
     turn, reply = typical_turn()
     agent = reply_agent(reply)
     times = []
     try:
         for _ in range(runs):
-            cfg = config(wire, f"{url}/hang", verifyAll=True, timeoutSeconds=timeout)
+            cfg = config(wire, f"{url}/hang", verifyAll=True, timeoutSeconds=timeout_seconds)
             verifier = Verifier(cfg)  # a fresh circuit breaker: every run really waits
             await verifier.warmup()
             t0 = time.perf_counter()

@@ -105,39 +105,40 @@ class SecretsGuard:
 @contextmanager
 def watching_every_record(guard: SecretsGuard) -> Iterator[SecretsGuard]:
     """Show ``guard`` every record of every logger, DEBUG included, without changing what any
-    other handler sees.
+    handler sees.
 
     Loggers are made to create every record (``isEnabledFor`` says yes unless the logger is
-    disabled), the guard checks each one after the logger's own filters ran (where a DEBUG
-    handler on the root logger would), and the logger's handlers, propagation and
-    ``lastResort`` only get the records its real level lets through: caplog, pytest's report
-    and litellm's own stream handler see exactly what they saw before.
+    disabled). A record the logger's real level lets through is handled as before (filters,
+    handlers, propagation, ``lastResort``), then checked as a DEBUG handler on the root logger
+    would see it; any other record is checked as it was made and goes nowhere else. So caplog,
+    pytest's report and litellm's own stream handler see exactly what they saw before.
     """
     logger_class = logging.Logger
     original_enabled = logger_class.isEnabledFor
-    original_call = logger_class.callHandlers
+    original_handle = logger_class.handle
 
     def is_enabled_for(self: logging.Logger, level: int) -> bool:
         return not self.disabled and level > self.manager.disable
 
-    def call_handlers(self: logging.Logger, record: logging.LogRecord) -> None:
+    def handle(self: logging.Logger, record: logging.LogRecord) -> None:
         if record.levelno >= self.getEffectiveLevel():
-            original_call(self, record)
+            original_handle(self, record)
         guard.check(record)
 
     logger_class.isEnabledFor = is_enabled_for  # type: ignore[method-assign]
-    logger_class.callHandlers = call_handlers  # type: ignore[method-assign]
+    logger_class.handle = handle  # type: ignore[method-assign]
     try:
         yield guard
     finally:
         logger_class.isEnabledFor = original_enabled  # type: ignore[method-assign]
-        logger_class.callHandlers = original_call  # type: ignore[method-assign]
+        logger_class.handle = original_handle  # type: ignore[method-assign]
 
 
 @pytest.fixture(autouse=True)
 def secrets_guard() -> Iterator[SecretsGuard]:
     """Fail the test when a known key shows in any log record of any logger, at any level."""
     import os
+
     if os.environ.get("TMP_NO_GUARD"):
         yield SecretsGuard()
         return

@@ -55,6 +55,7 @@ CHECK_KEYS = {
     "onExhausted": "on_exhausted",
     "ledgerPath": "ledger_path",
     "hookTimeoutSeconds": "hook_timeout_seconds",
+    "onSuspectedInjection": "on_suspected_injection",
 }
 
 # One non-default value per key, to prove the JSON key reaches the attribute.

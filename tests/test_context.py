@@ -766,7 +766,9 @@ HIDDEN_SAMPLES = [
 def test_a_hidden_character_leaves_a_visible_marker_where_it_was(sample: Sample) -> None:
     prompt = _hostile_prompt(sample.id, "where", 8000)
     name = "assistant_reply" if sample.where == "reply" else "user_request"
-    assert re.search(r"\[U\+[0-9A-F]{4,6}[^\]]*\]", _section(prompt, name) or "")
+    assert re.search(
+        r"\[(?:[\d,]+ characters: )?U\+[0-9A-F]{4,6}[^\]]*\]", _section(prompt, name) or ""
+    )
 
 
 def test_the_corpus_hides_characters_in_replies_and_in_user_messages() -> None:
@@ -805,9 +807,7 @@ SECRET_PLACES: dict[str, tuple[str, dict[str, Any]]] = {
                 history=[
                     {
                         "role": "assistant",
-                        "tool_calls": [
-                            {"function": {"name": "send", "arguments": {"to": SECRET}}}
-                        ],
+                        "tool_calls": [{"function": {"name": "send", "arguments": {"to": SECRET}}}],
                     }
                 ]
             )
@@ -831,7 +831,9 @@ def test_redact_rewrites_the_text_of_every_section(section: str, arguments: dict
 
 
 @pytest.mark.parametrize(("section", "arguments"), SECRET_PLACES.values(), ids=list(SECRET_PLACES))
-def test_without_redact_every_section_shows_its_text(section: str, arguments: dict[str, Any]) -> None:
+def test_without_redact_every_section_shows_its_text(
+    section: str, arguments: dict[str, Any]
+) -> None:
     assert SECRET in (_section(_build(**arguments), section) or "")
 
 

@@ -240,7 +240,8 @@ async def test_agent_editing_its_messages_cannot_reach_its_retry(
 async def test_two_fails_with_two_attempts_deliver_the_last_reply(
     provider: ProviderServer, config_for: Callable[..., VerifierConfig]
 ) -> None:
-    provider.push(Step(text=FAIL_ANSWER), Step(text=FAIL_ANSWER))
+    second_fail = "Still short.\nFAIL [incomplete]: The closing date is missing too."
+    provider.push(Step(text=FAIL_ANSWER), Step(text=second_fail))
     agent = ScriptedAgent([FIRST_REPLY, REVISED_REPLY])
     outcome = await Verifier(config_for(maxAttempts=2)).run(agent, Turn(user_message=USER_MESSAGE))
     assert (outcome.status, outcome.reason, outcome.response) == (

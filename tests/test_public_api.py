@@ -93,4 +93,7 @@ def test_import_does_not_load_litellm_or_set_more_than_env_defaults() -> None:
     result = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True
     )
-    assert result.stdout.strip() == "False ['LITELLM_LOCAL_MODEL_COST_MAP', 'TIKTOKEN_CACHE_DIR']"
+    assert result.stdout.strip() == (
+        "False ['LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS', 'LITELLM_LOCAL_MODEL_COST_MAP', "
+        "'TIKTOKEN_CACHE_DIR']"
+    )

@@ -1,6 +1,7 @@
 """Offline-friendly defaults for litellm and tiktoken, set only where the host set nothing.
 
 - ``LITELLM_LOCAL_MODEL_COST_MAP``: use litellm's bundled price map instead of downloading one.
+- ``LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS``: use litellm's bundled Anthropic beta-header table.
 - ``TIKTOKEN_CACHE_DIR``: litellm's wheel ships the ``o200k_base`` and ``cl100k_base``
   encodings; pointing tiktoken there lets it count tokens without a download.
 
@@ -31,6 +32,9 @@ def _litellm_tokenizer_dir() -> str | None:
 def set_env_defaults() -> None:
     """Set the two variables when unset; never override the host's choice."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    # Without it, litellm downloads Anthropic's beta-header table on the first call that asks
+    # for a response format.
+    os.environ.setdefault("LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS", "True")
     if "TIKTOKEN_CACHE_DIR" not in os.environ:
         directory = _litellm_tokenizer_dir()
         if directory is not None:

@@ -19,15 +19,18 @@ from typing import Any
 from replyguard.checks.base import Check
 from replyguard.checks.running import checks_verdict, decisive_pass, merged_feedback, run_checks
 from replyguard.config import VerifierConfig
-from replyguard.context import ContextLimits, RulesSource, build_judge_prompt
+from replyguard.context import ContextLimits, Redact, RulesSource, build_judge_prompt
 from replyguard.errors import CircuitOpenError, JudgeConfigError
+from replyguard.injection import injection_feedback, suspected_injection
 from replyguard.judge import Judge, JudgeReply
 from replyguard.limiter import ConcurrencyLimiter
 from replyguard.telemetry import Events, describe_error
 from replyguard.triggers import TriggerMatcher
-from replyguard.types import CheckResult, Reason, Reply, Turn, Verdict
+from replyguard.types import CheckResult, FailCategory, Reason, Reply, Turn, Verdict
 from replyguard.verdict import parse_verdict
 from replyguard.workspace import Workspace
+
+_INLINE_SCAN_CHARS = 50_000
 
 
 @dataclass(frozen=True)
@@ -85,11 +88,13 @@ class Assessor:
         workspace: Workspace,
         events: Events,
         limiter: ConcurrencyLimiter | None,
+        redact: Redact | None = None,
     ) -> None:
         self.checks = tuple(checks)
         self._workspace = workspace
         self._events = events
         self._limiter = limiter
+        self._redact = redact
 
     def _rules(self, config: VerifierConfig, turn: Turn) -> list[RulesSource]:
         sources = [
@@ -141,10 +146,12 @@ class Assessor:
                 heartbeat_tasks=heartbeat,
                 previous_feedback=previous_feedback,
                 meta=reply.meta,
+                redact=self._redact,
             )
         except Exception as exc:
-            events.error("judge_prompt_failed", error=describe_error(exc, events.secrets))
-            return failed(Reason.INTERNAL_ERROR, describe_error(exc, events.secrets))
+            # Only the class: a redactor's own error text may hold the very data it guards.
+            events.error("judge_prompt_failed", error_class=type(exc).__name__)
+            return failed(Reason.INTERNAL_ERROR, f"the judge prompt failed: {type(exc).__name__}")
         warmup = getattr(profile.judge, "warmup", None)
         if warmup is not None:  # one-time setup (litellm's import): not judgement time, but
             try:  # it does count against the turn's own deadline
@@ -232,6 +239,38 @@ class Assessor:
             error = "the turn's deadline passed during the checks"
             return _fail_open(Reason.LATENCY_BUDGET, error, started), ()
         self._report_checks(turn, attempt, results)
+        suspicion = await _suspicion(reply.text)
+        if suspicion:
+            self._events.warning(
+                "suspected_injection", turn_id=turn.id, attempt=attempt, reasons=suspicion
+            )
+            if profile.config.on_suspected_injection == "fail":
+                failure = Verdict(
+                    passed=False,
+                    category=FailCategory.RULE_VIOLATION,
+                    feedback=injection_feedback(suspicion),
+                    reasoning="the reply addresses the reviewer",
+                    decisive=True,
+                    suspected_injection=suspicion,
+                )
+                return failure, results
+        verdict, results = await self._verdict(
+            profile, turn, reply, previous_feedback, attempt, deadline, results
+        )
+        if suspicion:
+            verdict = verdict.model_copy(update={"suspected_injection": suspicion})
+        return verdict, results
+
+    async def _verdict(
+        self,
+        profile: Profile,
+        turn: Turn,
+        reply: Reply,
+        previous_feedback: Sequence[str],
+        attempt: int,
+        deadline: float | None,
+        results: tuple[CheckResult, ...],
+    ) -> tuple[Verdict, tuple[CheckResult, ...]]:
         failure = checks_verdict(results)
         mode = profile.config.judge_after_checks
         if failure is not None and mode != "always":
@@ -263,6 +302,13 @@ class Assessor:
             failed=[r.name for r in results if not r.passed],
             crashed=[r.name for r in results if r.error],
         )
+
+
+async def _suspicion(text: str) -> tuple[str, ...]:
+    """The injection detector's reasons; long replies are scanned off the event loop."""
+    if len(text) > _INLINE_SCAN_CHARS:
+        return tuple(await asyncio.to_thread(suspected_injection, text))
+    return tuple(suspected_injection(text))
 
 
 def _spend(verdict: Verdict) -> dict[str, Any]:

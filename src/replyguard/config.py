@@ -9,9 +9,10 @@ never echoed (it may be a secret).
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path, PurePosixPath, PureWindowsPath
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, Literal, Self, get_args
 
 from pydantic import (
     BaseModel,
@@ -169,6 +170,9 @@ class VerifierConfig(BaseModel):
     """``"raise"``: an exhausted turn raises ``VerificationExhausted`` instead of delivering."""
     ledger_path: str | None = None
     """Append one JSON line per verified turn to this file (relative to the config file)."""
+    on_suspected_injection: Literal["annotate", "fail"] = "annotate"
+    """A reply that addresses the judge: ``"annotate"`` marks the verdict and the log event;
+    ``"fail"`` makes the attempt a ``rule_violation`` FAIL without asking the judge."""
     hook_timeout_seconds: float = Field(default=2.0, gt=0, le=60)
     """How long a hook may run before it is abandoned (it never changes the outcome)."""
 
@@ -338,13 +342,7 @@ class VerifierConfig(BaseModel):
             raise ConfigError(str(file), [("", "file not found")]) from None
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(str(file), [("", f"cannot read: {exc.__class__.__name__}")]) from None
-        try:
-            document = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(
-                str(file),
-                [("", f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")],
-            ) from None
+        document = _parse_json(text, str(file))
         data, prefix = _locate(document, str(file))
         try:
             config = cls.model_validate(data, by_alias=True, by_name=False)
@@ -374,15 +372,110 @@ def _locate(document: Any, source: str) -> tuple[Any, str]:
     return node, ".".join(NESTED_PATH) + "."
 
 
+class _JsonObject(dict[str, Any]):
+    """A parsed JSON object that remembers the keys it was given more than once."""
+
+    repeated: tuple[str, ...] = ()
+
+
+class _NotFinite:
+    """Where the file has ``NaN``, ``Infinity`` or a number too large for a float."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _json_object(pairs: list[tuple[str, Any]]) -> _JsonObject:
+    obj = _JsonObject(pairs)
+    if len(obj) != len(pairs):
+        names = [name for name, _ in pairs]
+        obj.repeated = tuple(dict.fromkeys(n for i, n in enumerate(names) if n in names[:i]))
+    return obj
+
+
+def _json_number(text: str) -> float | _NotFinite:
+    value = float(text)
+    return value if math.isfinite(value) else _NotFinite(text)
+
+
+def _parse_json(text: str, source: str) -> Any:
+    """The document in ``text``, refusing what JSON does not allow but Python's parser takes:
+    ``NaN`` and infinite numbers, a key given twice in one object (which one counts differs
+    between parsers and editors), and nesting too deep to read."""
+    try:
+        document = json.loads(
+            text,
+            object_pairs_hook=_json_object,
+            parse_float=_json_number,
+            parse_constant=_NotFinite,
+        )
+    except json.JSONDecodeError as exc:
+        where = f"at line {exc.lineno} column {exc.colno}"
+        raise ConfigError(source, [("", f"not valid JSON: {exc.msg} {where}")]) from None
+    except RecursionError:
+        raise ConfigError(source, [("", "not valid JSON: nested too deeply to read")]) from None
+    problem = _non_json_value(document)
+    if problem is not None:
+        raise ConfigError(source, [problem])
+    return document
+
+
+def _non_json_value(document: Any) -> tuple[str, str] | None:
+    """The first repeated key or non-finite number in ``document``, in file order."""
+    stack: list[tuple[str, Any]] = [("", document)]
+    while stack:
+        path, node = stack.pop()
+        if isinstance(node, _NotFinite):
+            return path, f"{node.text} is not a number JSON allows: use a finite number"
+        if isinstance(node, _JsonObject):
+            if node.repeated:
+                key = ".".join(filter(None, (path, node.repeated[0])))
+                return key, "given more than once in the same object: keep one"
+            children = [(f"{path}.{k}" if path else k, v) for k, v in node.items()]
+        elif isinstance(node, list):
+            children = [(f"{path}.{i}" if path else str(i), v) for i, v in enumerate(node)]
+        else:
+            continue
+        stack.extend(reversed(children))
+    return None
+
+
+def _check_types() -> frozenset[str]:
+    union = get_args(CheckSpec)[0]
+    return frozenset(get_args(spec.model_fields["type"].annotation)[0] for spec in get_args(union))
+
+
+_CHECK_TYPES = _check_types()
+# Keys whose type is a union: pydantic reports a value that fits no member once per member,
+# under the member's name (``checks.0.command.list[str]``, ``checks.0.command.str``).
+_UNION_MEMBERS = {"command": frozenset({"list[str]", "str"})}
+
+
 def _problems(exc: ValidationError, prefix: str = "") -> list[tuple[str, str]]:
-    problems: list[tuple[str, str]] = []
+    """One ``(key, message)`` per bad key, the key as the file spells it (camelCase, dotted).
+
+    A check entry's errors carry its ``type`` after the index (``checks.0.rules.maxLength``);
+    that tag is not in the file and is dropped. The per-member errors of a union key become one
+    problem.
+    """
+    problems: dict[str, list[str]] = {}
     for error in exc.errors(include_input=False, include_url=False):
-        loc = [str(part) for part in error["loc"]]
-        key = prefix + ".".join(loc) if loc else prefix.rstrip(".")
-        message = error["msg"]
+        loc: list[str | int] = list(error["loc"])
+        message = error["msg"].removeprefix("Value error, ")
         if error["type"] == "extra_forbidden":
             message = "unknown key"
-        elif message.startswith("Value error, "):
-            message = message[len("Value error, ") :]
-        problems.append((key, message))
-    return problems
+        if len(loc) >= 3 and loc[0] == "checks" and isinstance(loc[1], int):
+            if loc[2] in _CHECK_TYPES:
+                del loc[2]
+            if len(loc) >= 4 and loc[3] in _UNION_MEMBERS.get(str(loc[2]), ()):
+                rest = ".".join(str(part) for part in loc[4:])
+                message = f"as {loc[3]}{' at ' + rest if rest else ''}: {message}"
+                loc = loc[:3]
+        if error["type"] in ("union_tag_invalid", "union_tag_not_found"):
+            loc.append("type")
+            known = ", ".join(sorted(_CHECK_TYPES))
+            given = "unknown" if error["type"] == "union_tag_invalid" else "missing"
+            message = f"{given} check type (one of: {known})"
+        key = prefix + ".".join(str(part) for part in loc) if loc else prefix.rstrip(".")
+        problems.setdefault(key, []).append(message)
+    return [(key, "; or ".join(messages)) for key, messages in problems.items()]

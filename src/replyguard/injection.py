@@ -6,14 +6,15 @@ Pure functions, linear in the text's length:
     Every control, format, surrogate and line- or paragraph-separator character (Unicode
     categories Cc, Cf, Cs, Zl, Zp: bidi controls, zero-width characters, tag characters, the
     byte-order mark) but ``\\n`` and ``\\t`` becomes a visible marker such as ``[U+202E]``; a
-    run of them becomes one marker, ``[U+200B ×40]`` or ``[U+200B U+200C ×7]``. So do Hangul
+    run of them becomes one marker, ``[40 characters: U+200B]`` or ``[7 characters: U+200B
+    U+200C]``. So do Hangul
     fillers and runs of variation selectors (both can smuggle data). ``\\r\\n`` becomes ``\\n``.
     The joiners and selectors inside an emoji (👩‍💻, ❤️) are kept. The judge sees that
     something was there, and nothing stays hidden or reorders the text it reads.
 
 ``without_code(text, code)``
     ``text`` with every copy of the review's section code replaced by a marker, look-alike copies
-    (upper case, full-width or mathematical digits, Cyrillic ``а``) included.
+    (upper case, full-width or mathematical digits, Cyrillic look-alike letters) included.
 
 ``suspected_injection(text)``
     Why a reply seems to address the judge rather than the user, as reason codes (keys of
@@ -97,11 +98,11 @@ def _hidden_runs(text: str) -> Iterator[re.Match[str]]:
 
 
 def _describe(run: str) -> str:
-    """``[U+200B]``, ``[U+200B ×40]``, ``[U+200B U+200C ×7]``: what a run of hidden characters held."""
+    """What a run of hidden characters held: ``[U+200B]``, ``[7 characters: U+200B U+200C]``."""
     codes = list(dict.fromkeys(run))
     shown = " ".join(f"U+{ord(char):04X}" for char in codes[:_MARKER_CODES])
     more = " …" if len(codes) > _MARKER_CODES else ""
-    return f"[{shown}{more}{f' ×{len(run)}' if len(run) > 1 else ''}]"
+    return f"[{len(run):,} characters: {shown}{more}]" if len(run) > 1 else f"[{shown}]"
 
 
 _describe_short = functools.lru_cache(maxsize=256)(_describe)
@@ -123,6 +124,8 @@ def neutralise(text: str) -> str:
 
 # -- the section code ------------------------------------------------------------------------
 
+# Cyrillic and Greek letters drawn like Latin ones (a hand-picked subset of Unicode's
+# confusables), mapped to those Latin letters.
 _CONFUSABLES = str.maketrans(
     "асԁеһіјӏорԛѕухԝѵүɑıАВСЕНІЈКМОРЅТХУҮԚԜӀαικνορυχϲϳΑΒΕΖΗΙΚΜΝΟΡΤΥΧϹ",
     "acdehijlopqsuxwvyaiABCEHIJKMOPSTXYYQWIaiknopuxcjABEZHIKMNOPTYXC",
@@ -262,9 +265,11 @@ _GOOD = r"(?:pass|passed|passing|approved?|correct|acceptable|10 ?/ ?10|full mar
 # A sentence or line start: "Output PASS." is an order, "the tool will output PASS" is not.
 _START = r"^|[\n>*_#\-•\"'(\[]|[.!?:;] |please |now "
 # "print PASS when the checks succeed" describes a script; it does not address the judge.
-_UNCONDITIONAL = r"(?![ \"'`*”’)\]]*(?:if|when|whenever|unless|once|otherwise|for each|or)\b)"
+_UNCONDITIONAL = (
+    r"(?![ \"'`*\u201d\u2019)\]]*(?:if|when|whenever|unless|once|otherwise|for each|or)\b)"
+)
 _OBJECT = r"(?:this|(?:the|my|our) (?:reply|response|answer|submission|output|work))\b[^.\n]{0,20}?"
-_QUOTE = r"[ \"'`*“”‘’(\[]*"
+_QUOTE = r"[ \"'`*\u201c\u201d\u2018\u2019(\[]*"  # with typographic quotes
 _GOOD_WORDS = ("pass", "approve", "correct", "acceptable", "10", "full marks")
 _ROLE_WORDS = ("judge", "evaluator", "grader", "verifier", "assessor", "reviewer", "llm", "model")
 
@@ -386,7 +391,7 @@ _SHOUTED_VERDICT = re.compile(r"\b(?:PASS|FAIL)\b")
 _DECOR = r"[ \t>*_#`•\-+|]*+"
 _LABEL = (
     r"(?:final\s+verdict|verdict|final\s+answer|judge?ment|evaluation|assessment)"
-    r"[ \t*_`]*[:=\-–—][ \t*_`\"']*"
+    r"[ \t*_`]*[:=\-\u2013\u2014][ \t*_`\"']*"  # en and em dashes too
 )
 _JUDGE_WORDS = (
     r"(?:(?:the|this)\s+(?:reply|response|answer)|rubric|assistant|fulfill?s"
@@ -398,7 +403,7 @@ _VERDICT_LINE = re.compile(  # matched at a line start that holds "pass" or "fai
     rf"(?:{_LABEL})?\[?(?P<bare>pass|fail)\]?[ \t*_`.!\"']*[^\w\s]{{0,2}}[ \t]*$"  # PASS ✅
     rf"|(?:{_LABEL})?fail[ \t*_`]*[\[(][ \t]*(?:goal|incomplete|rule|tone|refusal)"  # FAIL [..]
     rf"|{_LABEL}(?:pass|fail)(?!\w)"  # Verdict: PASS, and anything after it
-    rf"|(?:pass|fail)[ \t*_`]*[:\-–—][^\n]{{0,200}}\b{_JUDGE_WORDS}"  # PASS: the reply meets ..
+    rf"|(?:pass|fail)[ \t*_`]*[:\-\u2013\u2014][^\n]{{0,200}}\b{_JUDGE_WORDS}"  # PASS: the reply
     r")"
 )
 # go test prints lone PASS / FAIL lines after lines like these.

@@ -152,8 +152,16 @@ async def import_litellm() -> Any:
 async def close_litellm_clients() -> None:
     """Close litellm's cached HTTP clients of the running loop, if litellm was ever loaded."""
     module = sys.modules.get("litellm")
-    if module is not None:
-        await module.close_litellm_async_clients()
+    if module is None:
+        return
+    await module.close_litellm_async_clients()
+    # litellm's logging worker runs as a task on the loop of its first call; left there, it is
+    # destroyed pending when the loop closes. Stop it when it belongs to this loop (it starts
+    # again on the next call).
+    worker_module = sys.modules.get("litellm.litellm_core_utils.logging_worker")
+    worker = getattr(worker_module, "GLOBAL_LOGGING_WORKER", None)
+    if worker is not None and getattr(worker, "_bound_loop", None) is asyncio.get_running_loop():
+        await worker.stop()
 
 
 def _field(obj: Any, name: str) -> Any:
@@ -248,13 +256,20 @@ class LiteLLMJudge:
     """
 
     def __init__(
-        self, config: VerifierConfig, events: Events, *, breaker: CircuitBreaker | None = None
+        self,
+        config: VerifierConfig,
+        events: Events,
+        *,
+        breaker: CircuitBreaker | None = None,
+        key_owner: str | None = None,
     ) -> None:
+        """``key_owner``: the model whose provider issued ``apiKey`` (default: ``config.model``;
+        a run kind's judge passes the verifier's own model, since the key is the verifier's)."""
         self._config = config
         self._events = events
         self._breaker = breaker
         self._models = config.judge_models
-        primary = _provider(config.model)
+        primary = _provider(key_owner or config.model)
         self._own_credentials = {
             model: config.api_base is not None or _provider(model) == primary
             for model in self._models

@@ -83,6 +83,7 @@ class Verifier:
         on_exhausted: Hook | None = None,
         on_fail_open: Hook | None = None,
         on_skip: Hook | None = None,
+        redact: Callable[[str], str] | None = None,
     ) -> None:
         events = Events(config.secrets())
         all_checks = (*build_checks(config, events), *(as_check(c) for c in checks))
@@ -98,7 +99,9 @@ class Verifier:
         )
 
         def judge_for(profile_config: VerifierConfig) -> Judge:
-            return judge or LiteLLMJudge(profile_config, events, breaker=breaker)
+            return judge or LiteLLMJudge(
+                profile_config, events, breaker=breaker, key_owner=config.model
+            )
 
         profiles: dict[str | None, Profile] = {None: Profile.build(None, config, judge_for(config))}
         for name in config.run_kinds:
@@ -107,7 +110,7 @@ class Verifier:
         set_ = object.__setattr__
         set_(self, "_config", config)
         set_(self, "_events", events)
-        set_(self, "_assessor", Assessor(all_checks, workspace, events, limiter))
+        set_(self, "_assessor", Assessor(all_checks, workspace, events, limiter, redact))
         set_(self, "_profiles", profiles)
         set_(self, "_hooks", Hooks(on_verdict, on_retry, on_exhausted, on_fail_open, on_skip))
         set_(self, "_ledger", Ledger(config.ledger_path, events) if config.ledger_path else None)

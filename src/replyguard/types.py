@@ -172,6 +172,8 @@ class Verdict(_Frozen):
     """How long the judgement took."""
     decisive: bool = False
     """The verdict was reached without a judge model (for example by a deterministic rule)."""
+    suspected_injection: tuple[str, ...] = ()
+    """Why the reply looks like it addresses the judge (reason codes; empty when clean)."""
 
 
 class CheckResult(_Frozen):
