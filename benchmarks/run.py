@@ -59,6 +59,10 @@ def ms(seconds: float, digits: int = 2) -> str:
     return f"{seconds * 1e3:.{digits}f} ms"
 
 
+def signed_ms(seconds: float, digits: int = 2) -> str:
+    return f"{seconds * 1e3:+.{digits}f} ms"
+
+
 @dataclass
 class Sizes:
     hot_pairs: int
@@ -134,7 +138,7 @@ async def verified(sizes: Sizes, rows: list[Row], server: JudgeServerProcess) ->
                 ms(sc.median(pair.measured), 3),
                 ms(sc.median(pair.reference), 3),
                 f"{pair.ratio:.3f}x",
-                f"+{ms(pair.difference, 3)}",
+                signed_ms(pair.difference, 3),
                 "≤ +0.15 ms, ≤ 1.05x",
                 verdict(ok),
                 {
@@ -175,7 +179,7 @@ async def context(sizes: Sizes, rows: list[Row]) -> None:
                 ms(median),
                 f"{ms(reference)} (tiktoken of the whole turn once)",
                 f"{median / reference:.2f}x",
-                f"{'+' if median >= reference else '-'}{ms(abs(median - reference))}",
+                signed_ms(median - reference),
                 f"≤ {limit * 1e3:.0f} ms" if limit else "—",
                 verdict(median <= limit) if limit else "info",
                 {
@@ -210,7 +214,7 @@ async def concurrency(sizes: Sizes, rows: list[Row], server: JudgeServerProcess)
                 f"{ms(wall, 0)} ({ms(p50, 0)} / {ms(p99, 0)})",
                 f"{ms(raw_wall, 0)} ({ms(raw_p50, 0)} / {ms(raw_p99, 0)}) raw",
                 f"{ratio:.2f}x (p99 {p99 / raw_p99:.2f}x)",
-                f"+{ms(wall - raw_wall, 0)}",
+                signed_ms(wall - raw_wall, 0),
                 "≤ 1.1x",
                 verdict(ratio <= 1.1),
                 {
@@ -239,7 +243,7 @@ async def imports(sizes: Sizes, rows: list[Row]) -> None:
             ms(sc.median(ours), 0),
             ms(sc.median(theirs), 0),
             f"{ratio:.3f}x",
-            f"-{ms(sc.median(theirs) - sc.median(ours), 0)}",
+            signed_ms(sc.median(ours) - sc.median(theirs), 0),
             "≤ 0.1x",
             verdict(ratio <= 0.1 and not pulled),
             {"replyguard_s": ours, "litellm_s": theirs, "pulls_litellm": pulled},
@@ -276,18 +280,20 @@ async def failopen(sizes: Sizes, rows: list[Row], server: JudgeServerProcess) ->
                 f"{ms(sc.median(times), 1)} (worst {ms(worst, 1)})",
                 f"{ms(FAIL_OPEN_TIMEOUT, 0)} timeout",
                 f"{worst / FAIL_OPEN_TIMEOUT:.3f}x",
-                f"+{ms(worst - FAIL_OPEN_TIMEOUT, 1)}",
+                signed_ms(worst - FAIL_OPEN_TIMEOUT, 1),
                 "≤ timeout + 100 ms",
                 verdict(worst <= FAIL_OPEN_TIMEOUT + 0.1),
                 {"wire": wire.name, "times_s": times},
             )
         )
-    stats = server.stats()
+    still_open = server.stats()["open"] - 1  # the stats request's own connection
     rows.append(
         Row(
             "connections still open at the hung judge after every fail-open turn ended",
-            str(stats["open"]),
-            data={"open": stats["open"]},
+            str(still_open),
+            target="0",
+            result=verdict(still_open == 0),
+            data={"open": still_open},
         )
     )
 
@@ -353,7 +359,11 @@ def chart(rows: list[Row], path: Path) -> str | None:
     ax = axes[0][2]
     ctx = [r for r in rows if "chars" in r.data]
     if ctx:
-        labels = [f"{r.data['chars'] // 1000}K {r.data['kind']}" for r in ctx]
+        labels = [
+            f"{'1M' if r.data['chars'] >= 1e6 else str(r.data['chars'] // 1000) + 'K'}"
+            f" {r.data['kind']}"
+            for r in ctx
+        ]
         values = [r.data["median_s"] * 1e3 for r in ctx]
         refs = [r.data["whole_count_s"] * 1e3 for r in ctx]
         limits = [
@@ -389,7 +399,7 @@ def chart(rows: list[Row], path: Path) -> str | None:
                     color=colour,
                     label=f"{r.data['wire']} {'verified' if key == 'latencies_s' else 'raw'}",
                 )
-        ax.set_title(f"{conc[0].name.split(' ')[0]} concurrent turns: latency CDF (ms)")
+        ax.set_title(f"{conc[0].name.split(' ')[0]} concurrent turns: latency CDF, last round (ms)")
         ax.set_xlabel("ms from launch")
         ax.legend(fontsize=8)
 

@@ -245,16 +245,22 @@ async def test_a_timeout_as_the_last_failure_raises_timeout_error(
 
 
 class ShareRecorder(LiteLLMJudge):
-    """The real judge, remembering the ``timeout`` each model's call was given."""
+    """The real judge, remembering the time share each model's call was given."""
 
     def __init__(self, config: VerifierConfig, breaker: CircuitBreaker | None = None) -> None:
         super().__init__(config, Events(), breaker=breaker)
         self.shares: list[float] = []
+        self.timeouts: list[float] = []
+
+    def share_of(self, index: int, remaining: float) -> float:
+        share = super().share_of(index, remaining)
+        self.shares.append(share)
+        return share
 
     def request(
         self, model: str, prompt: JudgePrompt, *, timeout: float, api_key: str | None
     ) -> dict[str, Any]:
-        self.shares.append(timeout)
+        self.timeouts.append(timeout)
         return super().request(model, prompt, timeout=timeout, api_key=api_key)
 
 
@@ -267,6 +273,16 @@ async def test_each_model_gets_an_even_share_of_the_time_left_and_the_last_all_o
         await recorder.judge(prompt(), time_left=TIME_LEFT)
     assert recorder.shares == pytest.approx([TIME_LEFT / 3, TIME_LEFT / 2, TIME_LEFT], abs=0.5)
     assert max(recorder.shares) <= TIME_LEFT
+
+
+async def test_litellm_gets_one_constant_timeout_so_its_clients_are_reused(
+    http: respx.MockRouter,
+) -> None:
+    script(http, OPENAI, error(OPENAI, 500), error(OPENAI, 500), VERDICT)
+    config = config_of(OPENAI, models=3)
+    recorder = ShareRecorder(config)
+    await recorder.judge(prompt(), time_left=TIME_LEFT)
+    assert recorder.timeouts == [config.timeout_seconds] * 3
 
 
 async def test_a_model_whose_circuit_is_open_takes_no_share_of_the_time(

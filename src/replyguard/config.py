@@ -342,8 +342,11 @@ class VerifierConfig(BaseModel):
             raise ConfigError(str(file), [("", "file not found")]) from None
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(str(file), [("", f"cannot read: {exc.__class__.__name__}")]) from None
-        document = _parse_json(text, str(file))
+        document, repeated = _parse_json(text, str(file))
         data, prefix = _locate(document, str(file))
+        problem = _non_json_value(data, repeated)
+        if problem is not None:
+            raise ConfigError(str(file), [(prefix + problem[0], problem[1])])
         try:
             config = cls.model_validate(data, by_alias=True, by_name=False)
         except ValidationError as exc:
@@ -372,12 +375,6 @@ def _locate(document: Any, source: str) -> tuple[Any, str]:
     return node, ".".join(NESTED_PATH) + "."
 
 
-class _JsonObject(dict[str, Any]):
-    """A parsed JSON object that remembers the keys it was given more than once."""
-
-    repeated: tuple[str, ...] = ()
-
-
 class _NotFinite:
     """Where the file has ``NaN``, ``Infinity`` or a number too large for a float."""
 
@@ -385,51 +382,49 @@ class _NotFinite:
         self.text = text
 
 
-def _json_object(pairs: list[tuple[str, Any]]) -> _JsonObject:
-    obj = _JsonObject(pairs)
-    if len(obj) != len(pairs):
-        names = [name for name, _ in pairs]
-        obj.repeated = tuple(dict.fromkeys(n for i, n in enumerate(names) if n in names[:i]))
-    return obj
-
-
 def _json_number(text: str) -> float | _NotFinite:
     value = float(text)
     return value if math.isfinite(value) else _NotFinite(text)
 
 
-def _parse_json(text: str, source: str) -> Any:
-    """The document in ``text``, refusing what JSON does not allow but Python's parser takes:
-    ``NaN`` and infinite numbers, a key given twice in one object (which one counts differs
-    between parsers and editors), and nesting too deep to read."""
+def _parse_json(text: str, source: str) -> tuple[Any, dict[int, str]]:
+    """The document in ``text``, and the objects in it that were given a key twice (by ``id``,
+    with the first such key): which of the two counts differs between parsers and editors.
+
+    ``NaN`` and numbers too large for a float come back as ``_NotFinite``, for
+    ``_non_json_value`` to refuse with the key; nesting too deep to read is refused here."""
+    repeated: dict[int, str] = {}  # id of an object -> its first key given twice
+
+    def json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj = dict(pairs)
+        if len(obj) != len(pairs):
+            names = [name for name, _ in pairs]
+            repeated[id(obj)] = next(n for i, n in enumerate(names) if n in names[:i])
+        return obj
+
     try:
         document = json.loads(
-            text,
-            object_pairs_hook=_json_object,
-            parse_float=_json_number,
-            parse_constant=_NotFinite,
+            text, object_pairs_hook=json_object, parse_float=_json_number, parse_constant=_NotFinite
         )
     except json.JSONDecodeError as exc:
         where = f"at line {exc.lineno} column {exc.colno}"
         raise ConfigError(source, [("", f"not valid JSON: {exc.msg} {where}")]) from None
     except RecursionError:
         raise ConfigError(source, [("", "not valid JSON: nested too deeply to read")]) from None
-    problem = _non_json_value(document)
-    if problem is not None:
-        raise ConfigError(source, [problem])
-    return document
+    return document, repeated
 
 
-def _non_json_value(document: Any) -> tuple[str, str] | None:
-    """The first repeated key or non-finite number in ``document``, in file order."""
+def _non_json_value(document: Any, repeated: dict[int, str]) -> tuple[str, str] | None:
+    """``(key, message)`` for the first repeated key or non-finite number in ``document``, in
+    file order: JSON allows neither, though Python's parser takes both."""
     stack: list[tuple[str, Any]] = [("", document)]
     while stack:
         path, node = stack.pop()
         if isinstance(node, _NotFinite):
-            return path, f"{node.text} is not a number JSON allows: use a finite number"
-        if isinstance(node, _JsonObject):
-            if node.repeated:
-                key = ".".join(filter(None, (path, node.repeated[0])))
+            return path, f"{node.text} is not a finite number"
+        if isinstance(node, dict):
+            if id(node) in repeated:
+                key = f"{path}.{repeated[id(node)]}" if path else repeated[id(node)]
                 return key, "given more than once in the same object: keep one"
             children = [(f"{path}.{k}" if path else k, v) for k, v in node.items()]
         elif isinstance(node, list):

@@ -29,6 +29,7 @@ This module does no I/O: rules and heartbeat texts arrive already read.
 
 from __future__ import annotations
 
+import functools
 import json
 import secrets
 from collections.abc import Callable, Sequence
@@ -100,9 +101,15 @@ def new_nonce() -> str:
     return secrets.token_hex(6)
 
 
+@functools.cache
 def system_prompt() -> str:
     """The rubric: identical on every call, so providers can cache it."""
     return render("judge_system.j2")
+
+
+@functools.cache
+def _system_tokens() -> int:
+    return tokens.count(system_prompt()) + MESSAGE_OVERHEAD
 
 
 # -- rendering pieces ----------------------------------------------------------------------
@@ -361,7 +368,7 @@ def build_judge_prompt(
         sections.trimmed.add("user_message")
     if len(turn.history) > len(history_source):
         sections.trimmed.add("history")
-    fixed = tokens.count(system) + MESSAGE_OVERHEAD
+    fixed = _system_tokens()
     for round_number in range(_ROUNDS):
         user = render("judge_context.j2", **sections.values(code))
         total = fixed + tokens.count(user)

@@ -330,11 +330,15 @@ class LiteLLMJudge:
                 self._events.debug("judge_circuit_open", model=model)
                 failures.append(f"{model}: circuit open")
                 continue
-            share = remaining / self._contenders(index)
+            share = self.share_of(index, remaining)
             try:
+                # litellm keys its cached HTTP clients on the timeout it is given: a per-call
+                # value would open a new client and connection on every call. It gets the
+                # constant judgement timeout; this model's share is enforced here.
+                constant = self._config.timeout_seconds
                 async with asyncio.timeout_at(loop.time() + share):
                     response = await litellm.acompletion(
-                        **self.request(model, prompt, timeout=share, api_key=api_key)
+                        **self.request(model, prompt, timeout=constant, api_key=api_key)
                     )
             except Exception as exc:
                 self._failed(model, exc, secrets)
@@ -370,6 +374,11 @@ class LiteLLMJudge:
                 error=error,
             )
             raise JudgeConfigError(error, last_error_class=type(exc).__name__) from None
+
+    def share_of(self, index: int, remaining: float) -> float:
+        """The seconds the ``index``-th model gets: an even share of what is left among it and
+        every later model whose circuit is not open (the last one gets all of it)."""
+        return remaining / self._contenders(index)
 
     def _contenders(self, index: int) -> int:
         """This model and each later one whose circuit is not open: who shares the time."""

@@ -1,13 +1,15 @@
 """Reading the agent's workspace files (rules, HEARTBEAT.md) safely and cheaply.
 
 A file is read only when it resolves inside ``workspaceDir`` (no ``..``, absolute paths, or
-symlinks out) and is a regular file (a FIFO would block the event loop), only up to a size cap,
-and only again when its size or mtime changed. A missing,
-unreadable or out-of-bounds file is skipped with a log event, never an error.
+symlinks out) and is a regular file (a FIFO would block the event loop), only up to a size cap
+(a longer file, or one that grew past it while being read, is cut on a character boundary and
+marked), and only again when its size or mtime changed. A missing, unreadable or out-of-bounds
+file is skipped with a log event, never an error.
 """
 
 from __future__ import annotations
 
+import codecs
 import os
 import threading
 from pathlib import Path
@@ -82,14 +84,19 @@ class Workspace:
             # still returns at once, and the regular-file check below refuses it.
             descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
             with os.fdopen(descriptor, "rb") as handle:
-                if not S_ISREG(os.fstat(handle.fileno()).st_mode):
+                opened = os.fstat(handle.fileno())
+                if not S_ISREG(opened.st_mode):
                     raise IsADirectoryError("not a regular file")
-                data = handle.read(MAX_FILE_BYTES)
+                # One byte over the cap tells a file that grew since the stat from one that fits.
+                data = handle.read(MAX_FILE_BYTES + 1)
         except OSError as exc:
             self._events.warning("workspace_file_unreadable", file=name, error=type(exc).__name__)
             return None
-        text = data.decode("utf-8", errors="replace")
-        if size > MAX_FILE_BYTES:
-            self._events.warning("workspace_file_truncated", file=name, bytes=size)
-            text += f"\n[… {name} was cut at {MAX_FILE_BYTES:,} bytes of {size:,} …]"
-        return text
+        if len(data) <= MAX_FILE_BYTES:
+            return data.decode("utf-8", errors="replace")
+        # The cut may fall inside a character: its first bytes are dropped, not shown as U+FFFD.
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        text = decoder.decode(data[:MAX_FILE_BYTES], final=False)
+        total = max(size, opened.st_size, len(data))
+        self._events.warning("workspace_file_truncated", file=name, bytes=total)
+        return text + f"\n[… {name} was cut at {MAX_FILE_BYTES:,} bytes of {total:,} …]"

@@ -1,0 +1,98 @@
+"""A CI-sized soak (``scripts/soak.py``): many turns through one verifier leave nothing behind.
+
+600 turns per wire format (200 of them warm-up), 50 at a time, through ``Verifier.run`` to the
+loopback provider over litellm's real network path; every fourth turn's first reply is failed
+and retried. After the warm-up, open file descriptors must stay where they were, the memory
+Python holds must stay flat, and resident memory may grow only within a generous bound
+(allocator noise, not a leak). ``python scripts/soak.py`` runs the full 10,000 turns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+
+import soak
+
+TURNS = 600
+WARMUP = 200
+RSS_BOUND_MB = 20.0
+"""Generous: a leak of one kilobyte a turn would already show in ``traced``."""
+TRACED_BOUND_MB = 3.0
+"""Python allocations still held at the end that were made after the warm-up."""
+
+
+@pytest.fixture(scope="module", params=["anthropic", "openai"])
+def report(request: pytest.FixtureRequest) -> soak.SoakReport:
+    """One soak per wire format, shared by the tests of that wire (its own event loop)."""
+    return asyncio.run(soak.soak(TURNS, batch=50, warmup=WARMUP, wire=request.param))
+
+
+def test_every_turn_passes(report: soak.SoakReport) -> None:
+    assert report.statuses == {"passed": TURNS}
+
+
+def test_every_failed_first_reply_is_retried_once(report: soak.SoakReport) -> None:
+    assert report.attempts == {1: TURNS * 3 // 4, 2: TURNS // 4}
+
+
+def test_open_file_descriptors_stay_flat_after_the_warm_up(report: soak.SoakReport) -> None:
+    assert report.end.open_fds <= report.baseline.open_fds
+
+
+def test_closing_the_verifier_releases_every_file_descriptor(report: soak.SoakReport) -> None:
+    assert report.closed.open_fds <= report.start.open_fds
+
+
+def test_memory_python_holds_stays_flat_after_the_warm_up(report: soak.SoakReport) -> None:
+    assert report.traced_growth_mb < TRACED_BOUND_MB
+
+
+def test_resident_memory_growth_after_the_warm_up_is_bounded(report: soak.SoakReport) -> None:
+    assert report.rss_growth_mb < RSS_BOUND_MB
+
+
+# -- the script's verdict -------------------------------------------------------------------------
+
+MB = 1024 * 1024
+
+
+def _report(**changes: soak.Sample) -> soak.SoakReport:
+    flat = soak.Sample(rss_bytes=300 * MB, open_fds=113, traced_bytes=20 * MB)
+    base = soak.SoakReport(
+        turns=10, batch=5, warmup=2, wire="openai", judge_requests=12,
+        statuses={"passed": 10}, attempts={1: 8, 2: 2}, seconds=1.0,
+        start=replace(flat, open_fds=9), baseline=flat, end=flat, closed=replace(flat, open_fds=9),
+        traced_peak_bytes=21 * MB,
+    )  # fmt: skip
+    return replace(base, **changes)
+
+
+def test_the_script_passes_a_flat_soak() -> None:
+    assert soak.problems(_report()) == []
+
+
+def test_the_script_fails_a_soak_whose_resident_memory_grew() -> None:
+    grown = soak.Sample(rss_bytes=306 * MB, open_fds=113, traced_bytes=20 * MB)
+    assert len(soak.problems(_report(end=grown), max_growth_mb=5.0)) == 1
+
+
+def test_the_script_fails_a_soak_whose_file_descriptors_grew() -> None:
+    grown = soak.Sample(rss_bytes=300 * MB, open_fds=114, traced_bytes=20 * MB)
+    assert len(soak.problems(_report(end=grown))) == 1
+
+
+def test_the_script_fails_a_soak_that_left_file_descriptors_open() -> None:
+    left = soak.Sample(rss_bytes=300 * MB, open_fds=10, traced_bytes=20 * MB)
+    assert len(soak.problems(_report(closed=left))) == 1
+
+
+def test_the_script_fails_a_soak_with_a_turn_that_did_not_pass() -> None:
+    failed = replace(_report(), statuses={"passed": 9, "failed_open": 1})
+    assert len(soak.problems(failed)) == 1
