@@ -13,6 +13,7 @@ import threading
 import traceback
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -76,27 +77,44 @@ def record_texts(record: logging.LogRecord) -> Iterator[tuple[str, str]]:
         yield "stack_info", record.stack_info
 
 
+@dataclass(frozen=True)
+class Leak:
+    """A log record that carried a known key: where, and an excerpt with the key replaced."""
+
+    logger: str
+    level: int
+    where: str
+    excerpt: str
+
+    def __str__(self) -> str:
+        return f"{self.logger} {logging.getLevelName(self.level)} {self.where}: {self.excerpt}"
+
+
 class SecretsGuard:
-    """Collects the log records that carry one of ``keys``; thread-safe, holds nothing else."""
+    """Collects the log records that carry one of ``keys``; thread-safe. It keeps nothing of a
+    clean record but its logger's name (``loggers``), so it can watch a long soak."""
 
     def __init__(self, keys: Iterable[str] = KNOWN_KEYS) -> None:
         self.keys = tuple(keys)
-        self.leaks: list[str] = []
+        self.leaks: list[Leak] = []
+        self.loggers: set[str] = set()
+        """The names of the loggers whose records were checked."""
         self._lock = threading.Lock()
 
     def check(self, record: logging.LogRecord) -> None:
         """Note ``record`` if any of its texts holds a key (the key itself is not repeated)."""
+        self.loggers.add(record.name)
         for where, text in record_texts(record):
             for index, key in enumerate(self.keys):
                 if key in text:
-                    shown = text.replace(key, f"<KNOWN_KEYS[{index}]>")
-                    leak = f"{record.name} {record.levelname} {where}: {shown[:300]}"
+                    shown = text.replace(key, f"<KNOWN_KEYS[{index}]>")[:300]
                     with self._lock:
-                        self.leaks.append(leak)
+                        self.leaks.append(Leak(record.name, record.levelno, where, shown))
                     return
 
-    def forgive(self) -> list[str]:
-        """Take the leaks found so far (for tests of the guard itself)."""
+    def forgive(self) -> list[Leak]:
+        """Take the leaks found so far, so they do not fail the test (for tests that expect
+        one, such as the guard's own)."""
         with self._lock:
             leaks, self.leaks = self.leaks, []
         return leaks
@@ -140,7 +158,7 @@ def secrets_guard() -> Iterator[SecretsGuard]:
     with watching_every_record(SecretsGuard()) as guard:
         yield guard
     if guard.leaks:
-        listed = "\n  ".join(guard.leaks[:10])
+        listed = "\n  ".join(str(leak) for leak in guard.leaks[:10])
         pytest.fail(f"{len(guard.leaks)} log record(s) carry a known API key:\n  {listed}")
 
 

@@ -444,7 +444,7 @@ def test_verification_exhausted_survives_pickling(make_config: Any) -> None:
 def test_run_kind_values_are_validated_like_the_verifier_s_own(make_config: Any) -> None:
     from replyguard import ConfigError
 
-    with pytest.raises(ConfigError, match="run kind 'quick': triggerKeywords"):
+    with pytest.raises(ConfigError, match=r"runKinds\.quick\.triggerKeywords: keywords must not"):
         make_config(runKinds={"quick": {"triggerKeywords": [""]}})
 
 

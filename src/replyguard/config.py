@@ -26,7 +26,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from replyguard.checks.specs import FILE_MODEL, CheckSpec, HeartbeatCheckSpec
-from replyguard.errors import ConfigError
+from replyguard.errors import ConfigError, ReplyguardError
 
 ENV_PREFIX = "env:"
 MASK = "**********"
@@ -57,6 +57,15 @@ Deliver = Literal["last", "first", "best"]
 OnExhausted = Literal["deliver", "raise"]
 JudgeAfterChecks = Literal["on_pass", "always", "never"]
 ModelNames = Annotated[tuple[str, ...], Field(strict=False)]
+
+
+class _RunKindsInvalid(ReplyguardError):
+    """A run kind does not validate merged over its config (not a ValueError, so pydantic lets
+    it through with its keys; ``load``/``from_dict`` turn it into a ``ConfigError``)."""
+
+    def __init__(self, problems: list[tuple[str, str]]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(f"{key}: {message}" for key, message in problems))
 
 
 class CircuitBreakerConfig(BaseModel):
@@ -254,19 +263,19 @@ class VerifierConfig(BaseModel):
         }
         return type(self).model_validate(merged)
 
-    @model_validator(mode="after")
-    def _run_kinds_valid(self) -> Self:
+    def model_post_init(self, context: Any, /) -> None:
+        """Every run kind, merged over this config, must validate like the config itself."""
+        problems: list[tuple[str, str]] = []
         for name in self.run_kinds:
             try:
                 self.for_run_kind(name)
             except ValidationError as exc:
-                problems = "; ".join(
-                    f"{'.'.join(to_camel(str(p)) for p in e['loc'])}: "
-                    + e["msg"].removeprefix("Value error, ")
-                    for e in exc.errors(include_input=False, include_url=False)
-                )
-                raise ValueError(f"run kind {name!r}: {problems}") from None
-        return self
+                for error in exc.errors(include_input=False, include_url=False):
+                    path = ".".join(to_camel(str(part)) for part in error["loc"])
+                    message = error["msg"].removeprefix("Value error, ")
+                    problems.append((f"runKinds.{name}.{path}", message))
+        if problems:
+            raise _RunKindsInvalid(problems)
 
     @property
     def judge_models(self) -> tuple[str, ...]:
@@ -328,6 +337,8 @@ class VerifierConfig(BaseModel):
             return cls.model_validate(data, by_alias=True, by_name=False)
         except ValidationError as exc:
             raise ConfigError(source, _problems(exc)) from None
+        except _RunKindsInvalid as exc:
+            raise ConfigError(source, exc.problems) from None
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Self:
@@ -351,6 +362,9 @@ class VerifierConfig(BaseModel):
             config = cls.model_validate(data, by_alias=True, by_name=False)
         except ValidationError as exc:
             raise ConfigError(str(file), _problems(exc, prefix)) from None
+        except _RunKindsInvalid as exc:
+            problems = [(prefix + key, message) for key, message in exc.problems]
+            raise ConfigError(str(file), problems) from None
         relative = {
             key: str((file.parent / value).resolve())
             for key in ("workspace_dir", "ledger_path")
