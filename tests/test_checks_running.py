@@ -368,7 +368,8 @@ def test_a_default_name_steps_aside_for_the_same_name_given_explicitly(make_conf
 
 def test_a_config_with_two_default_command_names_builds_a_verifier(make_config: Any) -> None:
     python = {"type": "command", "command": ["python", "-c", "pass"]}
-    Verifier(make_config(checks=[python, python]), judge=ScriptedJudge([]))
+    verifier = Verifier(make_config(checks=[python, python]), judge=ScriptedJudge([]))
+    assert [c.name for c in verifier.checks] == ["command:python", "command:python#2"]
 
 
 def test_names_repeated_explicitly_in_the_config_are_refused(make_config: Any) -> None:

@@ -14,13 +14,20 @@ from replyguard.verdict import parse_verdict
 FENCE = "```"
 
 
-def _assert_unreadable(verdict: Verdict, raw: str | None) -> None:
-    assert verdict.passed is True
-    assert verdict.readable is False
-    assert verdict.fail_open_reason is Reason.UNREADABLE_VERDICT
-    assert verdict.error
-    assert verdict.category is None
-    assert verdict.raw == raw
+def _fail_open_shape(verdict: Verdict) -> tuple[Any, ...]:
+    """What an unreadable verdict must look like: a fail-open PASS that says why."""
+    return (
+        verdict.passed,
+        verdict.readable,
+        verdict.fail_open_reason,
+        bool(verdict.error),
+        verdict.category,
+        verdict.raw,
+    )
+
+
+def _unreadable(raw: str | None) -> tuple[Any, ...]:
+    return (True, False, Reason.UNREADABLE_VERDICT, True, None, raw)
 
 
 # --- accepted forms ---------------------------------------------------------------------------
@@ -156,7 +163,7 @@ def test_last_verdict_line_wins_when_it_is_a_pass() -> None:
     ],
 )
 def test_prose_words_never_decide(line: str) -> None:
-    _assert_unreadable(parse_verdict(line), line)
+    assert _fail_open_shape(parse_verdict(line)) == _unreadable(line)
 
 
 def test_prose_after_the_verdict_does_not_override_it() -> None:
@@ -166,7 +173,9 @@ def test_prose_after_the_verdict_does_not_override_it() -> None:
 
 
 def test_verdict_must_begin_the_line() -> None:
-    _assert_unreadable(parse_verdict("So my verdict is PASS."), "So my verdict is PASS.")
+    assert _fail_open_shape(parse_verdict("So my verdict is PASS.")) == _unreadable(
+        "So my verdict is PASS."
+    )
 
 
 # --- feedback, reasoning, raw -----------------------------------------------------------------
@@ -303,7 +312,7 @@ def test_json_prose_before_the_object_is_the_reasoning() -> None:
 @pytest.mark.parametrize("value", ['"MAYBE"', '""', "true", "null", "1", '["PASS"]', '"PASS FAIL"'])
 def test_json_with_invalid_verdict_value_is_unreadable(value: str) -> None:
     text = '{"verdict": ' + value + ', "feedback": "x"}'
-    _assert_unreadable(parse_verdict(text), text)
+    assert _fail_open_shape(parse_verdict(text)) == _unreadable(text)
 
 
 def test_json_unknown_category_is_kept_in_the_feedback() -> None:
@@ -343,7 +352,7 @@ def test_last_of_two_json_verdicts_wins() -> None:
 @pytest.mark.parametrize("text", ["", " ", "\n\n\t  \r\n"])
 def test_empty_output_fails_open(text: str) -> None:
     verdict = parse_verdict(text)
-    _assert_unreadable(verdict, text)
+    assert _fail_open_shape(verdict) == _unreadable(text)
     assert verdict.error == "empty judge output"
 
 
@@ -351,12 +360,12 @@ def test_empty_output_fails_open(text: str) -> None:
     "text", ["The reply looks fine to me.", "{}", '{"verdict": ', FENCE, "Verdict:", "**"]
 )
 def test_output_without_a_verdict_fails_open(text: str) -> None:
-    _assert_unreadable(parse_verdict(text), text)
+    assert _fail_open_shape(parse_verdict(text)) == _unreadable(text)
 
 
 def test_non_text_fails_open() -> None:
     none: Any = None
-    _assert_unreadable(parse_verdict(none), None)
+    assert _fail_open_shape(parse_verdict(none)) == _unreadable(None)
 
 
 # --- robustness ---------------------------------------------------------------------------------
