@@ -72,6 +72,23 @@ class Budget:
         return cls(own, Reason.JUDGE_TIMEOUT)
 
 
+@dataclass(frozen=True)
+class Step:
+    """One reply to assess, with what the assessment needs to know about its turn."""
+
+    profile: Profile
+    turn: Turn
+    reply: Reply
+    previous_feedback: Sequence[str]
+    attempt: int
+    deadline: float | None
+    """The turn's deadline (``time.monotonic``), or None when it has none."""
+
+    def left(self) -> float | None:
+        """Seconds left of the turn (never negative), or None without a deadline."""
+        return None if self.deadline is None else max(self.deadline - time.monotonic(), 0.0)
+
+
 def _fail_open(reason: Reason, error: str, started: float) -> Verdict:
     latency = (time.perf_counter() - started) * 1000
     return Verdict(
@@ -115,19 +132,12 @@ class Assessor:
             async with self._limiter.slot():
                 yield
 
-    async def judgement(
-        self,
-        profile: Profile,
-        turn: Turn,
-        reply: Reply,
-        previous_feedback: Sequence[str],
-        attempt: int,
-        deadline: float | None,
-    ) -> Verdict:
-        """Judge one reply by ``deadline`` (and ``timeoutSeconds``); never raises.
+    async def judgement(self, step: Step) -> Verdict:
+        """Judge one reply by the turn's deadline (and ``timeoutSeconds``); never raises.
 
         Cancellation of the caller is the one exception that propagates.
         """
+        profile, turn, reply = step.profile, step.turn, step.reply
         config, events = profile.config, self._events
         started = time.perf_counter()
 
@@ -144,7 +154,7 @@ class Assessor:
                 limits=profile.limits,
                 rules=self._rules(config, turn),
                 heartbeat_tasks=heartbeat,
-                previous_feedback=previous_feedback,
+                previous_feedback=step.previous_feedback,
                 meta=reply.meta,
                 redact=self._redact,
             )
@@ -155,14 +165,13 @@ class Assessor:
         warmup = getattr(profile.judge, "warmup", None)
         if warmup is not None:  # one-time setup (litellm's import): not judgement time, but
             try:  # it does count against the turn's own deadline
-                left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
-                async with asyncio.timeout(left):
+                async with asyncio.timeout(step.left()):
                     await warmup()
             except TimeoutError:
                 return failed(Reason.LATENCY_BUDGET, "the turn's deadline passed during warm-up")
             except Exception as exc:
                 return failed(Reason.JUDGE_ERROR, describe_error(exc, events.secrets))
-        budget = Budget.at(config.timeout_seconds, deadline)
+        budget = Budget.at(config.timeout_seconds, step.deadline)
         try:
             step_deadline = time.monotonic() + budget.seconds
             async with asyncio.timeout(budget.seconds), self._slot():
@@ -197,7 +206,7 @@ class Assessor:
         verdict = verdict.model_copy(update=update)
         fields: dict[str, Any] = {
             "turn_id": turn.id,
-            "attempt": attempt,
+            "attempt": step.attempt,
             "passed": verdict.passed,
             "category": verdict.category,
             "readable": verdict.readable,
@@ -214,37 +223,29 @@ class Assessor:
         events.info("verdict", **fields)
         return verdict
 
-    async def assess(
-        self,
-        profile: Profile,
-        turn: Turn,
-        reply: Reply,
-        previous_feedback: Sequence[str],
-        attempt: int,
-        deadline: float | None,
-    ) -> tuple[Verdict, tuple[CheckResult, ...]]:
+    async def assess(self, step: Step) -> tuple[Verdict, tuple[CheckResult, ...]]:
         """Checks, then (per ``judgeAfterChecks``) the judge: one verdict on one reply.
 
-        Every step is bounded by the turn's ``deadline`` too (None: no turn deadline).
+        Every step is bounded by the turn's deadline too.
         """
+        turn, reply, config = step.turn, step.reply, step.profile.config
         started = time.perf_counter()
-        budget = Budget.at(profile.config.timeout_seconds, deadline)
-        left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+        budget = Budget.at(config.timeout_seconds, step.deadline)
         try:
-            async with asyncio.timeout(left):
+            async with asyncio.timeout(step.left()):
                 results = await run_checks(
                     self.checks, turn, reply, time_limit=budget.seconds, events=self._events
                 )
         except TimeoutError:
             error = "the turn's deadline passed during the checks"
             return _fail_open(Reason.LATENCY_BUDGET, error, started), ()
-        self._report_checks(turn, attempt, results)
+        self._report_checks(turn, step.attempt, results)
         suspicion = await _suspicion(reply.text)
         if suspicion:
             self._events.warning(
-                "suspected_injection", turn_id=turn.id, attempt=attempt, reasons=suspicion
+                "suspected_injection", turn_id=turn.id, attempt=step.attempt, reasons=suspicion
             )
-            if profile.config.on_suspected_injection == "fail":
+            if config.on_suspected_injection == "fail":
                 failure = Verdict(
                     passed=False,
                     category=FailCategory.RULE_VIOLATION,
@@ -254,40 +255,30 @@ class Assessor:
                     suspected_injection=suspicion,
                 )
                 return failure, results
-        verdict, results = await self._verdict(
-            profile, turn, reply, previous_feedback, attempt, deadline, results
-        )
+        verdict = await self._verdict(step, results)
         if suspicion:
             verdict = verdict.model_copy(update={"suspected_injection": suspicion})
         return verdict, results
 
-    async def _verdict(
-        self,
-        profile: Profile,
-        turn: Turn,
-        reply: Reply,
-        previous_feedback: Sequence[str],
-        attempt: int,
-        deadline: float | None,
-        results: tuple[CheckResult, ...],
-    ) -> tuple[Verdict, tuple[CheckResult, ...]]:
+    async def _verdict(self, step: Step, results: tuple[CheckResult, ...]) -> Verdict:
+        """The checks' verdict, the judge's, or both merged, per ``judgeAfterChecks``."""
         failure = checks_verdict(results)
-        mode = profile.config.judge_after_checks
+        mode = step.profile.config.judge_after_checks
         if failure is not None and mode != "always":
-            return failure, results
+            return failure
         if failure is None and (mode == "never" or decisive_pass(results)):
-            return Verdict(passed=True, decisive=True, reasoning="deterministic checks"), results
-        verdict = await self.judgement(profile, turn, reply, previous_feedback, attempt, deadline)
+            return Verdict(passed=True, decisive=True, reasoning="deterministic checks")
+        verdict = await self.judgement(step)
         if failure is None:
-            return verdict, results
+            return verdict
         if verdict.passed:  # the judge passed (or failed open): the checks' failure stands
-            return failure.model_copy(update=_spend(verdict)), results
+            return failure.model_copy(update=_spend(verdict))
         judged = f"[judge] {verdict.feedback}" if verdict.feedback else "[judge] failed"
         merged = {
             "feedback": f"{merged_feedback(results)}\n{judged}",
             "category": failure.category or verdict.category,
         }
-        return verdict.model_copy(update=merged), results
+        return verdict.model_copy(update=merged)
 
     def _report_checks(self, turn: Turn, attempt: int, results: Sequence[CheckResult]) -> None:
         if not results:

@@ -81,11 +81,7 @@ class Hooks:
             if inspect.isawaitable(result):  # a sync hook that returned a coroutine
                 await asyncio.wait_for(result, timeout=time_limit)
         except Exception as exc:
-            try:
-                error = describe_error(exc, events.secrets)
-            except Exception:  # an exception whose text itself fails
-                error = type(exc).__name__
-            events.warning("hook_failed", hook=name, error=error)
+            events.warning("hook_failed", hook=name, error=describe_error(exc, events.secrets))
 
     def _forget(self, future: asyncio.Future[Any]) -> None:
         self._abandoned.discard(future)

@@ -269,6 +269,7 @@ class LiteLLMJudge:
         self._events = events
         self._breaker = breaker
         self._models = config.judge_models
+        self._structured: dict[str, bool] = {}  # per model, asked of litellm once
         primary = _provider(key_owner or config.model)
         self._own_credentials = {
             model: config.api_base is not None or _provider(model) == primary
@@ -296,7 +297,7 @@ class LiteLLMJudge:
             "max_retries": 0,
             "num_retries": 0,
         }
-        if supports_structured_verdict(model):
+        if self._wants_structured(model):
             params["response_format"] = VERDICT_FORMAT
         if self._own_credentials.get(model, False):
             params["api_base"] = self._config.api_base
@@ -374,6 +375,14 @@ class LiteLLMJudge:
                 error=error,
             )
             raise JudgeConfigError(error, last_error_class=type(exc).__name__) from None
+
+    def _wants_structured(self, model: str) -> bool:
+        known = self._structured.get(model)
+        if known is None:
+            known = supports_structured_verdict(model)
+            if _loaded_litellm() is not None:  # before litellm is loaded the answer is a guess
+                self._structured[model] = known
+        return known
 
     def share_of(self, index: int, remaining: float) -> float:
         """The seconds the ``index``-th model gets: an even share of what is left among it and

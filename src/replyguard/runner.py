@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from replyguard.agents import Agent, Messages, as_reply, call_agent
-from replyguard.assessment import Assessor, Profile
+from replyguard.assessment import Assessor, Profile, Step
 from replyguard.breaker import CircuitBreaker
 from replyguard.checks.base import Check, as_check
 from replyguard.checks.registry import build_checks
@@ -217,7 +217,7 @@ class Verifier:
                 fail_open_reason=Reason.SAME_FAMILY,
                 error=f"judge and agent model {turn.agent_model!r} are of the same family",
             )
-        verdict, _ = await self._assessor.assess(profile, turn, checked, (), 1, None)
+        verdict, _ = await self._assessor.assess(Step(profile, turn, checked, (), 1, None))
         return verdict
 
     def run_sync(self, agent: Agent, turn: Turn) -> Outcome:
@@ -431,14 +431,11 @@ class _Run:
                 return await self.finish(
                     Status.FAILED_OPEN, self.delivery(reply), Reason.LATENCY_BUDGET
                 )
-            verdict, results = await self.v._assessor.assess(
-                self.profile,
-                turn,
-                _with_turn_ledger(reply, self.attempts),
-                feedback_so_far,
-                number,
-                self.deadline,
+            judged_reply = _with_turn_ledger(reply, self.attempts)
+            step = Step(
+                self.profile, turn, judged_reply, tuple(feedback_so_far), number, self.deadline
             )
+            verdict, results = await self.v._assessor.assess(step)
             if verdict.model is not None:
                 self.last_judge_cost = verdict.cost_usd
             previous = self.attempts[-1].verdict if self.attempts else None

@@ -36,9 +36,16 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
 
 
 def describe_error(exc: BaseException, secrets: Iterable[str] = (), limit: int = 300) -> str:
-    """A short, redacted one-line description of an exception, safe to log or store."""
+    """A short, redacted one-line description of an exception, safe to log or store.
+
+    Never raises: an exception whose own text fails is described by its class name.
+    """
+    try:
+        raw = str(exc)
+    except Exception:
+        raw = ""
     # Redact before cutting: a cut through a secret would leave a piece no pattern matches.
-    text = redact(" ".join(str(exc).split()), secrets)
+    text = redact(" ".join(raw.split()), secrets)
     if len(text) > limit:
         text = text[:limit] + "…"
     name = type(exc).__name__

@@ -8,7 +8,9 @@ are refused by the ``Verifier``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from replyguard.checks.base import Check
 from replyguard.checks.claims import ClaimCheck
@@ -19,12 +21,9 @@ from replyguard.checks.json_check import JsonCheck
 from replyguard.checks.rules import RuleCheck
 from replyguard.checks.specs import (
     CheckSpec,
-    ClaimCheckSpec,
     CommandCheckSpec,
     HeartbeatCheckSpec,
-    HttpRequestCheckSpec,
     JsonCheckSpec,
-    RulesCheckSpec,
 )
 from replyguard.config import VerifierConfig
 from replyguard.telemetry import Events
@@ -38,65 +37,33 @@ def _command_cwd(spec: CommandCheckSpec, workspace_dir: str | None) -> str | Non
     return str(Path(workspace_dir) / spec.cwd)
 
 
+_BUILDERS: dict[str, Callable[..., Check]] = {
+    "rules": RuleCheck,
+    "json": JsonCheck,
+    "http_request": HttpRequestCheck,
+    "command": CommandCheck,
+    "claims": ClaimCheck,
+    "heartbeat": HeartbeatCheck,
+}
+"""Each spec's keys are its check's keyword arguments, but for the few mapped below."""
+
+
 def build_check(spec: CheckSpec, config: VerifierConfig, events: Events) -> Check:
     """One configured check."""
-    name = spec.name or spec.type
-    if isinstance(spec, RulesCheckSpec):
-        return RuleCheck(
-            max_length=spec.max_length,
-            min_length=spec.min_length,
-            must_match=spec.must_match,
-            must_not_match=spec.must_not_match,
-            forbidden_phrases=spec.forbidden_phrases,
-            case_sensitive=spec.case_sensitive,
-            name=name,
-            required=spec.required,
-            category=spec.category,
-        )
+    options: dict[str, Any] = {
+        key: getattr(spec, key) for key in type(spec).model_fields if key != "type"
+    }
+    options["name"] = spec.name or spec.type
     if isinstance(spec, JsonCheckSpec):
-        return JsonCheck(
-            schema=spec.json_schema,
-            expect=spec.expect,
-            fields=spec.fields,
-            deliver_repaired=spec.deliver_repaired,
-            name=name,
-            required=spec.required,
-            category=spec.category,
+        options["schema"] = options.pop("json_schema")
+    elif isinstance(spec, CommandCheckSpec):
+        options["name"] = spec.name  # None: "command:<program>"
+        options["cwd"] = _command_cwd(spec, config.workspace_dir)
+    elif isinstance(spec, HeartbeatCheckSpec):
+        options.update(
+            workspace_dir=config.workspace_dir, heartbeat_file=config.heartbeat_file, events=events
         )
-    if isinstance(spec, HttpRequestCheckSpec):
-        return HttpRequestCheck(
-            allowed_schemes=spec.allowed_schemes,
-            allowed_hosts=spec.allowed_hosts,
-            allowed_methods=spec.allowed_methods,
-            required_headers=spec.required_headers,
-            name=name,
-            required=spec.required,
-            category=spec.category,
-        )
-    if isinstance(spec, CommandCheckSpec):
-        return CommandCheck(
-            spec.command,
-            shell=spec.shell,
-            timeout_seconds=spec.timeout_seconds,
-            cwd=_command_cwd(spec, config.workspace_dir),
-            env=spec.env,
-            pass_reply=spec.pass_reply,
-            tail_chars=spec.tail_chars,
-            name=spec.name,  # None: "command:<program>"
-            required=spec.required,
-            category=spec.category,
-        )
-    if isinstance(spec, ClaimCheckSpec):
-        return ClaimCheck(claims=spec.claims, name=name, required=spec.required)
-    if isinstance(spec, HeartbeatCheckSpec):
-        return HeartbeatCheck(
-            workspace_dir=config.workspace_dir,
-            heartbeat_file=config.heartbeat_file,
-            name=name,
-            required=spec.required,
-            events=events,
-        )
-    raise TypeError(f"unknown check spec {type(spec).__name__}")
+    return _BUILDERS[spec.type](**options)
 
 
 def build_checks(config: VerifierConfig, events: Events) -> list[Check]:

@@ -51,21 +51,13 @@ async def _run_one(
         task = asyncio.current_task()
         if task is None or task.cancelling():
             raise
-        error = _described(exc, events)
+        error = describe_error(exc, events.secrets)
     except Exception as exc:
-        error = _described(exc, events)
+        error = describe_error(exc, events.secrets)
     else:
         return result.model_copy(update={"required": check.required})
     events.warning("check_crashed", check=check.name, required=check.required, error=error)
     return _crashed(check, error)
-
-
-def _described(exc: BaseException, events: Events) -> str:
-    """``describe_error``, or the class name when the exception cannot even be described."""
-    try:
-        return describe_error(exc, events.secrets)
-    except Exception:
-        return type(exc).__name__
 
 
 async def run_checks(
