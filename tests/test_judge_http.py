@@ -300,22 +300,35 @@ async def test_provider_error_prints_nothing(
 # --- fallback models ----------------------------------------------------------------------------
 
 
+ANTHROPIC_OWN_KEY = "anthropic-own-key-0000"
+
+
+async def _judge_with_failing_primary(
+    http: respx.MockRouter,
+    config_for: Callable[..., VerifierConfig],
+    monkeypatch: pytest.MonkeyPatch,
+    fallback_answer: str,
+) -> tuple[respx.Route, respx.Route, Any]:
+    """An OpenAI judge answering 500, then an Anthropic fallback with its own env key."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", ANTHROPIC_OWN_KEY)
+    first = http.post(OPENAI.url).mock(
+        return_value=httpx.Response(500, content=OPENAI.error(500, "overloaded"))
+    )
+    fallback = http.post(ANTHROPIC.url).mock(side_effect=answering(ANTHROPIC, fallback_answer))
+    config = config_for(
+        OPENAI, agentModel="gemini/gemini-2.5-pro", fallbackModels=["anthropic/claude-haiku-4-5"]
+    )
+    return first, fallback, await judge_once(config)
+
+
 async def test_fallback_model_gives_the_verdict_when_the_first_model_errors(
     http: respx.MockRouter,
     config_for: Callable[..., VerifierConfig],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "anthropic-own-key-0000")
-    first = http.post(OPENAI.url).mock(
-        return_value=httpx.Response(500, content=OPENAI.error(500, "overloaded"))
+    first, fallback, verdict = await _judge_with_failing_primary(
+        http, config_for, monkeypatch, "FAIL [rule_violation]: use bullet points."
     )
-    fallback = http.post(ANTHROPIC.url).mock(
-        side_effect=answering(ANTHROPIC, "FAIL [rule_violation]: use bullet points.")
-    )
-    config = config_for(
-        OPENAI, agentModel="gemini/gemini-2.5-pro", fallbackModels=["anthropic/claude-haiku-4-5"]
-    )
-    verdict = await judge_once(config)
     assert (first.call_count, fallback.call_count) == (1, 1)
     assert sent(fallback).body["model"] == "claude-haiku-4-5"
     assert verdict.model == "claude-haiku-4-5"
@@ -327,17 +340,9 @@ async def test_configured_key_is_never_sent_to_a_fallback_of_another_provider(
     config_for: Callable[..., VerifierConfig],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "anthropic-own-key-0000")
-    first = http.post(OPENAI.url).mock(
-        return_value=httpx.Response(500, content=OPENAI.error(500, "overloaded"))
-    )
-    fallback = http.post(ANTHROPIC.url).mock(side_effect=answering(ANTHROPIC, "PASS"))
-    config = config_for(
-        OPENAI, agentModel="gemini/gemini-2.5-pro", fallbackModels=["anthropic/claude-haiku-4-5"]
-    )
-    await judge_once(config)
+    first, fallback, _ = await _judge_with_failing_primary(http, config_for, monkeypatch, "PASS")
     assert sent(first).headers["authorization"] == f"Bearer {API_KEY}"
-    assert sent(fallback).headers["x-api-key"] == "anthropic-own-key-0000"
+    assert sent(fallback).headers["x-api-key"] == ANTHROPIC_OWN_KEY
 
 
 # --- reasoning (o-series) judges ----------------------------------------------------------------
