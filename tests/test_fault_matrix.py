@@ -53,8 +53,13 @@ def test_turn_fails_open_by_the_deadline(result: Result) -> None:
 def test_faulty_judgement_is_not_retried_beyond_the_known_requests(
     result: Result, case: Case
 ) -> None:
-    """One request per judgement (``max_retries=0``), but where litellm retries on its own."""
-    assert result.requests == case.expected_requests
+    """One request per judgement (``max_retries=0``), but where litellm retries on its own.
+
+    At most: litellm now reuses its pooled connection across judgements (one constant
+    timeout), and a connection the previous fault left half-dead can fail before the request
+    reaches the server — still a fail-open, never an extra request.
+    """
+    assert 0 <= result.requests <= case.expected_requests
 
 
 @pytest.mark.parametrize("case", CASE_PARAMS)
