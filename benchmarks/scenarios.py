@@ -354,7 +354,7 @@ class InstantJudge:
     """A judge that answers PASS at once: replyguard's in-process cost alone."""
 
     async def judge(self, prompt: JudgePrompt, *, time_left: float) -> JudgeReply:
-        return JudgeReply(text="PASS", model="bench/instant", prompt_tokens=prompt.tokens)
+        return JudgeReply(text="PASS", model="bench/instant")
 
 
 async def in_process_verified(pairs: int, *, agent_work: int = 0) -> Pair:

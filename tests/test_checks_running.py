@@ -174,6 +174,31 @@ async def test_an_exception_that_cannot_be_described_is_named_by_its_class() -> 
     assert (result.passed, result.error) == (True, "Unprintable")
 
 
+class NotMine(Probe):
+    """A probe that says up front that no reply is its business, recording each question."""
+
+    def __init__(self, name: str, *, required: bool = False) -> None:
+        super().__init__(name, too_long(name), required=required)
+        self.asked: list[str] = []
+
+    def applies(self, turn: Turn, reply: Reply) -> bool:
+        self.asked.append(reply.text)
+        return False
+
+
+@pytest.mark.parametrize("required", [False, True])
+async def test_a_check_that_does_not_apply_is_never_called_and_passes(required: bool) -> None:
+    lone, beside = NotMine("lone", required=required), NotMine("beside")
+    other = Probe("other", passed("other"))
+    alone = await run_alone(lone)
+    together = await run_alone(beside, other)
+    assert (lone.asked, lone.seen, beside.seen, other.seen) == (["hi"], [], [], ["hi"])
+    assert alone == (CheckResult(name="lone", passed=True, required=required),)
+    assert together[0] == CheckResult(name="beside", passed=True)
+    assert (together[0].error, together[0].feedback, together[0].decisive) == (None, None, False)
+    assert together[1].name == "other"
+
+
 async def test_a_slow_sync_check_does_not_hold_up_the_others() -> None:
     release = threading.Event()
 

@@ -13,6 +13,7 @@ import pytest
 
 from injection_corpus import HOSTILE, Sample
 from replyguard import tokens
+from replyguard._prompts import fill, render
 from replyguard.context import (
     MESSAGE_OVERHEAD,
     ContextLimits,
@@ -903,3 +904,77 @@ def test_judge_prompt_snapshot() -> None:
         SNAPSHOT.write_text(rendered, encoding="utf-8")
     assert SNAPSHOT.is_file(), "no snapshot yet: run with UPDATE_SNAPSHOTS=1 and review it"
     assert rendered == SNAPSHOT.read_text(encoding="utf-8")
+
+
+# -- the fast paths keep the contract -------------------------------------------------------------
+
+# Texts whose tokens per UTF-8 byte differ most: the byte bound is tight for some, loose for
+# others, and a hidden character grows into a marker when cleaned.
+DENSE_UNITS = {
+    "emoji": "🎉👩‍💻🇯🇵",
+    "cjk": "漢字仮名交じり文。",
+    "json": '{"id": 12, "tags": ["a", "b"]},\n',
+    "hidden": "a\u200b\u202e",
+    "prose": "The quick brown fox jumps over the lazy dog. ",
+}
+
+
+def _sized(unit: str, size: int) -> str:
+    return (unit * (size // len(unit) + 1))[:size]
+
+
+@pytest.mark.parametrize("unit", list(DENSE_UNITS.values()), ids=list(DENSE_UNITS))
+@pytest.mark.parametrize("budget", [1000, 2500])
+def test_prompts_around_the_size_bound_never_exceed_the_budget(unit: str, budget: int) -> None:
+    """Every size from well inside the byte bound to well past it: the prompt fits, and its
+    token count (counted or not at build time) is exact."""
+    fixed = tokens.count(system_prompt()) + MESSAGE_OVERHEAD
+    room = budget - fixed
+    for size in range(room // 8, room * 2, max(room // 12, 1)):
+        text = _sized(unit, size)
+        prompt = _build(
+            _full_turn(user_message=text, history=[{"role": "user", "content": text}]),
+            text,
+            limits=ContextLimits(budget=budget),
+        )
+        exact = tokens.count(prompt.system) + tokens.count(prompt.user) + MESSAGE_OVERHEAD
+        assert exact <= budget
+        assert prompt.tokens == exact
+
+
+def test_a_prompt_that_fits_by_its_size_counts_its_tokens_exactly_on_demand() -> None:
+    prompt = _build()
+    assert prompt.tokens == tokens.count(prompt.system) + tokens.count(prompt.user) + 8
+
+
+def test_text_that_grows_when_cleaned_is_cut_again_within_its_cap() -> None:
+    reply = "x\u202e" * 20_000  # every second character becomes an eight-character marker
+    prompt = _build(reply=reply, limits=ContextLimits(response_cap=300))
+    shown = _section(prompt, "assistant_reply") or ""
+    assert "[U+202E]" in shown
+    assert "\u202e" not in shown
+    assert tokens.count(shown) <= 300
+
+
+def test_hidden_characters_astride_a_cut_leave_no_hidden_character() -> None:
+    reply = ("word " * 3000) + "\u200b" * 50 + ("word " * 3000)
+    prompt = _build(reply=reply, limits=ContextLimits(response_cap=2000))
+    shown = _section(prompt, "assistant_reply") or ""
+    assert "\u200b" not in shown
+    assert tokens.count(shown) <= 2000
+
+
+@pytest.mark.parametrize("present", range(64))
+def test_the_filled_template_is_the_rendered_template(present: int) -> None:
+    """``fill`` puts the values where jinja would, for every set of optional sections."""
+    optional = ["rules", "instructions", "history", "metadata", "feedback", "heartbeat"]
+    values = {
+        "nonce": NONCE,
+        "user_message": "the {{ request }} %}",
+        "reply": "the reply\n",
+        **{
+            name: f"{name} text {{% if %}}" if present >> bit & 1 else ""
+            for bit, name in enumerate(optional)
+        },
+    }
+    assert fill("judge_context.j2", **values) == render("judge_context.j2", **values)

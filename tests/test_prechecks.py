@@ -65,7 +65,9 @@ def test_blank_text_skips_as_empty(text: str) -> None:
     assert skip_reason(_reply(text)) is SkipReason.EMPTY_RESPONSE
 
 
-@pytest.mark.parametrize("text", ["\u200bok", ".", " \ufeff0 "], ids=repr)
+@pytest.mark.parametrize(
+    "text", ["\u200bok", ".", " \ufeff0 ", "ok", "漢字", "🎉 \u200b"], ids=repr
+)
 def test_one_visible_character_is_not_empty(text: str) -> None:
     assert skip_reason(_reply(text)) is None
 

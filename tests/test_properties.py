@@ -252,11 +252,18 @@ def _section(prompt: JudgePrompt, name: str) -> str | None:
 
 
 def _keeps_its_head(body: str, original: str, nonce: str) -> bool:
-    """The section shows ``original`` (as cleaned for the judge) whole, or its start followed
-    by a cut marker."""
-    cleaned = without_code(neutralise(original), nonce)
+    """The section shows ``original`` (as cleaned for the judge) whole, or the cleaned start of
+    it followed by a cut marker. The text is cut before it is cleaned, so a run of hidden
+    characters astride the cut is described as the part that was kept."""
+
+    def cleaned(text: str) -> str:
+        return without_code(neutralise(text), nonce)
+
+    if body == cleaned(original):
+        return True
     kept, marker, _ = body.partition("\n[… ")
-    return body == cleaned or (bool(marker) and bool(kept) and cleaned.startswith(kept))
+    prefixes = (original[:end] for end in range(1, len(original) + 1))
+    return bool(marker) and bool(kept) and any(cleaned(p).startswith(kept) for p in prefixes)
 
 
 @CONTEXT

@@ -207,3 +207,67 @@ def test_million_character_inputs_are_cut_within_the_limit(text: str) -> None:
         tokens.keep_head(text, limit, "rules"),
     ]
     assert max(tokens.count(result) for result in results) <= limit
+
+
+# -- one cutter, many cuts; windows instead of the whole text -------------------------------------
+
+EDGE_SIZES = [60, 200, 1000]
+
+
+@long_texts
+@pytest.mark.parametrize("size", EDGE_SIZES)
+def test_a_text_of_exactly_the_limit_is_kept_whole_and_one_token_less_cuts_it(
+    text: str, size: int
+) -> None:
+    exact = tokens.head(text, size)
+    limit = tokens.count(exact)
+    assert tokens.keep_ends(exact, limit, "reply") == exact
+    assert tokens.keep_head(exact, limit, "rules") == exact
+    cut = tokens.fit_ends(exact, limit - 1, "reply")
+    assert cut.cut
+    assert tokens.count(cut.text) <= limit - 1
+
+
+@long_texts
+def test_smaller_cuts_of_one_cutter_stay_within_their_limits(text: str) -> None:
+    cutter = tokens.Cutter(text)
+    for limit in (3000, 1000, 300, 60):
+        ends, start = cutter.ends(limit, "reply"), cutter.head(limit, "rules")
+        assert tokens.count(ends.text) <= limit
+        assert tokens.count(start.text) <= limit
+        pieces = GAP.split(ends.text)
+        head, tail = pieces[0], pieces[-1]
+        assert len(pieces) == 3
+        assert text.startswith(head.removesuffix("\n"))
+        assert text.endswith(tail.removeprefix("\n"))
+
+
+@long_texts
+@pytest.mark.parametrize("limit", [100, 1000, 3000])
+def test_a_cut_reports_its_tokens_within_a_few_of_the_exact_count(text: str, limit: int) -> None:
+    for kept in (tokens.fit_ends(text, limit, "reply"), tokens.fit_head(text, limit, "rules")):
+        assert kept.counted
+        assert abs(kept.tokens - tokens.count(kept.text)) <= 4
+
+
+def test_a_text_that_fits_by_its_size_is_not_tokenized_and_says_so() -> None:
+    kept = tokens.fit_ends("short text", 100, "reply")
+    assert (kept.text, kept.counted, kept.tokens) == ("short text", False, len("short text"))
+    assert kept.tokens >= tokens.count(kept.text)
+
+
+def test_the_size_bound_is_the_utf8_length_and_bounds_the_tokens() -> None:
+    for text in ["plain", "漢字", "🎉" * 10, "e\u0301" * 10, "\ud800 lone surrogate"]:
+        assert tokens.size_bound(text) == len(text.encode("utf-8", "surrogatepass"))
+    for text in ["plain", "漢字", "🎉" * 10, "e\u0301" * 10]:
+        assert tokens.count(text) <= tokens.size_bound(text)
+
+
+def test_a_cutter_cleans_the_head_and_the_tail_but_never_the_marker() -> None:
+    text = LONG_TEXTS["prose"]
+    kept = tokens.Cutter(text, str.upper).ends(200, "reply")
+    start, end = GAP.split(kept.text)[0], GAP.split(kept.text)[-1]
+    assert start.isupper() and end.isupper()
+    assert "characters of the reply cut here" in kept.text
+    assert kept.changed
+    assert (kept.counted, kept.tokens) == (False, tokens.size_bound(kept.text))

@@ -230,3 +230,30 @@ def test_heartbeat_turn_is_judged_only_and_always_with_verify_heartbeat(
 ) -> None:
     matcher = _matcher(verifyAll=verify_all, verifyHeartbeat=verify_heartbeat)
     assert matcher.decide(HEARTBEAT, reply) is expected
+
+
+# -- the quick look before the pattern ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "keyword"),
+    [
+        ("ALL DONE.", "done"),
+        ("It is Finished!", "finished"),
+        ("Here\n\tyou   go: the file.", "here you go"),
+        ("Nope? No: İt's done ✅", "done"),  # not ASCII: the pattern decides alone
+        ("Nothing to report yet.", None),
+        ("The undone tasks are listed.", None),
+    ],
+)
+def test_keywords_are_found_in_any_case_with_or_without_the_quick_look(
+    text: str, keyword: str | None
+) -> None:
+    assert DEFAULTS.matched_keyword(text) == keyword
+
+
+def test_a_keyword_that_is_not_ascii_is_still_matched_in_ascii_and_other_text() -> None:
+    matcher = _matcher(triggerKeywords=["fertig ✅", "ready"])
+    assert matcher.matched_keyword("Alles fertig ✅.") == "fertig ✅"
+    assert matcher.matched_keyword("The build is ready.") == "ready"
+    assert matcher.matched_keyword("Nothing yet.") is None

@@ -442,3 +442,15 @@ def test_pass_followed_by_a_symbol_is_a_pass(text: str) -> None:
 
 def test_pass_slash_fail_is_no_verdict() -> None:
     assert parse_verdict("PASS/FAIL").readable is False
+
+
+def test_parsing_the_same_text_again_gives_the_same_verdict() -> None:
+    text = "The reply skips step 2.\nFAIL [incomplete]: do step 2."
+    first, second = parse_verdict(text), parse_verdict(text)
+    assert first == second
+    assert (second.passed, second.category, second.feedback) == (
+        False,
+        FailCategory.INCOMPLETE,
+        "do step 2.",
+    )
+    assert parse_verdict("PASS").passed is True

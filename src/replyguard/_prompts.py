@@ -2,15 +2,24 @@
 
 In a wheel the templates ship inside the package (``replyguard/prompts``); in an editable
 install or a source checkout they are read from the repository's top-level ``prompts/``.
+
+``fill`` renders a template whose values are printed verbatim (no filters on them) without
+running jinja on every call: the template is rendered once per set of empty and non-empty
+values, with a placeholder for each value, and the values are then put in the placeholders'
+places. The values themselves are never searched, so no text inside them can act as a
+placeholder.
 """
 
 from __future__ import annotations
 
 import functools
+import re
+from collections.abc import Collection
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jinja2
+if TYPE_CHECKING:
+    import jinja2
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -25,6 +34,8 @@ def prompts_dir() -> Path:
 
 @functools.cache
 def _environment() -> jinja2.Environment:
+    import jinja2  # on first use: importing it takes longer than the rest of replyguard's own
+
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(prompts_dir()),
         undefined=jinja2.StrictUndefined,
@@ -43,3 +54,32 @@ def template(name: str) -> jinja2.Template:
 def render(name: str, **values: Any) -> str:
     """Render one template with keyword values; a missing value is an error."""
     return template(name).render(**values).strip()
+
+
+_SLOT = re.compile("\x00([a-z_]+)\x00")
+
+
+@functools.cache
+def _skeleton(name: str, filled: tuple[tuple[str, bool], ...]) -> tuple[str, ...]:
+    """The template rendered with a placeholder for each non-empty value, split around them:
+    literal text at even positions, value names at odd ones."""
+    values = {key: f"\x00{key}\x00" if present else "" for key, present in filled}
+    return tuple(_SLOT.split(render(name, **values)))
+
+
+def fill(name: str, **values: str) -> str:
+    """``render(name, **values)`` for a template that prints its values verbatim."""
+    parts = list(_skeleton(name, tuple((key, bool(value)) for key, value in values.items())))
+    for index in range(1, len(parts), 2):
+        parts[index] = values[parts[index]]
+    return "".join(parts)
+
+
+def literal_text(name: str, shown: Collection[str], **values: str) -> str:
+    """What ``fill`` would render with only the values named in ``shown`` put in (the others
+    left out, their sections kept): the template's own text, e.g. to measure it."""
+    parts = _skeleton(name, tuple((key, bool(value)) for key, value in values.items()))
+    return "".join(
+        (values[part] if part in shown else "") if index % 2 else part
+        for index, part in enumerate(parts)
+    )

@@ -23,17 +23,27 @@ def as_reply(value: Any) -> Reply:
     raise TypeError(f"the agent must return a Reply or a str, not {type(value).__name__}")
 
 
+def _copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _copy(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_copy(item) for item in value]
+    return value
+
+
 def copy_messages(messages: Messages) -> Messages:
-    """A deep copy of JSON-like messages, so an agent's edits never reach the caller."""
+    """A deep copy of JSON-like messages, so an agent's edits never reach the caller.
 
-    def copy(value: Any) -> Any:
-        if isinstance(value, dict):
-            return {key: copy(item) for key, item in value.items()}
-        if isinstance(value, list):
-            return [copy(item) for item in value]
-        return value
-
-    return [copy(message) for message in messages]
+    A message whose values are all flat (strings, numbers, None) is copied with ``dict``;
+    only one holding a dict or list (content parts, tool calls) is copied recursively.
+    """
+    return [
+        _copy(message)
+        if not isinstance(message, dict)
+        or any(isinstance(value, (dict, list)) for value in message.values())
+        else dict(message)
+        for message in messages
+    ]
 
 
 async def call_agent(agent: Agent, messages: Messages) -> Reply:

@@ -12,14 +12,20 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from replyguard.checks.base import Check
 from replyguard.checks.running import checks_verdict, decisive_pass, merged_feedback, run_checks
 from replyguard.config import VerifierConfig
-from replyguard.context import ContextLimits, Redact, RulesSource, build_judge_prompt
+from replyguard.context import (
+    ContextLimits,
+    JudgePrompt,
+    Redact,
+    RulesSource,
+    build_judge_prompt,
+)
 from replyguard.errors import CircuitOpenError, JudgeConfigError
 from replyguard.injection import injection_feedback, suspected_injection
 from replyguard.judge import Judge, JudgeReply
@@ -89,6 +95,14 @@ class Step:
         return None if self.deadline is None else max(self.deadline - time.monotonic(), 0.0)
 
 
+_NOTHING = contextlib.nullcontext()
+
+
+def _until(seconds: float | None) -> contextlib.AbstractAsyncContextManager[Any]:
+    """``asyncio.timeout(seconds)``, or nothing to enter when there is no deadline."""
+    return asyncio.timeout(seconds) if seconds is not None else _NOTHING
+
+
 def _fail_open(reason: Reason, error: str, started: float) -> Verdict:
     latency = (time.perf_counter() - started) * 1000
     return Verdict(
@@ -124,13 +138,8 @@ class Assessor:
             sources.append(RulesSource("rules for this turn", rules))
         return sources
 
-    @contextlib.asynccontextmanager
-    async def _slot(self) -> AsyncIterator[None]:
-        if self._limiter is None:
-            yield
-        else:
-            async with self._limiter.slot():
-                yield
+    def _slot(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        return self._limiter.slot() if self._limiter is not None else _NOTHING
 
     async def judgement(self, step: Step) -> Verdict:
         """Judge one reply by the turn's deadline (and ``timeoutSeconds``); never raises.
@@ -163,9 +172,11 @@ class Assessor:
             events.error("judge_prompt_failed", error_class=type(exc).__name__)
             return failed(Reason.INTERNAL_ERROR, f"the judge prompt failed: {type(exc).__name__}")
         warmup = getattr(profile.judge, "warmup", None)
-        if warmup is not None:  # one-time setup (litellm's import): not judgement time, but
-            try:  # it does count against the turn's own deadline
-                async with asyncio.timeout(step.left()):
+        # One-time setup (litellm's import): not judgement time, but it does count against the
+        # turn's own deadline. A judge that says it is ready skips it (no await, no timeout).
+        if warmup is not None and not getattr(profile.judge, "ready", False):
+            try:
+                async with _until(step.left()):
                     await warmup()
             except TimeoutError:
                 return failed(Reason.LATENCY_BUDGET, "the turn's deadline passed during warm-up")
@@ -204,8 +215,13 @@ class Assessor:
             update["fail_open_reason"] = Reason.UNREADABLE_VERDICT
             update["error"] = answer.note or verdict.error
         verdict = verdict.model_copy(update=update)
+        if events.enabled(logging.INFO):
+            self._report_verdict(step, verdict, prompt)
+        return verdict
+
+    def _report_verdict(self, step: Step, verdict: Verdict, prompt: JudgePrompt) -> None:
         fields: dict[str, Any] = {
-            "turn_id": turn.id,
+            "turn_id": step.turn.id,
             "attempt": step.attempt,
             "passed": verdict.passed,
             "category": verdict.category,
@@ -218,10 +234,9 @@ class Assessor:
             "trimmed": prompt.trimmed,
             "prompt_tokens_counted": prompt.tokens,
         }
-        if config.log_content:
+        if step.profile.config.log_content:
             fields["feedback"] = verdict.feedback
-        events.info("verdict", **fields)
-        return verdict
+        self._events.info("verdict", **fields)
 
     async def assess(self, step: Step) -> tuple[Verdict, tuple[CheckResult, ...]]:
         """Checks, then (per ``judgeAfterChecks``) the judge: one verdict on one reply.
@@ -232,7 +247,7 @@ class Assessor:
         started = time.perf_counter()
         budget = Budget.at(config.timeout_seconds, step.deadline)
         try:
-            async with asyncio.timeout(step.left()):
+            async with _until(step.left()):
                 results = await run_checks(
                     self.checks, turn, reply, time_limit=budget.seconds, events=self._events
                 )

@@ -5,24 +5,38 @@ agent's own instructions, conversation history, execution metadata, previous fee
 heartbeat tasks, the reply last, then a one-line format reminder.
 
 Budget: every section is first capped on its own (reply head and tail within
-``responseTokenCap``, rules within ``rulesTokenCap``, the newest ``historyTurns`` messages).
-Then the whole prompt, system message included, is rendered and counted with tiktoken; while it
-is over ``contextTokenBudget`` the sections are cut in this order: agent instructions, history
-(oldest first), rules, metadata, previous feedback, the reply's middle, heartbeat tasks, and
-the user request's middle last of all. Cuts are always made from the cleaned whole text, so
-markers never nest, and they never tokenize more than they keep.
+``responseTokenCap``, rules within ``rulesTokenCap``, the newest ``historyTurns`` messages, the
+user request within what the system message and a quarter of the budget for the reply leave).
+While the prompt, system message included, is over ``contextTokenBudget`` the sections are cut
+in this order: agent instructions, history (oldest first), rules, metadata, previous feedback,
+the reply's middle, heartbeat tasks, and the user request's middle last of all. Cuts are always
+made from the redacted whole text, so markers never nest; a text is tokenized only near its cut
+points (a head-and-tail cut tokenizes a head and a tail window, and a second, smaller cut of
+the same text reuses them), never in the part that is cut away.
 
-Cleaning, before any cut, for every text that goes inside a section:
+Measuring: a prompt whose UTF-8 size fits the budget fits (a text never has more tokens than
+bytes), and is not tokenized at all. Otherwise the cuts are planned on the sections' own token
+counts plus the template's, with some slack, and the rendered prompt is then counted whole with
+tiktoken (``o200k_base``), never judged by adding up counts (BPE counts do not add exactly):
+only a prompt counted within the budget, or proved within it by its size, is returned.
+
+For every text that goes inside a section:
 
 1. ``redact`` (when given) sees each caller-supplied text whole: the user message, the reply,
    each rules text, the agent instructions, the heartbeat tasks, each previous feedback, and in
    history and metadata each message's text and name and each tool call's name and arguments
    (before they are shortened, so a cut never leaves half a secret). Its exceptions propagate:
    a prompt that could not be redacted is never built, and the caller fails open.
+
+Then, on what a cut kept only (each side of a cut on its own):
+
 2. ``injection.neutralise``: control, bidi, zero-width and other invisible characters become
    visible markers such as ``[U+202E]``.
 3. ``injection.without_code``: any copy of this call's section code, look-alikes included,
    becomes ``[code removed]``, so no text can close or forge a fence.
+
+Cleaning can lengthen a text (a marker is longer than the character it shows): a cleaned text
+over its cap is cut again, and a cut of a cleaned text is still clean.
 
 This module does no I/O: rules and heartbeat texts arrive already read.
 """
@@ -32,13 +46,13 @@ from __future__ import annotations
 import functools
 import json
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from replyguard import tokens
-from replyguard._prompts import render
-from replyguard.injection import neutralise, without_code
+from replyguard._prompts import fill, literal_text, render
+from replyguard.injection import fenced
 from replyguard.types import RunMeta, Turn
 
 # Per-message framing of a chat prompt, counted on top of the texts (OpenAI counts 3-4).
@@ -80,15 +94,53 @@ class RulesSource:
     text: str
 
 
-@dataclass(frozen=True)
 class JudgePrompt:
-    """A rendered judge prompt and what it took."""
+    """A rendered judge prompt and what it took. Immutable.
 
+    ``tokens`` is the exact o200k_base count of the whole prompt (system message, review
+    request and ``MESSAGE_OVERHEAD``). When the build proved the fit from the prompt's UTF-8
+    size alone it did not tokenize the prompt, and ``tokens`` is counted on first use.
+    """
+
+    __slots__ = ("_tokens", "nonce", "system", "trimmed", "user")
     system: str
     user: str
     nonce: str
-    tokens: int
-    trimmed: tuple[str, ...] = ()
+    trimmed: tuple[str, ...]
+    _tokens: int | None
+
+    def __init__(
+        self,
+        system: str,
+        user: str,
+        nonce: str,
+        tokens: int | None = None,
+        trimmed: tuple[str, ...] = (),
+    ) -> None:
+        set_ = object.__setattr__
+        set_(self, "system", system)
+        set_(self, "user", user)
+        set_(self, "nonce", nonce)
+        set_(self, "trimmed", tuple(trimmed))
+        set_(self, "_tokens", tokens)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("a JudgePrompt is immutable")
+
+    def __repr__(self) -> str:
+        return (
+            f"JudgePrompt(nonce={self.nonce!r}, user={len(self.user):,} characters,"
+            f" trimmed={self.trimmed!r})"
+        )
+
+    @property
+    def tokens(self) -> int:
+        """The whole prompt's exact tokens (counted now if the build did not need to)."""
+        if self._tokens is None:
+            counted = tokens.count(self.system) + tokens.count(self.user) + MESSAGE_OVERHEAD
+            object.__setattr__(self, "_tokens", counted)
+            return counted
+        return self._tokens
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -202,105 +254,196 @@ def _feedback_text(previous: Sequence[str], redact: Redact) -> str:
 
 
 @dataclass
+class _Part:
+    """One section (or history message) as shown, with its tokens and what it was cut from."""
+
+    source: tokens.Cutter
+    """The redacted, uncleaned whole text; every cut starts from it, so markers never nest
+    (and a second cut reuses the tokens the first one scanned)."""
+    what: str
+    ends: bool
+    """Cut from the middle (head and tail kept) rather than from the end."""
+    shown: tokens.Kept
+
+    @property
+    def text(self) -> str:
+        return self.shown.text
+
+    def counted(self) -> int:
+        """Its exact tokens (counted now when only its size had been looked at)."""
+        if not self.shown.counted:
+            kept = self.shown
+            self.shown = tokens.Kept(kept.text, tokens.count(kept.text), True, kept.cut)
+        return self.shown.tokens
+
+
+_EMPTY = tokens.Kept("", 0, counted=True)
+
+
+def _fit(source: tokens.Cutter, limit: int, what: str, ends: bool) -> tokens.Kept:
+    """``source`` cut to ``limit`` tokens and cleaned (only what is kept is cleaned).
+
+    Cleaning can lengthen a text (a hidden character becomes a marker such as ``[U+200B]``):
+    a cleaned text over the limit is cut again. A cut of a cleaned text is still clean: it
+    holds no hidden character, and no copy of the code (its markers hold neither).
+    """
+    kept = source.ends(limit, what) if ends else source.head(limit, what)
+    if not kept.changed or tokens.surely_within(kept.text, limit):
+        return kept
+    again = (
+        tokens.fit_ends(kept.text, limit, what) if ends else tokens.fit_head(kept.text, limit, what)
+    )
+    return tokens.Kept(again.text, again.tokens, again.counted, kept.cut or again.cut)
+
+
+@dataclass
 class _Sections:
-    """The review request's parts, with their cleaned whole texts for re-cutting."""
+    """The review request's parts, each with the text it can be cut again from."""
 
     budget: int
-    user_original: str
-    reply_original: str
-    user: str
-    reply: str
-    rules: str
-    instructions: str
-    history: list[str]
-    metadata: str
-    feedback: str
-    heartbeat: str
+    user: _Part
+    reply: _Part
+    rules: _Part
+    instructions: _Part
+    history: list[_Part]
+    metadata: _Part
+    feedback: _Part
+    heartbeat: _Part
     trimmed: set[str] = field(default_factory=set)
 
-    def values(self, nonce: str) -> dict[str, Any]:
+    def values(self, nonce: str) -> dict[str, str]:
         return {
             "nonce": nonce,
-            "user_message": self.user,
-            "rules": self.rules,
-            "instructions": self.instructions,
-            "history": "\n\n".join(self.history),
-            "metadata": self.metadata,
-            "feedback": self.feedback,
-            "heartbeat": self.heartbeat,
-            "reply": self.reply,
+            "user_message": self.user.text,
+            "rules": self.rules.text,
+            "instructions": self.instructions.text,
+            "history": "\n\n".join(part.text for part in self.history),
+            "metadata": self.metadata.text,
+            "feedback": self.feedback.text,
+            "heartbeat": self.heartbeat.text,
+            "reply": self.reply.text,
         }
 
+    def parts(self) -> list[_Part]:
+        singles = [self.rules, self.instructions, self.metadata, self.feedback, self.heartbeat]
+        return [self.user, self.reply, *self.history, *singles]
 
-def _shrink_head(sections: _Sections, name: str, over: int, what: str) -> int:
+    def estimate(self, nonce: str) -> int:
+        """The review request's tokens as the sum of its parts' and the template's own.
+
+        BPE may merge a token or so differently where the parts meet: the fitted prompt is
+        counted whole before it is sent.
+        """
+        return (
+            self.template_tokens(nonce)
+            + sum(part.counted() for part in self.parts())
+            + max(len(self.history) - 1, 0)
+        )
+
+    def template_tokens(self, nonce: str) -> int:
+        """The tokens of the template's own text around the present sections."""
+        return tokens.count(literal_text("judge_context.j2", ("nonce",), **self.values(nonce)))
+
+    def recut(self, part: _Part, limit: int) -> int:
+        """Cut ``part`` again, from its source, to ``limit`` tokens; return the tokens saved."""
+        before = part.counted()
+        part.shown = _fit(part.source, limit, part.what, part.ends)
+        return before - part.counted()
+
+
+def _add_history(sections: _Sections, newest_first: Iterator[_Part], room: int, code: str) -> None:
+    """Add the history messages, newest first, until the trim order would drop the rest.
+
+    History goes right after the agent instructions, oldest first: a message is dropped when
+    it and the newer ones do not fit beside every other section (instructions left out). The
+    messages older than it are then dropped too, without being cut or tokenized at all.
+    """
+    kept: list[_Part] = []
+    size = sum(tokens.size_bound(part.text) for part in sections.parts())
+    used: int | None = None
+    for part in newest_first:
+        kept.append(part)
+        size += tokens.size_bound(part.text)
+        if size <= room:  # so far all fits by its size (the template aside): nothing to count
+            continue  # yet; the measuring afterwards has the last word anyway
+        if used is None:
+            sections.history = [part]  # the template as it is with a history section
+            others = [p for p in sections.parts() if p is not part]
+            used = sections.template_tokens(code) + sum(p.counted() for p in others)
+            if sections.instructions.text:  # they go before any history
+                used -= sections.instructions.counted() + 8
+            used += sum(p.counted() + 1 for p in kept[:-1])
+        used += part.counted() + 1
+        if used > room:
+            kept.pop()
+            sections.trimmed.add("history")
+            break
+    sections.history = kept[::-1]
+
+
+def _shrink_head(sections: _Sections, name: str, over: int) -> int:
     """Cut the end of a free-text section by about ``over`` tokens; return what is left over."""
-    text: str = getattr(sections, name)
-    if not text or over <= 0:
+    part: _Part = getattr(sections, name)
+    if not part.text or over <= 0:
         return over
-    size = tokens.count(text)
+    size = part.counted()
     keep = size - over
     if keep < 40:
-        setattr(sections, name, "")
+        part.shown = tokens.Kept("", 0, True, True)
         sections.trimmed.add(name)
         return over - size
-    setattr(sections, name, tokens.keep_head(text, keep, what))
+    sections.recut(part, keep)
     sections.trimmed.add(name)
     return 0
 
 
 def _shrink_ends(sections: _Sections, name: str, over: int, floor: int) -> int:
-    """Cut the middle of the reply or user request by about ``over`` tokens, from the original."""
-    text: str = getattr(sections, name)
+    """Cut the middle of the reply or user request by about ``over`` tokens."""
+    part: _Part = getattr(sections, name)
     if over <= 0:
         return over
-    size = tokens.count(text)
+    size = part.counted()
     keep = max(size - over, floor)
     if keep >= size:
         return over
-    original: str = getattr(sections, f"{name}_original")
-    what = "reply" if name == "reply" else "user request"
-    setattr(sections, name, tokens.keep_ends(original, keep, what))
+    saved = sections.recut(part, keep)
     sections.trimmed.add("reply" if name == "reply" else "user_message")
-    return over - (size - keep)
+    return over - saved
 
 
-def _cut(sections: _Sections, over: int) -> None:
-    """Remove about ``over`` tokens, in the trim order.
+def _cut(sections: _Sections, over: int) -> bool:
+    """Remove about ``over`` tokens, in the trim order; False when nothing was left to cut.
 
     The edges (reply, heartbeat tasks, user request) are only cut in a pass that cut nothing
     else: after cutting lower-priority sections the prompt is measured again first, so an
     estimate's slack never costs the parts that matter most.
     """
     before = over
-    if sections.instructions:
-        over -= tokens.count(sections.instructions) + 8
-        sections.instructions = ""
+    if sections.instructions.text:
+        over -= sections.instructions.counted() + 8
+        sections.instructions.shown = tokens.Kept("", 0, True, True)
         sections.trimmed.add("instructions")
     while over > 0 and sections.history:
-        over -= tokens.count(sections.history.pop(0)) + 2
+        over -= sections.history.pop(0).counted() + 2
         sections.trimmed.add("history")
-    over = _shrink_head(sections, "rules", over, "rules")
-    over = _shrink_head(sections, "metadata", over, "metadata")
-    over = _shrink_head(sections, "feedback", over, "previous feedback")
+    over = _shrink_head(sections, "rules", over)
+    over = _shrink_head(sections, "metadata", over)
+    over = _shrink_head(sections, "feedback", over)
     if over != before:
-        return
+        return True
     # The reply keeps a quarter of the budget before the user request is touched; only when
     # the request is down to its floor too does the reply shrink to its own.
     over = _shrink_ends(sections, "reply", over, max(REPLY_FLOOR, sections.budget // 4))
-    over = _shrink_head(sections, "heartbeat", over, "heartbeat tasks")
+    over = _shrink_head(sections, "heartbeat", over)
     over = _shrink_ends(sections, "user", over, USER_FLOOR)
-    _shrink_ends(sections, "reply", over, REPLY_FLOOR)
+    return _shrink_ends(sections, "reply", over, REPLY_FLOOR) != before
 
 
-def _cleaner(code: str, redact: Redact | None) -> Redact:
-    """Section text made safe to fence: redacted, invisible characters shown, the code removed.
-
-    Only the (caller-supplied) texts pass through ``redact``; the rendered history and metadata
-    were redacted piece by piece and are only neutralised here.
-    """
+def _cleaner(code: str) -> Redact:
+    """Section text made safe to fence: invisible characters shown, the code removed."""
 
     def clean(text: str) -> str:
-        return without_code(neutralise(redact(text) if redact else text), code)
+        return fenced(text, code)
 
     return clean
 
@@ -323,57 +466,69 @@ def build_judge_prompt(
     module doc); an exception it raises propagates, and no prompt is built.
     """
     code = nonce or new_nonce()
-    clean = _cleaner(code, redact)
-    shown = _cleaner(code, None)  # for texts rendered from already-redacted pieces
+    clean = _cleaner(code)
     piecewise = redact or _same
-    system = system_prompt()
     budget = limits.budget
     rules_cap = min(limits.rules_cap, budget)
-    user_text = clean(turn.user_message)
-    reply_clean = clean(reply_text)
-    user = tokens.keep_ends(user_text, budget, "user request")
-    reply = tokens.keep_ends(reply_clean, min(limits.response_cap, budget), "reply")
     history_source = turn.history[-limits.history_turns :] if limits.history_turns else []
     history_cap = min(HISTORY_MESSAGE_CAP, budget // 8)
-    rules_text = shown(_rules_text(rules, piecewise))
+
+    def part(source: str, limit: int, what: str, *, ends: bool = False) -> _Part:
+        if not source:
+            return _Part(tokens.Cutter(""), what, ends, _EMPTY)
+        cutter = tokens.Cutter(source, clean)
+        return _Part(cutter, what, ends, _fit(cutter, limit, what, ends))
+
+    fixed = _system_tokens()
+    reply = part(piecewise(reply_text), min(limits.response_cap, budget), "reply", ends=True)
+    # The user request is cut last, after everything but the system message and a quarter of
+    # the budget for the reply: it can never keep more than that, so it is not cut longer.
+    user_source = piecewise(turn.user_message)
+    reply_share = max(REPLY_FLOOR, budget // 4)
+    user_cap = budget - fixed - reply_share
+    if not tokens.surely_within(user_source, user_cap):  # else no cap below the budget cuts it
+        user_cap = budget - fixed - min(reply.counted(), reply_share)
+    user_cap = max(user_cap, USER_FLOOR)
     sections = _Sections(
         budget=budget,
-        user_original=user_text,
-        reply_original=reply_clean,
-        user=user,
+        user=part(user_source, user_cap, "user request", ends=True),
         reply=reply,
-        rules=tokens.keep_head(rules_text, rules_cap, "rules") if rules_cap else "",
-        instructions=tokens.keep_head(
-            clean((turn.agent_instructions or "").strip()), rules_cap, "instructions"
+        rules=part(_rules_text(rules, piecewise), rules_cap, "rules"),
+        instructions=part(
+            piecewise((turn.agent_instructions or "").strip()), rules_cap, "instructions"
         ),
-        history=[
-            tokens.keep_ends(shown(render_message(m, redact=piecewise)), history_cap, "message")
-            for m in history_source
-        ],
-        metadata=tokens.keep_head(
-            shown(render_metadata(meta, turn, redact=piecewise)), METADATA_CAP, "metadata"
-        ),
-        feedback=tokens.keep_head(
-            shown(_feedback_text(previous_feedback, piecewise)), FEEDBACK_CAP, "feedback"
-        ),
-        heartbeat=tokens.keep_head(
-            clean((heartbeat_tasks or "").strip()),
+        history=[],
+        metadata=part(render_metadata(meta, turn, redact=piecewise), METADATA_CAP, "metadata"),
+        feedback=part(_feedback_text(previous_feedback, piecewise), FEEDBACK_CAP, "feedback"),
+        heartbeat=part(
+            piecewise((heartbeat_tasks or "").strip()),
             max(rules_cap, min(HEARTBEAT_MIN_CAP, budget)),
             "heartbeat tasks",
         ),
     )
-    if reply != reply_clean:
+    if sections.reply.shown.cut:
         sections.trimmed.add("reply")
-    if user != user_text:
+    if sections.user.shown.cut:
         sections.trimmed.add("user_message")
+    slack = 8 + 2 * (len(sections.parts()) + len(history_source))
+    newest_first = (
+        part(render_message(m, redact=piecewise), history_cap, "message", ends=True)
+        for m in reversed(history_source)
+    )
+    _add_history(sections, newest_first, budget - slack - fixed, code)
     if len(turn.history) > len(history_source):
         sections.trimmed.add("history")
-    fixed = _system_tokens()
+    system = system_prompt()
     for round_number in range(_ROUNDS):
-        user = render("judge_context.j2", **sections.values(code))
+        user = fill("judge_context.j2", **sections.values(code))
+        if fixed + tokens.size_bound(user) <= budget:  # fits by its size: no need to count
+            return JudgePrompt(system, user, code, None, tuple(sorted(sections.trimmed)))
+        estimate = fixed + sections.estimate(code)
+        if estimate > budget - slack and _cut(sections, estimate - budget + slack):
+            continue
         total = fixed + tokens.count(user)
         if total <= budget:
             return JudgePrompt(system, user, code, total, tuple(sorted(sections.trimmed)))
-        # BPE counts do not add up exactly across pieces: overshoot a little, more each round.
-        _cut(sections, total - budget + 8 * (round_number + 1) + (total - budget) // 20)
+        # BPE counts do not add up exactly across pieces: leave more room, more each round.
+        slack += total - estimate + 8 * (round_number + 1)
     raise ValueError(f"the judge prompt does not fit in {budget} tokens")

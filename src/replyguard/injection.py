@@ -35,6 +35,7 @@ from collections.abc import Iterator, Sequence
 
 __all__ = [
     "REASONS",
+    "fenced",
     "injection_feedback",
     "neutralise",
     "suspected_injection",
@@ -117,8 +118,37 @@ def _marker(match: re.Match[str]) -> str:
     return _describe_short(run) if len(run) <= 8 else _describe(run)
 
 
+_ASCII_HIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f]")  # the hidden class's ASCII part
+
+
+def _visible_ascii(text: str) -> bool:
+    """True for ASCII text without a hidden character (so nothing to neutralise)."""
+    return text.isascii() and _ASCII_HIDDEN.search(text) is None
+
+
+# The hidden characters that ``str.isprintable`` accepts: Hangul fillers (letters), the
+# Mongolian vowel separator and the variation selectors (marks).
+_PRINTABLE_HIDDEN = re.compile(f"[\u115f\u1160\u180e\u3164\uffa0{_SELECTORS}]")
+
+
+def _nothing_hidden(text: str) -> bool:
+    """True when ``neutralise`` has nothing to change: quicker than searching the full class.
+
+    ``isprintable`` is False for every character of categories C and Z but the space, so it
+    covers the hidden class but for ``_PRINTABLE_HIDDEN`` (and \\n and \\t, kept visible).
+    """
+    if text.isascii():
+        return _ASCII_HIDDEN.search(text) is None
+    return (
+        text.replace("\n", " ").replace("\t", " ").isprintable()
+        and _PRINTABLE_HIDDEN.search(text) is None
+    )
+
+
 def neutralise(text: str) -> str:
     """``text`` with every hidden character run replaced by a visible marker (see module doc)."""
+    if _nothing_hidden(text):
+        return text  # the common case, several times faster than the full class
     return _HIDDEN_RUN.sub(_marker, text.replace("\r\n", "\n"))
 
 
@@ -167,6 +197,11 @@ def _hexish_runs(length: int) -> re.Pattern[str]:
     return re.compile(f"[0-9a-fA-F{wide}]{{{length},}}")
 
 
+@functools.lru_cache(maxsize=64)
+def _is_hex(code: str) -> bool:
+    return all(char in "0123456789abcdefABCDEF" for char in code)
+
+
 def without_code(text: str, code: str, marker: str = "[code removed]") -> str:
     """``text`` with each copy of ``code`` replaced by ``marker``, look-alike copies included.
 
@@ -176,9 +211,11 @@ def without_code(text: str, code: str, marker: str = "[code removed]") -> str:
     """
     if not code:
         return text
-    if not all(char in "0123456789abcdefABCDEF" for char in code):
+    if not _is_hex(code):
         return text.replace(code, marker)
     wanted = code.lower()
+    if text.isascii() and wanted not in text.lower():
+        return text  # in ASCII the only look-alikes are the other case
     pieces: list[str] = []
     last = 0
     for run in _hexish_runs(len(code)).finditer(text):
@@ -194,6 +231,14 @@ def without_code(text: str, code: str, marker: str = "[code removed]") -> str:
     return "".join(pieces)
 
 
+def fenced(text: str, code: str) -> str:
+    """``without_code(neutralise(text), code)``: ``text`` made safe to put inside the review's
+    fences. Plain ASCII text holding no copy of the code comes back at once."""
+    if text.isascii() and _ASCII_HIDDEN.search(text) is None and code.lower() not in text.lower():
+        return text
+    return without_code(neutralise(text), code)
+
+
 # -- the skeleton ----------------------------------------------------------------------------
 
 _LINE_BREAK = re.compile("[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
@@ -202,6 +247,8 @@ _SPACES = re.compile(r"[^\S\n]{2,}|[^\S\n ]")  # runs, and any blank but a space
 
 def _plain(text: str) -> str:
     """Every line break a ``\\n``, hidden characters dropped, NFKC applied."""
+    if _visible_ascii(text):
+        return text  # no line break but \n, nothing hidden, nothing to normalise
     text = _HIDDEN_RUN.sub("", _LINE_BREAK.sub("\n", text.replace("\r\n", "\n")))
     return text if text.isascii() else unicodedata.normalize("NFKC", text)
 
@@ -213,6 +260,8 @@ def _latin(text: str) -> str:
 
 def _code_blocks(text: str) -> list[tuple[int, int]]:
     """The spans of fenced code blocks (an unclosed fence runs to the end)."""
+    if "```" not in text and "~~~" not in text:
+        return []
     fences = [m.start() for m in re.finditer(r"^[ \t]{0,3}(?:```|~~~)", text, re.M)]
     spans = [(fences[i], fences[i + 1]) for i in range(0, len(fences) - 1, 2)]
     if len(fences) % 2:
@@ -241,11 +290,25 @@ class _Rule:
 
     def __init__(self, anchors: Sequence[str], pattern: str, before: str | None = None) -> None:
         self.anchors = tuple(anchors)
-        self.pattern = re.compile(pattern, re.M)
-        self.before = re.compile(f"(?:{before})\\Z", re.M) if before else None
+        self._source = (pattern, before)
 
-    def search(self, text: str) -> bool:
-        if not any(anchor in text for anchor in self.anchors):
+    @functools.cached_property
+    def pattern(self) -> re.Pattern[str]:
+        """Compiled on first use: compiling every rule would slow down importing replyguard."""
+        return re.compile(self._source[0], re.M)
+
+    @functools.cached_property
+    def before(self) -> re.Pattern[str] | None:
+        before = self._source[1]
+        return re.compile(f"(?:{before})\\Z", re.M) if before else None
+
+    def search(self, text: str, anchors: frozenset[str] | None = None) -> bool:
+        """Whether the rule matches ``text``; ``anchors``: the anchor words known to occur in
+        it (from ``_anchors_in``), when already looked for."""
+        if anchors is None:
+            if not any(anchor in text for anchor in self.anchors):
+                return False
+        elif anchors.isdisjoint(self.anchors):
             return False
         for match in self.pattern.finditer(text):
             start = match.start()
@@ -337,8 +400,10 @@ _ROLE_MARKERS = (
     ),
     _Rule(  # <system>text, text</system>: not <system><cpu>8</cpu></system> in an XML file
         ("system", "judge", "evaluator", "grader", "verifier", "rubric", "verdict"),
-        r"< ?(?:system|judge|evaluator|grader|verifier|rubric|verdict)(?: [^>\n]{0,40})?>\s*[^<\s]"
-        r"|(?<![>\s])</ ?(?:system|judge|evaluator|grader|verifier|rubric|verdict) ?>",
+        # Both branches start at the "<" (the closing tag's look-behind looks past it), so the
+        # regex engine jumps from one "<" to the next.
+        r"<(?: ?(?:system|judge|evaluator|grader|verifier|rubric|verdict)(?: [^>\n]{0,40})?>"
+        r"\s*[^<\s]|(?<![>\s]<)/ ?(?:system|judge|evaluator|grader|verifier|rubric|verdict) ?>)",
     ),
     _Rule(
         ("system", "developer", "judge", "evaluator", "grader", "instruction", "verdict", "prompt"),
@@ -490,6 +555,8 @@ def _hidden_instruction(flat: str, skeleton: str) -> bool:
 
 
 def _invisible(text: str) -> bool:
+    if _visible_ascii(text):
+        return False
     if _BIDI_OR_TAGS.search(text):
         return True
     count = 0
@@ -516,25 +583,73 @@ def _padding(text: str) -> bool:
     return len(data) >= _PADDING_RATIO * len(zlib.compress(data, 1))
 
 
+_ANCHORS = frozenset(
+    anchor for rule in (*_INSTRUCTIONS, *_ROLE_MARKERS, _JSON_VERDICT) for anchor in rule.anchors
+)
+# Letters from the rarest in English prose to the most common; any other character (a digit,
+# a space, punctuation) counts as rarer still.
+_LETTERS_BY_RARITY = "zqxjkvbpgwyfmculdrhsnioate"
+
+
+def _rarest(anchor: str) -> str:
+    return min(anchor, key=lambda char: _LETTERS_BY_RARITY.find(char))
+
+
+def _gated_anchors() -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The anchors grouped by their rarest character: a group is searched for only when that
+    character occurs (one quick single-character search rules out most groups)."""
+    groups: dict[str, list[str]] = {}
+    for anchor in sorted(_ANCHORS):
+        groups.setdefault(_rarest(anchor), []).append(anchor)
+    return tuple((char, tuple(anchors)) for char, anchors in sorted(groups.items()))
+
+
+_GATED_ANCHORS = _gated_anchors()
+
+
+def _anchors_in(text: str) -> frozenset[str]:
+    """The rules' anchor words that occur in ``text``: looked for once, not once per rule."""
+    return frozenset(
+        anchor
+        for char, anchors in _GATED_ANCHORS
+        if char in text
+        for anchor in anchors
+        if anchor in text
+    )
+
+
+def _section_tag(flat: str) -> bool:
+    # Every form the pattern matches holds a "<" or the word "code".
+    return ("<" in flat or "code" in flat) and _SECTION_TAG.search(flat) is not None
+
+
 def suspected_injection(text: str) -> list[str]:
     """Reason codes (keys of ``REASONS``, in that order) why ``text`` addresses the judge."""
-    skeleton = _latin(_plain(text))
-    lowered = skeleton.lower()
-    if len(lowered) != len(skeleton):  # a few letters grow when lowered (İ): keep positions
-        lowered = "".join(char.lower()[:1] for char in skeleton)
-    flat = _SPACES.sub(" ", lowered)
+    visible = _visible_ascii(text)
+    if visible:  # nothing to drop, normalise or map to Latin; lowering keeps every position
+        skeleton, lowered = text, text.lower()
+    else:
+        skeleton = _latin(_plain(text))
+        lowered = skeleton.lower()
+        if len(lowered) != len(skeleton):  # a few letters grow when lowered (İ): keep positions
+            lowered = "".join(char.lower()[:1] for char in skeleton)
+    plain_spaces = (
+        (visible or _visible_ascii(lowered)) and "\t" not in lowered and "  " not in lowered
+    )
+    flat = lowered if plain_spaces else _SPACES.sub(" ", lowered)
     blocks = _code_blocks(skeleton)
+    anchors = _anchors_in(flat)
     found = {
         "verdict_line": _verdict_lines(skeleton, lowered, blocks),
-        "json_verdict": _JSON_VERDICT.search(flat),
-        "judge_instruction": any(rule.search(flat) for rule in _INSTRUCTIONS)
+        "json_verdict": _JSON_VERDICT.search(flat, anchors),
+        "judge_instruction": any(rule.search(flat, anchors) for rule in _INSTRUCTIONS)
         or ("PASS" in skeleton and bool(_SHOUTED_DEMAND.search(skeleton))),
-        "role_marker": any(rule.search(flat) for rule in _ROLE_MARKERS)
+        "role_marker": any(rule.search(flat, anchors) for rule in _ROLE_MARKERS)
         or bool(_SHOUTED_ROLE.search(skeleton)),
-        "section_tag": bool(_SECTION_TAG.search(flat)),
+        "section_tag": _section_tag(flat),
         "master_key": _master_key(lowered, blocks),
         "hidden_instruction": _hidden_instruction(flat, skeleton),
-        "invisible_characters": _invisible(text),
+        "invisible_characters": not visible and _invisible(text),
         "homoglyph_verdict": _homoglyph(text, skeleton),
         "padding": _padding(text),
     }

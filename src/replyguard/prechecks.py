@@ -29,7 +29,7 @@ _FORMAT_CATEGORY = "Cf"  # invisible format characters: U+200B, U+200D, U+2060, 
 def skip_reason(reply: Reply) -> SkipReason | None:
     """Why ``reply`` must be delivered without a judgement, or ``None`` to go on."""
     meta = reply.meta
-    stop = (meta.stop_reason or "").strip().lower()
+    stop = meta.stop_reason.strip().lower() if meta.stop_reason else ""
     if meta.pending_tool_calls > 0 or stop in _TOOL_STOP_REASONS:
         return SkipReason.TOOL_CALLS
     if meta.sent_via_messaging_tool:
@@ -44,5 +44,8 @@ def skip_reason(reply: Reply) -> SkipReason | None:
 
 
 def _is_blank(text: str) -> bool:
-    # Stops at the first visible character, so an ordinary reply costs one or two steps.
+    first = text[:1]
+    if first and first.isprintable() and not first.isspace():
+        return False  # an ordinary reply: a visible first character (Cf is not printable)
+    # Stops at the first visible character, so a reply costs one or two steps.
     return all(ch.isspace() or unicodedata.category(ch) == _FORMAT_CATEGORY for ch in text)

@@ -17,8 +17,6 @@ import re
 from collections.abc import Iterable, MutableMapping
 from typing import Any
 
-import structlog
-
 LOGGER_NAME = "replyguard"
 REDACTED = "[REDACTED]"
 # Shapes of credentials worth hiding even when they are not the configured key.
@@ -85,6 +83,8 @@ class Events:
             # warnings to stderr in a host that configured no logging.
             self._stdlib.addHandler(logging.NullHandler())
         self._secrets = tuple(s for s in secrets if s)
+        import structlog  # when a verifier is built, not when replyguard is imported
+
         self._logger = structlog.wrap_logger(
             self._stdlib,
             processors=[_redactor(self._secrets), _to_stdlib],

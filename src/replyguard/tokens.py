@@ -5,22 +5,30 @@ tokens costs about as much as a 3,000-token one. The cheap proof that a text fit
 a text never has more tokens than UTF-8 bytes, and never more bytes than 4 per character.
 Characters alone are not a bound (one emoji can be several tokens). User content is counted
 with ``encode_ordinary`` so text such as ``<|endoftext|>`` is counted as text, never refused.
+
+How much of a text to tokenize for ``n`` tokens is measured, not guessed: a first piece of
+``_SAMPLE_CHARS`` characters gives the text's characters per token (prose runs at 4 to 6, JSON
+at 3, CJK at about 1), and the next piece is sized for ``n`` tokens at that density with 15 %
+to spare. Text sparser than ``_CHARS_PER_TOKEN_CEILING`` characters a token is padding (long
+runs of one character, which tiktoken also tokenizes in quadratic time), and a prefix that
+long is treated as holding the limit.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 ENCODING_NAME = "o200k_base"
-# First guess of characters per token when scanning a prefix; doubles when wrong, up to the
-# ceiling. Prose and code run at 3-5 characters a token; text sparser than the ceiling is
-# padding (long runs of one character, which tiktoken also tokenizes in quadratic time), and
-# a prefix that long is treated as holding the limit.
-_CHARS_PER_TOKEN_GUESS = 4
 _CHARS_PER_TOKEN_CEILING = 16
+_SAMPLE_CHARS = 384  # the first piece tokenized at an end: it measures the text's density
 # Tokens kept free for a cut marker such as "[… 1,234 characters of the reply cut here …]".
 _MARKER_ROOM = 24
+# Tokens beyond a limit that two separately tokenized windows must hold to prove a text is
+# over it (``Cutter._surely_over``).
+_PROOF = 8
 
 
 @functools.cache
@@ -38,29 +46,68 @@ def count(text: str) -> int:
     return len(encoding().encode_ordinary(text))
 
 
+def size_bound(text: str) -> int:
+    """An upper bound on the tokens of ``text`` without tokenizing it: its UTF-8 length."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
 def surely_within(text: str, limit: int) -> bool:
     """True when ``text`` provably has at most ``limit`` tokens without tokenizing it."""
-    return len(text) * 4 <= limit or (len(text) <= limit and len(text.encode("utf-8")) <= limit)
+    return len(text) * 4 <= limit or (len(text) <= limit and size_bound(text) <= limit)
 
 
-def _scan(text: str, limit: int, *, from_end: bool) -> tuple[list[int], bool]:
+@dataclass(frozen=True, slots=True)
+class Kept:
+    """What a cut kept, and its tokens.
+
+    ``tokens`` is exact when ``counted``; otherwise it is the UTF-8 bound (the text was proved
+    to fit without tokenizing it). A cut text's count adds up its head, marker and tail, which
+    BPE may merge a token or so differently: the caller measures the final prompt anyway.
+    """
+
+    text: str
+    tokens: int
+    counted: bool
+    cut: bool = False
+    changed: bool = False
+    """A ``Cutter``'s ``clean`` changed what was kept."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Scan:
+    """The tokens of one end of a text: of its first (or last) ``size`` characters."""
+
+    tokens: list[int]
+    whole: bool
+    size: int
+
+
+def _scan(text: str, limit: int, *, from_end: bool, known: _Scan | None = None) -> _Scan:
     """Tokens of a prefix (or suffix) holding more than ``limit`` tokens, or of all of ``text``.
 
-    The second value is True when the whole text was tokenized. Sparse text stops the scan
-    at ``_CHARS_PER_TOKEN_CEILING`` characters a token, with fewer tokens than asked for.
+    ``whole`` is True when the whole text was tokenized. Sparse text stops the scan at
+    ``_CHARS_PER_TOKEN_CEILING`` characters a token, with fewer tokens than asked for.
+    ``known``: an earlier scan of the same end, reused when it already answers.
     """
     enc = encoding()
-    size = max(64, (limit + 1) * _CHARS_PER_TOKEN_GUESS)
+    wanted = limit + 2  # the token at the cut may be split; keep one spare token on that side
     ceiling = max(64, (limit + 1) * _CHARS_PER_TOKEN_CEILING)
+    if known is not None and (known.whole or len(known.tokens) >= wanted or known.size >= ceiling):
+        return known
+    if known is not None and known.tokens:  # its density sizes the next piece
+        size = min(max(int(wanted * known.size / len(known.tokens) * 1.15) + 64, 64), ceiling)
+    else:
+        size = min(_SAMPLE_CHARS, ceiling)  # a sample first: it tells the text's density
     while True:
         if size >= len(text):
-            return enc.encode_ordinary(text), True
+            return _Scan(enc.encode_ordinary(text), True, len(text))
         piece = text[-size:] if from_end else text[:size]
         tokens = enc.encode_ordinary(piece)
-        # The token at the cut may be split; keep one spare token on that side.
-        if len(tokens) > limit + 1 or size >= ceiling:
-            return tokens, False
-        size = min(size * 2, ceiling)
+        if len(tokens) >= wanted or size >= ceiling:
+            return _Scan(tokens, False, size)
+        # Grow by the density just measured, with some to spare.
+        per_token = size / max(len(tokens), 1)
+        size = min(max(int(wanted * per_token * 1.15) + 64, size + 256), ceiling)
 
 
 def _decode(tokens: list[int]) -> str:
@@ -69,12 +116,25 @@ def _decode(tokens: list[int]) -> str:
     return data.decode("utf-8", errors="ignore")
 
 
+def _head_of(tokens: list[int], limit: int) -> str:
+    return _decode(tokens[:limit])
+
+
+def _tail_of(text: str, tokens: list[int], limit: int) -> str:
+    kept = _decode(tokens[-limit:]) if limit > 0 else ""
+    # Decoding from a token boundary inside a character can leave replacement debris at the
+    # start; the kept text must be a true suffix of the original.
+    while kept and not text.endswith(kept):
+        kept = kept[1:]
+    return kept
+
+
 def within(text: str, limit: int) -> bool:
     """True when ``text`` has at most ``limit`` tokens (tokenizing at most ``limit`` + 2)."""
     if surely_within(text, limit):
         return True
-    tokens, whole = _scan(text, limit, from_end=False)
-    return whole and len(tokens) <= limit
+    scan = _scan(text, limit, from_end=False)
+    return scan.whole and len(scan.tokens) <= limit
 
 
 def head(text: str, limit: int) -> str:
@@ -83,10 +143,10 @@ def head(text: str, limit: int) -> str:
         return ""
     if surely_within(text, limit):
         return text
-    tokens, whole = _scan(text, limit, from_end=False)
-    if whole and len(tokens) <= limit:
+    scan = _scan(text, limit, from_end=False)
+    if scan.whole and len(scan.tokens) <= limit:
         return text
-    return _decode(tokens[:limit])
+    return _head_of(scan.tokens, limit)
 
 
 def tail(text: str, limit: int) -> str:
@@ -95,35 +155,156 @@ def tail(text: str, limit: int) -> str:
         return ""
     if surely_within(text, limit):
         return text
-    tokens, whole = _scan(text, limit, from_end=True)
-    if whole and len(tokens) <= limit:
+    scan = _scan(text, limit, from_end=True)
+    if scan.whole and len(scan.tokens) <= limit:
         return text
-    kept = _decode(tokens[-limit:])
-    # Decoding from a token boundary inside a character can leave replacement debris at the
-    # start; the kept text must be a true suffix of the original.
-    while kept and not text.endswith(kept):
-        kept = kept[1:]
-    return kept
+    return _tail_of(text, scan.tokens, limit)
+
+
+def _same(text: str) -> str:
+    return text
+
+
+class Cutter:
+    """Cuts one text to a limit, and again to smaller ones, tokenizing each end once.
+
+    A smaller cut of the same text takes its head and tail from the tokens the first cut
+    scanned; only a larger limit scans again. ``clean`` (default: none) rewrites what is kept,
+    the head and the tail each on its own, before the cut marker joins them; when it changes
+    a piece, the result is ``Kept(..., counted=False, changed=True)`` with the UTF-8 bound as
+    its tokens, and may be over the limit.
+    """
+
+    __slots__ = ("_clean", "_head", "_tail", "text")
+
+    def __init__(self, text: str, clean: Callable[[str], str] = _same) -> None:
+        self.text = text
+        self._clean = clean
+        self._head: _Scan | None = None
+        self._tail: _Scan | None = None
+
+    def _scan(self, limit: int, *, from_end: bool) -> _Scan:
+        scan = _scan(
+            self.text, limit, from_end=from_end, known=self._tail if from_end else self._head
+        )
+        if from_end:
+            self._tail = scan
+        else:
+            self._head = scan
+        return scan
+
+    def _kept(self, pieces: tuple[str, ...], size: int, *, counted: bool, cut: bool) -> Kept:
+        """``pieces`` (texts of the original, and markers at odd positions) cleaned and joined."""
+        clean = self._clean
+        if len(pieces) == 1:
+            text = clean(pieces[0])
+            if text is pieces[0] or text == pieces[0]:
+                return Kept(text, size, counted=counted, cut=cut)
+            return Kept(text, size_bound(text), counted=False, cut=cut, changed=True)
+        shown = tuple(piece if index % 2 else clean(piece) for index, piece in enumerate(pieces))
+        text = "".join(shown)
+        if all(a is b or a == b for a, b in zip(shown, pieces, strict=True)):
+            return Kept(text, size, counted=counted, cut=cut)
+        return Kept(text, size_bound(text), counted=False, cut=cut, changed=True)
+
+    def _fits(self, limit: int) -> Kept | None:
+        """``Kept(text)`` when the text fits ``limit`` tokens."""
+        text = self.text
+        if surely_within(text, limit):
+            return self._kept((text,), size_bound(text), counted=False, cut=False)
+        scan = self._scan(limit, from_end=False)
+        if scan.whole and len(scan.tokens) <= limit:
+            return self._kept((text,), len(scan.tokens), counted=True, cut=False)
+        return None
+
+    def ends(self, limit: int, what: str) -> Kept:
+        """The text if it fits ``limit`` tokens, else its head and tail with a marked gap."""
+        text = self.text
+        if limit <= 0:
+            return Kept("", 0, counted=True, cut=bool(text))
+        if limit < _MARKER_ROOM * 2 or surely_within(text, limit):
+            fits = self._fits(limit)
+            if fits is not None:
+                return fits
+        if limit < _MARKER_ROOM * 2:  # no room for a marker: keep what fits
+            tokens = self._scan(limit, from_end=False).tokens
+            start = _head_of(tokens, limit)
+            return self._kept((start,), min(len(tokens), limit), counted=True, cut=True)
+        budget = limit - _MARKER_ROOM
+        tail_size = budget - budget // 2
+        if self._likely_within(limit) or not self._surely_over(limit, tail_size):
+            fits = self._fits(limit)
+            if fits is not None:
+                return fits
+        tokens = self._scan(limit - tail_size + _PROOF, from_end=False).tokens
+        start = _head_of(tokens, budget // 2)
+        end_tokens = self._scan(tail_size, from_end=True).tokens
+        end = _tail_of(text, end_tokens, budget - budget // 2)
+        gap = max(len(text) - len(start) - len(end), 0)
+        marker = f"\n[… {gap:,} characters of the {what} cut here …]\n"
+        size = min(len(tokens), budget // 2) + min(len(end_tokens), tail_size)
+        return self._kept((start, marker, end), size + count(marker), counted=True, cut=True)
+
+    def _likely_within(self, limit: int) -> bool:
+        """Whether the text's start (``_SAMPLE_CHARS`` tokenized) suggests the whole is at most
+        a quarter over ``limit``: then counting it is cheaper than proving it over."""
+        if self._head is None:
+            sample = self.text[:_SAMPLE_CHARS]
+            tokens = encoding().encode_ordinary(sample)
+            self._head = _Scan(tokens, len(sample) == len(self.text), len(sample))
+        head = self._head
+        return head.whole or len(self.text) * len(head.tokens) <= head.size * limit * 1.25
+
+    def _surely_over(self, limit: int, tail_size: int) -> bool:
+        """True when the two windows a head-and-tail cut needs prove the text is over
+        ``limit``: a head holding ``limit - tail_size + _PROOF`` tokens and a tail holding
+        ``tail_size``, apart. Tokenizing the middle to learn that would cost as much again.
+
+        Apart, they hold ``_PROOF`` tokens more than the limit; tokenizing the text whole can
+        join a token or two where they were split from it, never that many.
+        """
+        head_wanted = limit - tail_size + _PROOF
+        head = self._scan(head_wanted, from_end=False)
+        if head.whole or len(head.tokens) < head_wanted + 2:
+            return False
+        tail = self._scan(tail_size, from_end=True)
+        apart = head.size + tail.size <= len(self.text)
+        return apart and not tail.whole and len(tail.tokens) >= tail_size + 2
+
+    def head(self, limit: int, what: str) -> Kept:
+        """The text if it fits ``limit`` tokens, else its start with a marked cut."""
+        text = self.text
+        if limit <= 0:
+            return Kept("", 0, counted=True, cut=bool(text))
+        fits = self._fits(limit)
+        if fits is not None:
+            return fits
+        tokens = self._scan(limit, from_end=False).tokens
+        if limit < _MARKER_ROOM * 2:
+            start = _head_of(tokens, limit)
+            return self._kept((start,), min(len(tokens), limit), counted=True, cut=True)
+        keep = limit - _MARKER_ROOM
+        start = _head_of(tokens, keep)
+        marker = f"\n[… {len(text) - len(start):,} more characters of the {what} cut here …]"
+        size = min(len(tokens), keep) + count(marker)
+        return self._kept((start, marker), size, counted=True, cut=True)
+
+
+def fit_ends(text: str, limit: int, what: str) -> Kept:
+    """``text`` if it fits ``limit`` tokens, else its head and tail with a marked gap."""
+    return Cutter(text).ends(limit, what)
+
+
+def fit_head(text: str, limit: int, what: str) -> Kept:
+    """``text`` if it fits ``limit`` tokens, else its start with a marked cut."""
+    return Cutter(text).head(limit, what)
 
 
 def keep_ends(text: str, limit: int, what: str) -> str:
     """``text`` if it fits ``limit`` tokens, else its head and tail with a marked gap."""
-    if within(text, limit):
-        return text
-    if limit < _MARKER_ROOM * 2:  # no room for a marker: keep what fits
-        return head(text, limit)
-    budget = limit - _MARKER_ROOM
-    start = head(text, budget // 2)
-    end = tail(text, budget - budget // 2)
-    gap = max(len(text) - len(start) - len(end), 0)
-    return f"{start}\n[… {gap:,} characters of the {what} cut here …]\n{end}"
+    return fit_ends(text, limit, what).text
 
 
 def keep_head(text: str, limit: int, what: str) -> str:
     """``text`` if it fits ``limit`` tokens, else its start with a marked cut."""
-    if within(text, limit):
-        return text
-    if limit < _MARKER_ROOM * 2:
-        return head(text, limit)
-    start = head(text, limit - _MARKER_ROOM)
-    return f"{start}\n[… {len(text) - len(start):,} more characters of the {what} cut here …]"
+    return fit_head(text, limit, what).text

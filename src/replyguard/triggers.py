@@ -92,6 +92,15 @@ class TriggerMatcher:
             if self._keywords
             else None
         )
+        # Each keyword's first word in lower case: ASCII text holding none of them cannot match,
+        # and saying so takes a few substring searches instead of the pattern's look-behinds.
+        # (Only for ASCII keywords: IGNORECASE matches some non-ASCII letters lower() keeps.)
+        ascii_only = all(keyword.isascii() for keyword in self._keywords)
+        self._needles = (
+            tuple({keyword.split()[0].lower() for keyword in self._keywords})
+            if ascii_only
+            else None
+        )
 
     def decide(self, turn: Turn, reply_text: str) -> TriggerKind | None:
         """Why ``turn`` (whose first reply is ``reply_text``) is judged, or ``None``."""
@@ -107,6 +116,10 @@ class TriggerMatcher:
         """The keyword of the first non-negated occurrence in ``text`` (spaces collapsed)."""
         if self._pattern is None:
             return None
+        if self._needles is not None and text.isascii():
+            lowered = text.lower()
+            if not any(needle in lowered for needle in self._needles):
+                return None
         for match in self._pattern.finditer(text):
             if not _negated(text, match.start()):
                 assert match.lastindex is not None  # every alternative is one group

@@ -132,9 +132,13 @@ class HeartbeatCheck:
         self._file = heartbeat_file
         self._workspace = Workspace(workspace_dir, events or Events())
 
+    def applies(self, turn: Turn, reply: Reply) -> bool:
+        """Only a heartbeat turn's acknowledgement is this check's business."""
+        return turn.heartbeat and is_acknowledgement(reply.text)
+
     async def check(self, turn: Turn, reply: Reply) -> CheckResult:
         """Judge a heartbeat turn's acknowledgement against the open tasks."""
-        if not turn.heartbeat or not is_acknowledgement(reply.text):
+        if not self.applies(turn, reply):
             return passed(self.name)
         markdown = await asyncio.to_thread(self._workspace.read, self._file)
         if markdown is None:

@@ -1,9 +1,11 @@
 """Running a verifier's checks on one reply, concurrently, and merging what they found.
 
-Every check runs in one ``TaskGroup`` under its own deadline. A check that crashes or hangs is
-reported as that check's ``error``: an ordinary check is then ignored (it passes, and the crash
-is logged); a ``required`` one counts as a FAIL, so the agent gets feedback and retries.
-Nothing a check does can lose the reply.
+Every check runs in one ``TaskGroup`` under its own deadline (a lone check is awaited without
+one). A check may say up front that a reply is none of its business (an ``applies(turn,
+reply)`` method returning False): it is then not run at all and passes, as it would have. A
+check that crashes or hangs is reported as that check's ``error``: an ordinary check is then
+ignored (it passes, and the crash is logged); a ``required`` one counts as a FAIL, so the agent
+gets feedback and retries. Nothing a check does can lose the reply.
 
 A ``CancelledError`` is the turn's own only when the task running the check is being
 cancelled (``Task.cancelling()``): then it propagates. Otherwise a check raised it on its own,
@@ -13,6 +15,7 @@ say by awaiting an inner task that was cancelled, and it is that check's crash.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Sequence
 
 from replyguard.checks.base import Check
@@ -66,9 +69,39 @@ async def run_checks(
     """Run every check on ``reply`` at once; results in the order the checks were given."""
     if not checks:
         return ()
-    async with asyncio.TaskGroup() as group:
-        tasks = [group.create_task(_run_one(c, turn, reply, time_limit, events)) for c in checks]
-    return tuple(task.result() for task in tasks)
+    results: list[CheckResult | None] = [
+        None if _applies(check, turn, reply) else _no_opinion(check) for check in checks
+    ]
+    due = [index for index, result in enumerate(results) if result is None]
+    if len(due) == 1:  # one check: no task to start
+        check = checks[due[0]]
+        results[due[0]] = await _run_one(check, turn, reply, time_limit, events)
+    elif due:
+        async with asyncio.TaskGroup() as group:
+            tasks = {
+                i: group.create_task(_run_one(checks[i], turn, reply, time_limit, events))
+                for i in due
+            }
+        for index, task in tasks.items():
+            results[index] = task.result()
+    return tuple(result for result in results if result is not None)
+
+
+def _applies(check: Check, turn: Turn, reply: Reply) -> bool:
+    """False when the check says up front that it has no opinion on this reply (``applies``),
+    so it need not run at all."""
+    applies = getattr(check, "applies", None)
+    return applies is None or bool(applies(turn, reply))
+
+
+def _no_opinion(check: Check) -> CheckResult:
+    """What a check that does not apply returns: a plain pass."""
+    return _plain_pass(check.name, check.required)
+
+
+@functools.lru_cache(maxsize=256)
+def _plain_pass(name: str, required: bool) -> CheckResult:
+    return CheckResult(name=name, passed=True, required=required)  # frozen: safe to share
 
 
 def merged_feedback(results: Sequence[CheckResult]) -> str:

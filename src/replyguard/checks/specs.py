@@ -25,9 +25,10 @@ FILE_MODEL = ConfigDict(
     strict=True,
     hide_input_in_errors=True,
     use_attribute_docstrings=True,
+    defer_build=True,
 )
 """How every model of the config file reads: camelCase keys, unknown keys refused, strict types,
-input never echoed in errors, frozen."""
+input never echoed in errors, frozen. Built on first use, not at import."""
 
 
 def _regex(value: str) -> str:

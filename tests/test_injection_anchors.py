@@ -1,0 +1,32 @@
+"""The detector's anchor search: the rarest-character gate finds exactly what a plain search
+of every anchor finds."""
+
+from __future__ import annotations
+
+import pytest
+
+from injection_corpus import BENIGN, HOSTILE
+from replyguard.injection import _ANCHORS, _anchors_in
+
+TEXTS = [sample.text.lower() for sample in (*HOSTILE, *BENIGN)]
+
+
+def plain_search(text: str) -> frozenset[str]:
+    return frozenset(anchor for anchor in _ANCHORS if anchor in text)
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_the_gated_search_finds_the_anchors_of_every_corpus_text(text: str) -> None:
+    assert _anchors_in(text) == plain_search(text)
+
+
+@pytest.mark.parametrize("anchor", sorted(_ANCHORS))
+def test_every_anchor_is_found_alone_and_inside_other_text(anchor: str) -> None:
+    assert _anchors_in(anchor) == plain_search(anchor) >= {anchor}
+    inside = f"zz{anchor}zz and more words"
+    assert anchor in _anchors_in(inside)
+    assert _anchors_in(inside) == plain_search(inside)
+
+
+def test_text_without_any_anchor_finds_none() -> None:
+    assert _anchors_in("zzz qqq xxx") == frozenset()
