@@ -56,6 +56,9 @@ CHECK_KEYS = {
     "ledgerPath": "ledger_path",
     "hookTimeoutSeconds": "hook_timeout_seconds",
     "onSuspectedInjection": "on_suspected_injection",
+    "mode": "mode",
+    "router": "router",
+    "tracing": "tracing",
 }
 
 # One non-default value per key, to prove the JSON key reaches the attribute.

@@ -83,6 +83,9 @@ WRONG_TYPES: dict[str, Any] = {
     "ledgerPath": 3,
     "onSuspectedInjection": None,
     "hookTimeoutSeconds": "2",
+    "mode": True,
+    "router": ["judge"],
+    "tracing": "yes",
 }
 CIRCUIT_BREAKER_WRONG_TYPES: dict[str, Any] = {"failureThreshold": "5", "cooldownSeconds": [30]}
 # A valid entry of each check type, and a wrong type for each of its keys.
@@ -471,7 +474,7 @@ def test_check_config_prints_the_message_on_stderr_and_exits_2(
     broken: tuple[Broken, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     _, path = broken
-    expected = f"replyguard: {_error(path)}\n"
+    expected = f"replyguard check-config: {_error(path)}\n"
     assert main(["check-config", str(path)]) == 2
     assert capsys.readouterr() == ("", expected)
 

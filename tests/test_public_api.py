@@ -76,6 +76,7 @@ def test_contract_enum_values() -> None:
         "disabled",
         "failed_open",
         "exhausted",
+        "flagged",
     }
 
 

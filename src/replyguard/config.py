@@ -17,19 +17,19 @@ from typing import Annotated, Any, Literal, Self, get_args
 from pydantic import (
     BaseModel,
     Field,
-    SecretStr,
     ValidationError,
-    field_serializer,
     field_validator,
     model_validator,
 )
 from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
 
 from replyguard.checks.specs import FILE_MODEL, CheckSpec, HeartbeatCheckSpec
 from replyguard.errors import ConfigError, ReplyguardError
+from replyguard.keys import ENV_PREFIX, MASK, ApiKey, key_values, resolved_key
+from replyguard.routing import RouterConfig
 
-ENV_PREFIX = "env:"
-MASK = "**********"
+__all__ = ["ENV_PREFIX", "MASK", "CircuitBreakerConfig", "RunKind", "VerifierConfig"]
 NESTED_PATH = ("agents", "defaults", "verifier")
 DEFAULT_TRIGGER_KEYWORDS = ("done", "completed", "finished", "ready", "here you go")
 REASONING_JUDGE_MAX_TOKENS = 4096
@@ -56,6 +56,7 @@ SampleRate = Annotated[float, Field(ge=0, le=1)]
 Deliver = Literal["last", "first", "best"]
 OnExhausted = Literal["deliver", "raise"]
 JudgeAfterChecks = Literal["on_pass", "always", "never"]
+Mode = Literal["enforce", "shadow"]
 ModelNames = Annotated[tuple[str, ...], Field(strict=False)]
 
 
@@ -84,6 +85,7 @@ class RunKind(BaseModel):
 
     model_config = FILE_MODEL
 
+    mode: Mode | None = None
     model: str | None = None
     fallback_models: ModelNames | None = None
     max_attempts: Attempts | None = None
@@ -112,8 +114,13 @@ class VerifierConfig(BaseModel):
 
     enabled: bool = False
     """Off unless switched on. ``Verifier.verify()`` judges even when off."""
+    mode: Mode = "enforce"
+    """``"shadow"``: judge and log, but never retry; a FAIL delivers the reply unchanged with
+    status ``flagged``, so a team can measure the judge before enforcing it."""
+    router: RouterConfig | None = None
+    """Judge deployments behind a litellm Router; ``model`` then names one of its groups."""
     model: str = "anthropic/claude-sonnet-4-5"
-    """The judge model, in litellm naming."""
+    """The judge model, in litellm naming (or a ``router`` group)."""
     agent_model: str | None = None
     """The agent's model, for the cross-family check."""
     require_cross_family: bool = False
@@ -122,7 +129,7 @@ class VerifierConfig(BaseModel):
     """Judge models tried in order when the judge call errors."""
     api_base: str | None = None
     """Base URL passed to litellm (a proxy, or a test server)."""
-    api_key: SecretStr | None = None
+    api_key: ApiKey = None
     """API key passed to litellm; ``"env:NAME"`` reads the variable at call time."""
     verify_all: bool = False
     """Verify every final reply, keywords or not."""
@@ -154,7 +161,10 @@ class VerifierConfig(BaseModel):
     judge_max_tokens: JudgeMaxTokens = 512
     """Verdict length limit; when not set, 4096 for reasoning judge models."""
     log_content: bool = False
-    """Put user text, replies and feedback into log events."""
+    """Put user text, replies and feedback into log events (and trace spans)."""
+    tracing: bool = False
+    """OpenTelemetry spans per turn, attempt, check and judge call, through the global tracer
+    provider (needs the ``otel`` extra)."""
     checks: tuple[CheckSpec, ...] = Field(
         default=(HeartbeatCheckSpec(type="heartbeat"),), strict=False
     )
@@ -204,6 +214,18 @@ class VerifierConfig(BaseModel):
             raise ValueError("must name a model")
         return value.strip()
 
+    @model_validator(mode="after")
+    def _model_is_a_router_group(self) -> Self:
+        # After the fields, so that a default ``model`` (never field-validated) is checked too.
+        if self.router is not None and self.model not in self.router.groups:
+            groups = ", ".join(sorted(self.router.groups))
+            problem = f"{self.model!r} is not a router group (one of: {groups})"
+            error = PydanticCustomError("value_error", "{problem}", {"problem": problem})
+            raise ValidationError.from_exception_data(
+                type(self).__name__, [{"type": error, "loc": ("model",), "input": self.model}]
+            )
+        return self
+
     @field_validator("fallback_models")
     @classmethod
     def _fallbacks_not_empty(cls, value: tuple[str, ...]) -> tuple[str, ...]:
@@ -227,24 +249,6 @@ class VerifierConfig(BaseModel):
     @classmethod
     def _heartbeat_file_relative(cls, value: str) -> str:
         return _relative_inside(value, "heartbeatFile")
-
-    @field_validator("api_key")
-    @classmethod
-    def _env_reference_named(cls, value: SecretStr | None) -> SecretStr | None:
-        if value is not None:
-            raw = value.get_secret_value()
-            if raw.startswith(ENV_PREFIX) and not raw[len(ENV_PREFIX) :].strip():
-                raise ValueError('"env:" must be followed by a variable name')
-            if raw == MASK:
-                raise ValueError("is the mask of a key, not a key (a dumped config hides it)")
-        return value
-
-    @field_serializer("api_key", when_used="json")
-    def _mask_key(self, value: SecretStr | None) -> str | None:
-        if value is None:
-            return None
-        raw = value.get_secret_value()
-        return raw if raw.startswith(ENV_PREFIX) else MASK
 
     # -- derived values ------------------------------------------------------------------
 
@@ -286,7 +290,8 @@ class VerifierConfig(BaseModel):
         """``judgeMaxTokens``, or 4096 for a reasoning model when the key was not set."""
         from replyguard.families import is_reasoning_model
 
-        if "judge_max_tokens" not in self.model_fields_set and is_reasoning_model(model):
+        reasoning = any(is_reasoning_model(m) for m in self.underlying_models(model))
+        if "judge_max_tokens" not in self.model_fields_set and reasoning:
             return max(self.judge_max_tokens, REASONING_JUDGE_MAX_TOKENS)
         return self.judge_max_tokens
 
@@ -297,26 +302,23 @@ class VerifierConfig(BaseModel):
 
     def resolve_api_key(self) -> str | None:
         """The API key to send, reading ``env:NAME`` now. Raises ``ConfigError`` if unset."""
-        if self.api_key is None:
-            return None
-        raw = self.api_key.get_secret_value()
-        if not raw.startswith(ENV_PREFIX):
-            return raw
-        name = raw[len(ENV_PREFIX) :].strip()
-        value = os.environ.get(name)
-        if not value:
-            raise ConfigError(None, [("apiKey", f"environment variable {name} is not set")])
-        return value
+        return resolved_key(self.api_key, "apiKey")
 
     def secrets(self) -> tuple[str, ...]:
         """Every secret value this config may send, for redaction (env values read now)."""
-        if self.api_key is None:
-            return ()
-        raw = self.api_key.get_secret_value()
-        if not raw.startswith(ENV_PREFIX):
-            return (raw,)
-        value = os.environ.get(raw[len(ENV_PREFIX) :].strip())
-        return (value,) if value else ()
+        router = self.router.secrets() if self.router is not None else ()
+        return (*key_values(self.api_key), *router)
+
+    def underlying_models(self, model: str) -> tuple[str, ...]:
+        """The models behind a judge model name: a router group's deployments, or itself."""
+        if self.router is not None:
+            return self.router.groups.get(model, (model,))
+        return (model,)
+
+    @property
+    def judge_deployment_models(self) -> tuple[str, ...]:
+        """Every model the judge may really call (router groups expanded), in order."""
+        return tuple(m for name in self.judge_models for m in self.underlying_models(name))
 
     @classmethod
     def json_schema(cls) -> dict[str, Any]:

@@ -57,7 +57,16 @@ from replyguard.config import VerifierConfig
 from replyguard.context import JudgePrompt
 from replyguard.errors import CircuitOpenError, ConfigError, JudgeConfigError, JudgeError
 from replyguard.families import model_family
+from replyguard.prompt_cache import with_cached_system
+from replyguard.routing import JudgeRouter
 from replyguard.telemetry import Events, describe_error
+from replyguard.tracing import (
+    NO_TRACING,
+    Tracing,
+    answer_attributes,
+    chat_attributes,
+    finish_reasons,
+)
 from replyguard.types import FailCategory
 from replyguard.verdict import parse_verdict
 
@@ -117,6 +126,10 @@ class JudgeReply(BaseModel):
     cost_usd: float = Field(default=0.0, ge=0)
     note: str | None = None
     """Why the text is empty, when the provider said (a refusal, tool calls only)."""
+
+
+_NOTHING_SPENT = JudgeReply(text="", model="")
+"""What a judgement has cost before its first answer."""
 
 
 class Judge(Protocol):
@@ -262,23 +275,52 @@ class LiteLLMJudge:
         *,
         breaker: CircuitBreaker | None = None,
         key_owner: str | None = None,
+        tracing: Tracing = NO_TRACING,
+        router: JudgeRouter | None = None,
     ) -> None:
         """``key_owner``: the model whose provider issued ``apiKey`` (default: ``config.model``;
-        a run kind's judge passes the verifier's own model, since the key is the verifier's)."""
+        a run kind's judge passes the verifier's own model, since the key is the verifier's).
+        ``router``: the verifier's Router, for the models that name one of its groups (each
+        deployment brings its own endpoint and key)."""
         self._config = config
         self._events = events
         self._breaker = breaker
+        self._tracing = tracing
+        self._router = router
         self._models = config.judge_models
         self._structured: dict[str, bool] = {}  # per model, asked of litellm once
+        self._max_tokens = {model: config.judge_max_tokens_for(model) for model in self._models}
+        self._litellm: Any = None  # once imported
         primary = _provider(key_owner or config.model)
+        self._routed = frozenset(router.groups & set(self._models)) if router else frozenset()
         self._own_credentials = {
-            model: config.api_base is not None or _provider(model) == primary
+            model: model not in self._routed
+            and (config.api_base is not None or _provider(model) == primary)
             for model in self._models
         }
 
+    @property
+    def ready(self) -> bool:
+        """True once ``warmup`` has nothing left to do (litellm imported, no Router to build),
+        so a caller may skip awaiting it."""
+        return self._litellm is not None and not self._routed
+
     async def warmup(self) -> None:
-        """Import litellm (off the loop) so the first judgement's deadline is not spent on it."""
-        await import_litellm()
+        """Import litellm and build the Router (off the loop), so the first judgement's
+        deadline is not spent on them."""
+        self._litellm = await import_litellm()
+        if self._routed and self._router is not None:
+            await self._router.router()
+
+    async def _caller(self, litellm: Any, model: str) -> Any:
+        """What sends ``model``'s request: the Router for a router group, else litellm."""
+        if model not in self._routed or self._router is None:
+            return litellm.acompletion
+        try:
+            router = await self._router.router()
+        except ConfigError as exc:
+            raise self._misconfigured(exc) from None
+        return router.acompletion
 
     def request(
         self, model: str, prompt: JudgePrompt, *, timeout: float, api_key: str | None
@@ -289,9 +331,9 @@ class LiteLLMJudge:
         """
         params: dict[str, Any] = {
             "model": model,
-            "messages": prompt.messages,
+            "messages": with_cached_system(self._config.underlying_models(model), prompt.messages),
             "temperature": 0,
-            "max_tokens": self._config.judge_max_tokens_for(model),
+            "max_tokens": self._max_tokens.get(model) or self._config.judge_max_tokens_for(model),
             "drop_params": True,
             "timeout": timeout,
             "max_retries": 0,
@@ -312,12 +354,12 @@ class LiteLLMJudge:
         model's circuit is open, ``TimeoutError`` when time ran out (or the last failure was a
         timeout), and ``JudgeError`` otherwise.
         """
-        litellm = await import_litellm()
+        litellm = self._litellm or await import_litellm()
+        self._litellm = litellm
         api_key = self._api_key()
-        secrets = (*self._events.secrets, *((api_key,) if api_key else ()))
         loop = asyncio.get_running_loop()
         deadline = loop.time() + time_left - min(_DEADLINE_GUARD, time_left / 100)
-        spent = JudgeReply(text="", model="")  # what every answer so far cost
+        spent = _NOTHING_SPENT  # what every answer so far cost
         unreadable: JudgeReply | None = None
         failures: list[str] = []
         last: BaseException | None = None
@@ -332,23 +374,51 @@ class LiteLLMJudge:
                 failures.append(f"{model}: circuit open")
                 continue
             share = self.share_of(index, remaining)
-            try:
-                # litellm keys its cached HTTP clients on the timeout it is given: a per-call
-                # value would open a new client and connection on every call. It gets the
-                # constant judgement timeout; this model's share is enforced here.
-                constant = self._config.timeout_seconds
-                async with asyncio.timeout_at(loop.time() + share):
-                    response = await litellm.acompletion(
-                        **self.request(model, prompt, timeout=constant, api_key=api_key)
+            # litellm keys its cached HTTP clients on the timeout it is given: a per-call
+            # value would open a new client and connection on every call. It gets the
+            # constant judgement timeout; this model's share is enforced here.
+            params = self.request(
+                model, prompt, timeout=self._config.timeout_seconds, api_key=api_key
+            )
+            tracing = self._tracing
+            attributes = (
+                chat_attributes(model, params, self._config.underlying_models(model))
+                if tracing.enabled
+                else None
+            )
+            with tracing.span(f"chat {model}", attributes, client=True) as span:
+                try:
+                    call = (
+                        await self._caller(litellm, model)
+                        if model in self._routed
+                        else litellm.acompletion
                     )
-            except Exception as exc:
-                self._failed(model, exc, secrets)
-                failures.append(f"{model}: {describe_error(exc, secrets)}")
-                last = exc
-                continue
+                    async with asyncio.timeout_at(loop.time() + share):
+                        response = await call(**params)
+                except JudgeConfigError as exc:  # the Router could not be built (logged)
+                    span.fail(exc)
+                    raise
+                except Exception as exc:
+                    secrets = self._secrets(api_key)
+                    span.fail(exc, secrets)
+                    self._failed(model, exc, secrets)
+                    failures.append(f"{model}: {describe_error(exc, secrets)}")
+                    last = exc
+                    continue
+                answer = read_response(response, model)
+                if tracing.enabled:
+                    span.set(
+                        answer_attributes(
+                            answer.model,
+                            answer.prompt_tokens,
+                            answer.completion_tokens,
+                            answer.cost_usd,
+                            finish_reasons(response),
+                        )
+                    )
             if self._breaker is not None:
                 self._breaker.record_success(model)
-            reply = _added(read_response(response, model), spent)
+            reply = answer if spent is _NOTHING_SPENT else _added(answer, spent)
             if parse_verdict(reply.text).readable:
                 return reply
             self._events.info("judge_model_unreadable", model=model, note=reply.note)
@@ -362,24 +432,34 @@ class LiteLLMJudge:
             raise TimeoutError(message)
         raise JudgeError(message, last_error_class=type(last).__name__)
 
+    def _secrets(self, api_key: str | None) -> tuple[str, ...]:
+        """What a failure's description must not show: the configured secrets and every key
+        read since (this call's ``apiKey``, the keys the Router's builds read)."""
+        routed = self._router.resolved_keys if self._router is not None else ()
+        return (*self._events.secrets, *((api_key,) if api_key else ()), *routed)
+
     def _api_key(self) -> str | None:
         try:
             return self._config.resolve_api_key()
         except ConfigError as exc:
-            error = describe_error(exc, self._events.secrets)
-            self._events.error(
-                "judge_misconfigured",
-                model=self._config.model,
-                status_code=None,
-                error_class=type(exc).__name__,
-                error=error,
-            )
-            raise JudgeConfigError(error, last_error_class=type(exc).__name__) from None
+            raise self._misconfigured(exc) from None
+
+    def _misconfigured(self, exc: ConfigError) -> JudgeConfigError:
+        """Log a configuration error found at call time; the error to raise for it."""
+        error = describe_error(exc, self._events.secrets)
+        self._events.error(
+            "judge_misconfigured",
+            model=self._config.model,
+            status_code=None,
+            error_class=type(exc).__name__,
+            error=error,
+        )
+        return JudgeConfigError(error, last_error_class=type(exc).__name__)
 
     def _wants_structured(self, model: str) -> bool:
         known = self._structured.get(model)
         if known is None:
-            known = supports_structured_verdict(model)
+            known = all(map(supports_structured_verdict, self._config.underlying_models(model)))
             if _loaded_litellm() is not None:  # before litellm is loaded the answer is a guess
                 self._structured[model] = known
         return known

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -35,8 +36,17 @@ from replyguard.judge import Judge, LiteLLMJudge, close_litellm_clients, import_
 from replyguard.ledger import Ledger, ledger_record
 from replyguard.limiter import ConcurrencyLimiter
 from replyguard.prechecks import skip_reason
+from replyguard.routing import JudgeRouter
 from replyguard.synchronous import SyncLoop
 from replyguard.telemetry import Events, describe_error
+from replyguard.tracing import (
+    TracedCheck,
+    Tracing,
+    build_tracing,
+    outcome_attributes,
+    turn_attributes,
+    verdict_attributes,
+)
 from replyguard.triggers import TriggerKind
 from replyguard.types import Attempt, Outcome, Reason, Reply, SkipReason, Status, Turn, Verdict
 from replyguard.workspace import Workspace
@@ -58,7 +68,9 @@ class Verifier:
         "_hooks",
         "_ledger",
         "_profiles",
+        "_router",
         "_sync",
+        "_tracing",
         "_warned",
         "_warned_lock",
     )
@@ -68,7 +80,9 @@ class Verifier:
     _hooks: Hooks
     _ledger: Ledger | None
     _profiles: dict[str | None, Profile]
+    _router: JudgeRouter | None
     _sync: SyncLoop
+    _tracing: Tracing
     _warned: set[tuple[Any, ...]]
     _warned_lock: threading.Lock
 
@@ -84,13 +98,21 @@ class Verifier:
         on_fail_open: Hook | None = None,
         on_skip: Hook | None = None,
         redact: Callable[[str], str] | None = None,
+        tracer_provider: Any = None,
     ) -> None:
+        """``tracer_provider``: an OpenTelemetry ``TracerProvider`` to record spans with
+        (whatever ``tracing`` says); without one, ``tracing: true`` uses the global provider."""
         events = Events(config.secrets())
         all_checks = (*build_checks(config, events), *(as_check(c) for c in checks))
         names = [c.name for c in all_checks]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ValueError(f"check names must be unique; repeated: {', '.join(duplicates)}")
+        tracing = build_tracing(
+            config.tracing, tracer_provider, events, log_content=config.log_content
+        )
+        if tracing.enabled:
+            all_checks = tuple(TracedCheck(c, tracing) for c in all_checks)
         limit = config.max_concurrent_judge_calls
         limiter = ConcurrencyLimiter(limit) if limit is not None else None
         workspace = Workspace(config.workspace_dir, events)
@@ -98,9 +120,16 @@ class Verifier:
             config.circuit_breaker.failure_threshold, config.circuit_breaker.cooldown_seconds
         )
 
+        router = JudgeRouter(config.router) if config.router is not None and not judge else None
+
         def judge_for(profile_config: VerifierConfig) -> Judge:
             return judge or LiteLLMJudge(
-                profile_config, events, breaker=breaker, key_owner=config.model
+                profile_config,
+                events,
+                breaker=breaker,
+                key_owner=config.model,
+                tracing=tracing,
+                router=router,
             )
 
         profiles: dict[str | None, Profile] = {None: Profile.build(None, config, judge_for(config))}
@@ -115,6 +144,8 @@ class Verifier:
         set_(self, "_hooks", Hooks(on_verdict, on_retry, on_exhausted, on_fail_open, on_skip))
         set_(self, "_ledger", Ledger(config.ledger_path, events) if config.ledger_path else None)
         set_(self, "_sync", SyncLoop())
+        set_(self, "_tracing", tracing)
+        set_(self, "_router", router)
         set_(self, "_warned", set())
         set_(self, "_warned_lock", threading.Lock())
         for profile in profiles.values():
@@ -122,7 +153,7 @@ class Verifier:
                 self._family_conflict(
                     profile.config, config.agent_model, raise_error=config.require_cross_family
                 )
-            for model in profile.config.judge_models:
+            for model in profile.config.judge_deployment_models:
                 if model_family(model) is None:
                     self._warn_once("judge_family_unknown", model=model)
 
@@ -140,7 +171,7 @@ class Verifier:
     @property
     def checks(self) -> tuple[Check, ...]:
         """The checks run before the judge, in order (configured ones first)."""
-        return self._assessor.checks
+        return tuple(c.inner if isinstance(c, TracedCheck) else c for c in self._assessor.checks)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -150,9 +181,14 @@ class Verifier:
 
         await import_litellm()
         await asyncio.to_thread(tokens.encoding)
+        if self._router is not None:
+            await self._router.router()
 
     async def aclose(self) -> None:
-        """Close litellm's HTTP clients of the running loop and the ``run_sync`` loop."""
+        """Discard the judge Router; close litellm's HTTP clients of the running loop and the
+        ``run_sync`` loop."""
+        if self._router is not None:
+            self._router.close()
         await close_litellm_clients()
         await asyncio.to_thread(self._sync.close)
         self._hooks.close()
@@ -161,6 +197,8 @@ class Verifier:
         """Close the ``run_sync`` loop and its litellm clients (at shutdown)."""
         self._sync.close()
         self._hooks.close()
+        if self._router is not None:
+            self._router.close()
 
     # -- model families and run kinds --------------------------------------------------------
 
@@ -180,7 +218,7 @@ class Verifier:
         if agent_family is None:
             self._warn_once("agent_family_unknown", model=agent_model)
             return False
-        same = [m for m in config.judge_models if model_family(m) == agent_family]
+        same = [m for m in config.judge_deployment_models if model_family(m) == agent_family]
         if not same:
             return False
         if raise_error:
@@ -217,7 +255,10 @@ class Verifier:
                 fail_open_reason=Reason.SAME_FAMILY,
                 error=f"judge and agent model {turn.agent_model!r} are of the same family",
             )
-        verdict, _ = await self._assessor.assess(Step(profile, turn, checked, (), 1, None))
+        with self._tracing.span("replyguard.verify") as span:
+            span.record(turn_attributes, turn, profile.name, profile.config.mode)
+            verdict, _ = await self._assessor.assess(Step(profile, turn, checked, (), 1, None))
+            span.record(verdict_attributes, verdict, self._tracing.log_content)
         return verdict
 
     def run_sync(self, agent: Agent, turn: Turn) -> Outcome:
@@ -233,9 +274,38 @@ class Verifier:
         exhausted turn raises ``VerificationExhausted``.
         """
         started = time.perf_counter()
-        messages: Messages = [*turn.history, {"role": "user", "content": turn.user_message}]
-        reply = await call_agent(agent, messages)
-        return await _Run(self, turn, self._profile(turn), started).verify(agent, messages, reply)
+        profile = self._profile(turn)
+        with self._tracing.span("replyguard.turn") as span:
+            span.record(turn_attributes, turn, profile.name, profile.config.mode)
+            messages: Messages = [*turn.history, {"role": "user", "content": turn.user_message}]
+            try:
+                reply = await call_agent(agent, messages)
+                outcome = await _Run(self, turn, profile, started).verify(agent, messages, reply)
+            except VerificationExhausted as exc:
+                span.record(outcome_attributes, exc.outcome)
+                raise
+            span.record(outcome_attributes, outcome)
+            return outcome
+
+
+_REPORTED = {
+    Status.FAILED_OPEN: (logging.WARNING, "failed_open"),
+    Status.EXHAUSTED: (logging.WARNING, "exhausted"),
+    Status.PASSED: (logging.INFO, "passed"),
+    Status.FLAGGED: (logging.INFO, "flagged"),
+    Status.SKIPPED: (logging.DEBUG, "skipped"),
+    Status.NOT_TRIGGERED: (logging.DEBUG, "not_triggered"),
+    Status.DISABLED: (logging.DEBUG, "disabled"),
+}
+"""The log level and event name of each outcome."""
+
+_FINAL_HOOKS = {
+    Status.EXHAUSTED: "on_exhausted",
+    Status.FAILED_OPEN: "on_fail_open",
+    Status.SKIPPED: "on_skip",
+    Status.NOT_TRIGGERED: "on_skip",
+}
+"""The hook called when a turn ends with each status (none for the others)."""
 
 
 def _normal(text: str) -> str:
@@ -320,12 +390,19 @@ class _Run:
         skip: SkipReason | None = None,
     ) -> Outcome:
         attempts = self.attempts
-        judge_cost = sum(a.verdict.cost_usd for a in attempts if a.verdict is not None)
-        agent_cost = sum(a.reply.meta.cost_usd or 0.0 for a in attempts)
-        checks = next((a.checks for a in reversed(attempts) if a.reply is delivered), ())
+        if len(attempts) == 1 and attempts[0].verdict is None and not attempts[0].checks:
+            # Nothing was judged or checked (disabled, skipped, not triggered, refused).
+            judge_cost, response, parsed = 0.0, delivered.text, None
+            agent_cost = attempts[0].reply.meta.cost_usd or 0.0
+        else:
+            judge_cost = sum(a.verdict.cost_usd for a in attempts if a.verdict is not None)
+            agent_cost = sum(a.reply.meta.cost_usd or 0.0 for a in attempts)
+            checks = next((a.checks for a in reversed(attempts) if a.reply is delivered), ())
+            response = next((r.deliver_text for r in checks if r.deliver_text), delivered.text)
+            parsed = next((r.value for r in checks if r.value is not None), None)
         outcome = Outcome(
-            response=next((r.deliver_text for r in checks if r.deliver_text), delivered.text),
-            parsed=next((r.value for r in checks if r.value is not None), None),
+            response=response,
+            parsed=parsed,
             status=status,
             reason=reason,
             attempts=tuple(attempts),
@@ -345,12 +422,7 @@ class _Run:
                 configured_models=self.config.judge_models,
             )
             await v._ledger.append(record)
-        hook = {
-            Status.EXHAUSTED: "on_exhausted",
-            Status.FAILED_OPEN: "on_fail_open",
-            Status.SKIPPED: "on_skip",
-            Status.NOT_TRIGGERED: "on_skip",
-        }.get(status)
+        hook = _FINAL_HOOKS.get(status)
         if hook is not None:
             await self.hook(hook, outcome)
         if status == Status.EXHAUSTED and self.config.on_exhausted == "raise":
@@ -359,7 +431,10 @@ class _Run:
 
     async def hook(self, name: str, *args: Any) -> None:
         """Run a hook; its time does not count against the turn's deadline."""
-        v, paused = self.v, time.monotonic()
+        v = self.v
+        if getattr(v._hooks, name) is None:
+            return
+        paused = time.monotonic()
         await v._hooks.call(
             name, self.turn, *args, time_limit=v._config.hook_timeout_seconds, events=v._events
         )
@@ -368,15 +443,9 @@ class _Run:
 
     def report(self, outcome: Outcome) -> None:
         events = self.v._events
-        level_event = {
-            Status.FAILED_OPEN: (events.warning, "failed_open"),
-            Status.EXHAUSTED: (events.warning, "exhausted"),
-            Status.PASSED: (events.info, "passed"),
-            Status.SKIPPED: (events.debug, "skipped"),
-            Status.NOT_TRIGGERED: (events.debug, "not_triggered"),
-            Status.DISABLED: (events.debug, "disabled"),
-        }
-        emit, event = level_event[outcome.status]
+        level, event = _REPORTED[outcome.status]
+        if not events.enabled(level):  # nothing to build
+            return
         fields: dict[str, Any] = {
             "turn_id": self.turn.id,
             "run_kind": self.profile.name,
@@ -393,7 +462,7 @@ class _Run:
         if self.config.log_content:
             fields["user_message"] = self.turn.user_message
             fields["response"] = outcome.response
-        emit(event, **fields)
+        events.emit(level, event, **fields)
 
     # -- the loop ---------------------------------------------------------------------------
 
@@ -435,7 +504,11 @@ class _Run:
             step = Step(
                 self.profile, turn, judged_reply, tuple(feedback_so_far), number, self.deadline
             )
-            verdict, results = await self.v._assessor.assess(step)
+            tracing = self.v._tracing
+            with tracing.span("replyguard.attempt") as span:
+                span.set({"replyguard.attempt": number})
+                verdict, results = await self.v._assessor.assess(step)
+                span.record(verdict_attributes, verdict, tracing.log_content)
             if verdict.model is not None:
                 self.last_judge_cost = verdict.cost_usd
             previous = self.attempts[-1].verdict if self.attempts else None
@@ -448,6 +521,8 @@ class _Run:
                 return await self.finish(Status.FAILED_OPEN, delivered, reason)
             if verdict.passed:
                 return await self.finish(Status.PASSED, reply)
+            if config.mode == "shadow":  # judged and logged; the reply goes out unchanged
+                return await self.finish(Status.FLAGGED, reply)
             if _same_failure(previous, verdict):
                 return await self.finish(Status.EXHAUSTED, self.delivery(reply), Reason.STAGNANT)
             if number == config.max_attempts:

@@ -42,6 +42,7 @@ class Status(StrEnum):
     DISABLED = "disabled"
     FAILED_OPEN = "failed_open"
     EXHAUSTED = "exhausted"
+    FLAGGED = "flagged"
 
 
 class Reason(StrEnum):
@@ -61,7 +62,7 @@ class Reason(StrEnum):
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class ToolCallRecord(_Frozen):
@@ -117,7 +118,7 @@ class Reply(_Frozen):
 class Turn(BaseModel):
     """One user turn to run or judge."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     user_message: str
     """What the user asked."""

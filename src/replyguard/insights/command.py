@@ -59,7 +59,8 @@ def render(report: Report) -> str:
         ],
         "BY RUN KIND (rates over verified turns)": [
             f"{k.name}: {k.turns} turns, {k.verified} verified, {k.first_attempt_pass_rate:.0%} "
-            f"passed first time, {k.exhausted_rate:.0%} exhausted, {k.mean_attempts:.2f} "
+            f"passed first time, {k.exhausted_rate:.0%} exhausted, "
+            f"{k.flagged_rate:.0%} flagged (shadow), {k.mean_attempts:.2f} "
             f"attempts, ${k.cost_per_turn_usd:.4f}/turn"
             for k in report.run_kinds
         ],

@@ -68,6 +68,7 @@ def _counter(values: Iterable[str | None]) -> dict[str, int]:
 def _run_kind_stats(name: str, entries: list[Entry]) -> RunKindStats:
     done = [e for e in entries if e.status not in UNVERIFIED]
     exhausted = sum(e.status == Status.EXHAUSTED for e in done)
+    flagged = sum(e.status == Status.FLAGGED for e in done)
     first = sum(e.status == Status.PASSED and e.attempts == 1 for e in done)
     return RunKindStats(
         name=name,
@@ -76,6 +77,8 @@ def _run_kind_stats(name: str, entries: list[Entry]) -> RunKindStats:
         first_attempt_pass_rate=rate(first, len(done)),
         exhausted=exhausted,
         exhausted_rate=rate(exhausted, len(done)),
+        flagged=flagged,
+        flagged_rate=rate(flagged, len(done)),
         mean_attempts=rate(sum(e.attempts for e in done), len(done)),
         max_attempts=max((e.attempts for e in done), default=0),
         cost_per_turn_usd=rate(_usd(e.cost_usd for e in done), len(done), 6),

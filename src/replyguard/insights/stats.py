@@ -94,6 +94,9 @@ class RunKindStats(_Value):
     first_attempt_pass_rate: float
     exhausted: int
     exhausted_rate: float
+    flagged: int
+    """Turns judged FAIL in shadow mode (delivered unchanged)."""
+    flagged_rate: float
     mean_attempts: float
     max_attempts: int
     cost_per_turn_usd: float
