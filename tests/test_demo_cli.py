@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from replyguard import FailCategory, Reason, Status, VerifierConfig
 from replyguard.cli import main
 from replyguard.demo import run_demo, write_workspace
+from test_cli_verify import BrokenPipe
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -87,3 +89,11 @@ def test_shipped_schema_matches_the_config_model(capsys: pytest.CaptureFixture[s
     assert set(shipped["properties"]) == set(VerifierConfig().model_dump(by_alias=True)) | {
         "$schema"
     }
+
+
+def test_check_config_into_a_closed_pipe_exits_2_without_a_traceback(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "stdout", BrokenPipe())
+    assert main(["check-config", str(ROOT / "config.example.json")]) == 2
+    assert "replyguard check-config: internal error: BrokenPipeError" in capsys.readouterr().err

@@ -2,8 +2,12 @@
 
 Commands: ``demo`` (scripted turns through the real runner, no API key needed), ``schema``
 (the config's JSON Schema), ``check-config FILE`` (validate a config and print it with
-secrets masked) and ``insights LEDGER`` (recurring failures and suggestions from a ledger).
-Exit codes: 0 on success, 1 when a requested model call failed, 2 on a usage or config error.
+secrets masked), ``insights LEDGER`` (recurring failures and suggestions from a ledger),
+``verify [FILE]`` (judge one turn given as JSON), ``heartbeat --workspace DIR [REPLY]`` (judge a
+heartbeat agent's reply) and ``eval [DATASET.jsonl]`` (agreement of the judge with labels).
+Exit codes: 0 on success (for ``verify``/``heartbeat``: the reply may be delivered), 1 when a
+requested model call failed (``verify``/``heartbeat``: the reply FAILed), 2 on a usage or
+config error (``verify``/``heartbeat``: an internal error too, never read as a FAIL).
 """
 
 from __future__ import annotations
@@ -11,11 +15,20 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from replyguard import __version__
+from replyguard.commands import (
+    STATUSES_HELP,
+    add_heartbeat_arguments,
+    add_verify_arguments,
+    heartbeat_main,
+    run_command,
+    verify_main,
+)
 from replyguard.config import VerifierConfig
-from replyguard.errors import ConfigError
+from replyguard.evaluation import add_arguments as add_eval_arguments
+from replyguard.evaluation import main as eval_main
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -37,7 +50,43 @@ def _parser() -> argparse.ArgumentParser:
     add_insights_arguments(
         commands.add_parser("insights", help="summarise recurring failures in a ledger file")
     )
+    add_verify_arguments(
+        commands.add_parser(
+            "verify",
+            help="judge one turn given as JSON and print the verdict",
+            description="Judge one turn given as JSON (pre-checks apply, triggers do not) and "
+            "print the verdict as one JSON object.",
+            epilog=STATUSES_HELP,
+        )
+    )
+    add_heartbeat_arguments(
+        commands.add_parser(
+            "heartbeat",
+            help="judge a heartbeat agent's reply against HEARTBEAT.md",
+            description="Judge a heartbeat run's reply against the workspace's HEARTBEAT.md and "
+            "print the verdict JSON; on a FAIL the feedback for the agent goes to stderr. An "
+            "empty reply while HEARTBEAT.md lists open tasks is a FAIL.",
+            epilog=STATUSES_HELP,
+        )
+    )
+    add_eval_arguments(
+        commands.add_parser(
+            "eval",
+            help="measure the judge against a labelled dataset; write report.json/.html",
+            description="Judge every record of a JSONL dataset (pre-checks apply, triggers do "
+            "not), report agreement with the labels, and write report.json and report.html.",
+            epilog="exit 0 when the eval ran (disagreements included), 2 on a bad dataset, "
+            "config or usage",
+        )
+    )
     return parser
+
+
+_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "verify": verify_main,
+    "heartbeat": heartbeat_main,
+    "eval": eval_main,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -54,11 +103,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         from replyguard.insights import main as insights_main
 
         return insights_main(args)
-    try:
-        config = VerifierConfig.load(args.file)
-    except ConfigError as exc:
-        print(f"replyguard: {exc}", file=sys.stderr)
-        return 2
+    if args.command in _COMMANDS:
+        return _COMMANDS[args.command](args)
+    return run_command("check-config", _check_config, args)
+
+
+def _check_config(args: argparse.Namespace) -> int:
+    config = VerifierConfig.load(args.file)
     print(json.dumps(config.model_dump(mode="json", by_alias=True), indent=2))
     return 0
 

@@ -1,0 +1,317 @@
+"""The ``verify`` and ``heartbeat`` commands, and the one-judgement status they share with ``eval``.
+
+One reply is judged as ``Verifier.verify`` judges it (checks, then the judge; even when the
+config is not ``enabled``), after the pre-checks; triggers do not apply. The status printed:
+
+- ``passed``: the judge (or a deciding check) passed the reply — exit 0;
+- ``skipped``: a pre-check delivers the reply as it is (tool calls, empty, ...) — exit 0;
+- ``failed_open``: the judgement went wrong (error, timeout, unreadable verdict, ...); the
+  reply would be delivered, ``reason`` says why — exit 0;
+- ``flagged``: a FAIL in shadow mode (``mode: "shadow"``): logged, delivered anyway — exit 0;
+- ``failed``: a FAIL; ``category`` and ``feedback`` say what must change — exit 1.
+
+A usage, input or config error exits 2 with a message on stderr, and so does an unexpected
+internal error (never 1: a crash must not read as a FAIL). The mode is the turn's run kind's
+(``--run-kind``, or ``runKind`` in the turn JSON). Live, litellm and the tokenizer are loaded
+before the judgement, so ``latencyMs`` measures judging alone. ``heartbeat`` fails an empty
+reply (the agent printed nothing) while HEARTBEAT.md lists open tasks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from replyguard.checks.heartbeat import MAX_LISTED, open_tasks
+from replyguard.checks.markdown import bulleted
+from replyguard.checks.specs import HeartbeatCheckSpec
+from replyguard.config import VerifierConfig
+from replyguard.errors import ConfigError, CrossFamilyError
+from replyguard.feedback import feedback_message
+from replyguard.judge import Judge
+from replyguard.prechecks import skip_reason
+from replyguard.records import RecordError, TurnRecord, read_record
+from replyguard.runner import Verifier
+from replyguard.telemetry import Events, describe_error
+from replyguard.types import FailCategory, Reply, SkipReason, Turn, Verdict
+from replyguard.workspace import Workspace
+
+FAILED = "failed"
+FLAGGED = "flagged"
+PASSED = "passed"
+SKIPPED = "skipped"
+FAILED_OPEN = "failed_open"
+STDIN = "<stdin>"
+"""How stdin is named in messages."""
+STATUSES_HELP = (
+    "statuses: passed, skipped (a pre-check delivers the reply as it is), failed_open (the "
+    "judgement went wrong; the reply is delivered), flagged (a FAIL in shadow mode) - exit 0; "
+    "failed (a FAIL) - exit 1; a usage, input or config error, or an internal error - exit 2 "
+    "(never 1)"
+)
+HEARTBEAT_REQUEST = (
+    "Heartbeat run: read {file} in the workspace and work through every open task listed "
+    "there. Reply HEARTBEAT_OK only when nothing needs attention; otherwise report what was done."
+)
+
+
+class UsageError(Exception):
+    """A command's input cannot be used: printed on stderr, exit 2."""
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """What was decided about one reply, with the status a command prints."""
+
+    status: str
+    verdict: Verdict | None
+    skip: SkipReason | None
+    mode: str
+
+    @property
+    def judged_fail(self) -> bool:
+        """The judge (or a check) failed the reply, whether enforced or only flagged."""
+        return self.status in (FAILED, FLAGGED)
+
+    @property
+    def reason(self) -> str | None:
+        """Why it was skipped or failed open."""
+        if self.skip is not None:
+            return self.skip.value
+        reason = self.verdict.fail_open_reason if self.verdict is not None else None
+        return reason.value if reason is not None else None
+
+    def to_json(self) -> dict[str, Any]:
+        """The CLI verdict output (camelCase keys)."""
+        v = self.verdict
+        data: dict[str, Any] = {
+            "status": self.status,
+            "reason": self.reason,
+            "passed": not self.judged_fail,
+            "category": v.category.value if v is not None and v.category is not None else None,
+            "feedback": v.feedback if v is not None else None,
+            "costUsd": round(v.cost_usd, 8) if v is not None else 0.0,
+            "mode": self.mode,
+            "model": v.model if v is not None else None,
+            "latencyMs": round(v.latency_ms, 2) if v is not None else 0.0,
+            "decisive": v.decisive if v is not None else False,
+            "suspectedInjection": list(v.suspected_injection) if v is not None else [],
+            "error": v.error if v is not None else None,
+        }
+        if v is not None and self.judged_fail:
+            data["retryMessage"] = feedback_message(v)
+        return data
+
+
+def decide(verdict: Verdict | None, skip: SkipReason | None, mode: str) -> Judgement:
+    """The status of one judgement under ``mode`` (``"enforce"`` or ``"shadow"``)."""
+    if skip is not None or verdict is None:
+        return Judgement(SKIPPED, None, skip, mode)
+    if verdict.fail_open_reason is not None:
+        status = FAILED_OPEN
+    elif verdict.passed:
+        status = PASSED
+    else:
+        status = FLAGGED if mode == "shadow" else FAILED
+    return Judgement(status, verdict, None, mode)
+
+
+async def judge_one(verifier: Verifier, turn: Turn, reply: Reply) -> Judgement:
+    """Pre-checks, then checks and judge: one judgement, never raising for the judge's faults."""
+    skip = skip_reason(reply)
+    verdict = None if skip is not None else await verifier.verify(turn, reply)
+    return decide(verdict, skip, verifier.config.for_run_kind(turn.run_kind).mode)
+
+
+def load_config(path: str | None) -> VerifierConfig:
+    """The config at ``path``, or the defaults without one; raises ``ConfigError``."""
+    return VerifierConfig() if path is None else VerifierConfig.load(path)
+
+
+def build_verifier(config: VerifierConfig, judge: Judge | None = None) -> Verifier:
+    """A verifier for ``config``; a refused judge/agent pairing is a usage error."""
+    try:
+        return Verifier(config, judge=judge)
+    except CrossFamilyError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def read_text(argument: str | None, what: str) -> tuple[str, str]:
+    """``(text, name)`` of a file argument, or of stdin for ``-`` or no argument."""
+    name = STDIN if argument is None or argument == "-" else argument
+    try:
+        if name == STDIN:
+            return sys.stdin.read(), name
+        return Path(name).read_text(encoding="utf-8"), name
+    except FileNotFoundError:
+        raise UsageError(f"{what} {name}: file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{what} {name}: cannot read: {type(exc).__name__}") from None
+
+
+def check_run_kind(config: VerifierConfig, name: str | None) -> None:
+    """A named run kind must be one of the config's ``runKinds``; raises ``UsageError``."""
+    if name is not None and name not in config.run_kinds:
+        known = ", ".join(sorted(config.run_kinds)) or "none"
+        raise UsageError(f"run kind {name!r} is not in the config's runKinds (known: {known})")
+
+
+def add_run_kind_argument(parser: argparse.ArgumentParser) -> None:
+    """``--run-kind NAME``: the ``runKinds`` profile (mode, model, budgets) of the turn."""
+    parser.add_argument(
+        "--run-kind",
+        metavar="NAME",
+        help="judge under the config's runKinds profile NAME (its mode, model, budgets)",
+    )
+
+
+async def warm_up(verifier: Verifier) -> None:
+    """Load litellm and the tokenizer before judging, so ``latencyMs`` measures judging alone.
+
+    A fault here is left to the judgement, which meets it again and fails open.
+    """
+    with contextlib.suppress(Exception):
+        await verifier.warmup()
+
+
+async def _judge_and_close(verifier: Verifier, turn: Turn, reply: Reply) -> Judgement:
+    try:
+        if skip_reason(reply) is None:
+            await warm_up(verifier)
+        return await judge_one(verifier, turn, reply)
+    finally:
+        await verifier.aclose()
+
+
+def _finish(judgement: Judgement) -> int:
+    print(json.dumps(judgement.to_json()))
+    return 1 if judgement.status == FAILED else 0
+
+
+def run_command(
+    command: str, body: Callable[[argparse.Namespace], int], args: argparse.Namespace
+) -> int:
+    """``body(args)``; a usage, input, config or internal error prints and exits 2."""
+    try:
+        return body(args)
+    except (UsageError, ConfigError, RecordError) as exc:
+        print(f"replyguard {command}: {exc}", file=sys.stderr)
+    except Exception as exc:  # an internal error must never exit 1, which means FAIL
+        print(f"replyguard {command}: internal error: {describe_error(exc)}", file=sys.stderr)
+    return 2
+
+
+# -- verify ------------------------------------------------------------------------------------
+
+
+def add_verify_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of ``replyguard verify``."""
+    parser.add_argument(
+        "file", nargs="?", metavar="FILE", help="a turn as JSON; '-' or none reads stdin"
+    )
+    parser.add_argument("--config", metavar="FILE", help="the verifier config (else defaults)")
+    add_run_kind_argument(parser)
+
+
+def _verify(args: argparse.Namespace) -> int:
+    config = load_config(args.config)
+    text, name = read_text(args.file, "turn")
+    record = read_record(TurnRecord, text, path=name)
+    turn = record.turn()
+    if args.run_kind is not None:
+        turn = turn.model_copy(update={"run_kind": args.run_kind})
+    check_run_kind(config, turn.run_kind)
+    verifier = build_verifier(config)
+    return _finish(asyncio.run(_judge_and_close(verifier, turn, record.agent_reply())))
+
+
+def verify_main(args: argparse.Namespace) -> int:
+    """Run ``replyguard verify``: 0 deliverable, 1 FAIL, 2 usage/input/config/internal error."""
+    return run_command("verify", _verify, args)
+
+
+# -- heartbeat ---------------------------------------------------------------------------------
+
+
+def add_heartbeat_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of ``replyguard heartbeat``."""
+    parser.add_argument(
+        "--workspace", required=True, metavar="DIR", help="the folder holding HEARTBEAT.md"
+    )
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument(
+        "reply", nargs="?", metavar="REPLY", help="the agent's reply text; '-' or none reads stdin"
+    )
+    source.add_argument("--reply-file", metavar="FILE", help="read the agent's reply from FILE")
+    parser.add_argument("--config", metavar="FILE", help="the verifier config (else defaults)")
+    add_run_kind_argument(parser)
+
+
+def heartbeat_config(config: VerifierConfig, workspace: Path) -> VerifierConfig:
+    """``config`` reading ``workspace``, with the built-in heartbeat check in its checks."""
+    checks = config.checks
+    if not any(spec.type == "heartbeat" for spec in checks):
+        checks = (*checks, HeartbeatCheckSpec(type="heartbeat"))
+    return config.model_copy(update={"workspace_dir": str(workspace.resolve()), "checks": checks})
+
+
+def _heartbeat(args: argparse.Namespace) -> int:
+    config = load_config(args.config)
+    workspace = Path(args.workspace)
+    if not workspace.is_dir():
+        raise UsageError(f"--workspace {args.workspace}: not a folder")
+    if not (workspace / config.heartbeat_file).is_file():
+        raise UsageError(f"{workspace / config.heartbeat_file}: file not found")
+    if args.reply_file is not None:
+        text, _ = read_text(args.reply_file, "reply")
+    elif args.reply is not None and args.reply != "-":
+        text = args.reply
+    else:
+        text, _ = read_text(None, "reply")
+    check_run_kind(config, args.run_kind)
+    config = heartbeat_config(config, workspace)
+    turn = Turn(
+        user_message=HEARTBEAT_REQUEST.format(file=config.heartbeat_file),
+        heartbeat=True,
+        run_kind=args.run_kind,
+    )
+    verifier = build_verifier(config)
+    reply = Reply(text=text)
+    judgement = asyncio.run(_judge_and_close(verifier, turn, reply))
+    if judgement.skip == SkipReason.EMPTY_RESPONSE:
+        judgement = _empty_heartbeat(config, turn, judgement)
+    code = _finish(judgement)
+    if judgement.judged_fail and judgement.verdict is not None:
+        print(feedback_message(judgement.verdict), file=sys.stderr)
+    return code
+
+
+def _empty_heartbeat(config: VerifierConfig, turn: Turn, skipped: Judgement) -> Judgement:
+    """An empty reply while the heartbeat file lists open tasks is a FAIL (the agent did
+    nothing, or crashed before printing); with no open task it stays skipped."""
+    markdown = Workspace(config.workspace_dir, Events()).read(config.heartbeat_file)
+    tasks = open_tasks(markdown) if markdown is not None else []
+    if not tasks:
+        return skipped
+    count = "1 open task" if len(tasks) == 1 else f"{len(tasks)} open tasks"
+    feedback = (
+        f"The reply is empty, but {config.heartbeat_file} still lists {count}:\n"
+        f"{bulleted(tasks, MAX_LISTED)}\nWork through them now and report what you did."
+    )
+    verdict = Verdict(
+        passed=False, category=FailCategory.GOAL_MISSED, feedback=feedback, decisive=True
+    )
+    return decide(verdict, None, config.for_run_kind(turn.run_kind).mode)
+
+
+def heartbeat_main(args: argparse.Namespace) -> int:
+    """Run ``replyguard heartbeat``: 0 deliverable, 1 FAIL, 2 usage/input/config/internal
+    error."""
+    return run_command("heartbeat", _heartbeat, args)

@@ -1,0 +1,119 @@
+"""The ``eval`` command: judge a labelled dataset, print a summary, write the two reports.
+
+Exit codes: 0 when the eval ran (disagreements included), 2 on a bad dataset, config or usage.
+The dataset is read from stdin when its argument is ``-`` or absent. Progress goes to stderr: a
+bar redrawn in place on a terminal, otherwise a plain line at each tenth of the dataset (ten
+lines at most).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from replyguard.commands import UsageError, check_run_kind, load_config, read_text, run_command
+from replyguard.config import VerifierConfig
+from replyguard.evaluation.report import build_report, summary, write_reports
+from replyguard.evaluation.run import Progress, judge_records
+from replyguard.records import EvalRecord, RecordError, parse_dataset, read_dataset
+
+DEFAULT_OUT = "replyguard-eval"
+DEFAULT_CONCURRENCY = 4
+_BAR_WIDTH = 30
+
+
+def progress_printer(stream: TextIO) -> Progress:
+    """A ``Progress`` that draws a bar on a terminal, or prints a line each tenth otherwise."""
+    tty = stream.isatty()
+
+    def show(done: int, total: int) -> None:
+        if tty:
+            filled = _BAR_WIDTH * done // total
+            bar = "#" * filled + "-" * (_BAR_WIDTH - filled)
+            stream.write(f"\r[{bar}] {done}/{total}" + ("\n" if done == total else ""))
+        elif done == total or done * 10 // total > (done - 1) * 10 // total:
+            stream.write(f"replyguard eval: {done}/{total} records judged\n")
+        stream.flush()
+
+    return show
+
+
+def _positive(value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {value!r}")
+    return int(value)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of ``replyguard eval``."""
+    parser.add_argument(
+        "dataset",
+        nargs="?",
+        metavar="DATASET.jsonl",
+        help="one eval record per line; '-' or none reads stdin",
+    )
+    parser.add_argument(
+        "--replay",
+        action="store_true",
+        help="parse each record's judgeOutput instead of calling a model (offline)",
+    )
+    parser.add_argument(
+        "--out", default=DEFAULT_OUT, metavar="DIR", help=f"report folder ({DEFAULT_OUT})"
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=_positive,
+        default=DEFAULT_CONCURRENCY,
+        metavar="N",
+        help=f"records judged at once ({DEFAULT_CONCURRENCY})",
+    )
+    parser.add_argument("--config", metavar="FILE", help="the verifier config (else defaults)")
+
+
+def _records(
+    dataset: str | None, config: VerifierConfig, *, replay: bool
+) -> tuple[str, list[tuple[int, EvalRecord]]]:
+    """The dataset's name and records (stdin for ``-`` or none); a record's ``runKind`` must
+    be one of the config's."""
+    if dataset is None or dataset == "-":
+        text, name = read_text(None, "dataset")
+        records = parse_dataset(text, name=name, replay=replay)
+    else:
+        name, records = dataset, read_dataset(dataset, replay=replay)
+    for line, record in records:
+        try:
+            check_run_kind(config, record.run_kind)
+        except UsageError as exc:
+            raise RecordError(name, line, [("runKind", str(exc))]) from None
+    return name, records
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run ``replyguard eval``: 0 when it ran, 2 on a usage/input/config/internal error."""
+    return run_command("eval", _eval, args)
+
+
+def _eval(args: argparse.Namespace) -> int:
+    config = load_config(args.config)
+    dataset, records = _records(args.dataset, config, replay=args.replay)
+    results = asyncio.run(
+        judge_records(
+            records,
+            config,
+            replay=args.replay,
+            concurrency=args.concurrency,
+            progress=progress_printer(sys.stderr),
+        )
+    )
+    report = build_report(results, dataset=dataset, replay=args.replay, mode=config.mode)
+    try:
+        json_path, html_path = write_reports(report, Path(args.out))
+    except OSError as exc:
+        print(f"replyguard eval: cannot write to {args.out}: {type(exc).__name__}", file=sys.stderr)
+        return 2
+    print(summary(report))
+    print(f"wrote {json_path} and {html_path}")
+    return 0

@@ -1,0 +1,173 @@
+"""A turn as JSON (the ``verify`` input) and an eval record (one line of an eval dataset).
+
+Keys are camelCase, like the config; only ``userMessage`` and ``reply`` are required; an
+unknown key, a wrong type or a missing key is a ``RecordError`` naming the file, the line (for
+datasets) and the key. ``reply`` is a string or ``{"text": ..., "meta": {...}}`` with the
+``RunMeta`` fields in camelCase (``stopReason``, ``pendingToolCalls``, ``toolCalls``, ...).
+An eval record adds ``label`` (``"PASS"`` or ``"FAIL"``), ``labelCategory`` (only with a FAIL
+label) and ``judgeOutput`` (a recorded raw judge text, for ``eval --replay``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal, Self, TypeVar
+
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from replyguard.checks.specs import FILE_MODEL
+from replyguard.errors import ReplyguardError
+from replyguard.prechecks import skip_reason
+from replyguard.types import FailCategory, Reply, RunMeta, ToolCallRecord, Turn
+
+RECORD_MODEL = ConfigDict(**{**FILE_MODEL, "validate_by_name": False})
+"""How a record reads: the config file's way, but camelCase keys only (a snake_case key is
+an unknown key)."""
+
+Label = Literal["PASS", "FAIL"]
+
+
+class RecordError(ReplyguardError, ValueError):
+    """A turn or eval record is invalid: ``path``, ``line`` (or None) and ``(key, message)``."""
+
+    def __init__(self, path: str, line: int | None, problems: list[tuple[str, str]]) -> None:
+        self.path = path
+        self.line = line
+        self.problems = problems
+        where = f"{path}:{line}" if line is not None else path
+        shown = "; ".join(f"{key}: {message}" if key else message for key, message in problems)
+        super().__init__(f"{where}: invalid record: {shown}")
+
+
+class _ToolCall(ToolCallRecord):
+    model_config = RECORD_MODEL
+
+
+class _Meta(RunMeta):
+    model_config = RECORD_MODEL
+
+    streamed_block_keys: Annotated[frozenset[str], Field(strict=False)] = frozenset()
+    tool_calls: Annotated[tuple[_ToolCall, ...], Field(strict=False)] = ()
+
+
+class _Reply(Reply):
+    model_config = RECORD_MODEL
+
+    meta: _Meta = _Meta()
+
+
+class TurnRecord(Turn):
+    """A turn as JSON, with the reply to judge."""
+
+    model_config = RECORD_MODEL
+
+    reply: _Reply
+    """The agent's reply: a string, or ``{"text", "meta"}``."""
+
+    @field_validator("reply", mode="before")
+    @classmethod
+    def _text_is_a_reply(cls, value: Any) -> Any:
+        return {"text": value} if isinstance(value, str) else value
+
+    def turn(self) -> Turn:
+        """The turn, as the verifier takes it."""
+        return Turn.model_validate(self.model_dump(include=set(Turn.model_fields)))
+
+    def agent_reply(self) -> Reply:
+        """The reply, as the verifier takes it."""
+        return Reply.model_validate(self.reply.model_dump())
+
+
+class EvalRecord(TurnRecord):
+    """One line of an eval dataset: a turn, its human label and a recorded judge output."""
+
+    label: Label | None = None
+    """The human verdict, when the record is labelled."""
+    label_category: Annotated[FailCategory | None, Field(strict=False)] = None
+    """The category the human gave a FAIL label."""
+    judge_output: str | None = None
+    """A recorded raw judge text, parsed instead of calling a model under ``--replay``."""
+
+    @model_validator(mode="after")
+    def _category_needs_a_fail(self) -> Self:
+        if self.label_category is not None and self.label != "FAIL":
+            raise ValueError("labelCategory is only given with label FAIL")
+        return self
+
+
+R = TypeVar("R", bound="TurnRecord")
+
+
+def _problems(exc: ValidationError) -> list[tuple[str, str]]:
+    problems: list[tuple[str, str]] = []
+    for error in exc.errors(include_input=False, include_url=False):
+        key = ".".join(str(part) for part in error["loc"])
+        message = error["msg"].removeprefix("Value error, ")
+        if error["type"] == "extra_forbidden":
+            message = "unknown key"
+        elif error["type"] == "missing":
+            message = "required key missing"
+        problems.append((key, message))
+    return problems
+
+
+def parse_record(kind: type[R], data: Any, *, path: str, line: int | None = None) -> R:
+    """Validate a parsed JSON value as ``kind``; raises ``RecordError`` naming each bad key."""
+    if not isinstance(data, dict):
+        raise RecordError(path, line, [("", "a record must be a JSON object")])
+    try:
+        return kind.model_validate(data)
+    except ValidationError as exc:
+        raise RecordError(path, line, _problems(exc)) from None
+
+
+def read_record(kind: type[R], text: str, *, path: str, line: int | None = None) -> R:
+    """Parse one JSON document (a file, or one line of a dataset) as ``kind``."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        problem = f"not valid JSON: {exc.msg} at column {exc.colno}"
+        if line is None:
+            problem = f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        raise RecordError(path, line, [("", problem)]) from None
+    except RecursionError:
+        raise RecordError(path, line, [("", "not valid JSON: nested too deeply")]) from None
+    return parse_record(kind, data, path=path, line=line)
+
+
+def read_dataset(path: str | Path, *, replay: bool = False) -> list[tuple[int, EvalRecord]]:
+    """Every record of the JSONL dataset file at ``path``, as ``parse_dataset`` reads them.
+
+    An unreadable file is a ``RecordError`` without a line.
+    """
+    name = str(path)
+    try:
+        text = Path(path).read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise RecordError(name, None, [("", "file not found")]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RecordError(name, None, [("", f"cannot read: {type(exc).__name__}")]) from None
+    return parse_dataset(text, name=name, replay=replay)
+
+
+def parse_dataset(text: str, *, name: str, replay: bool = False) -> list[tuple[int, EvalRecord]]:
+    """Every record of a JSONL dataset with its line number; blank lines are ignored.
+
+    Lines end at a line feed only (a carriage return before it is dropped): U+2028, U+2029,
+    U+0085 and other line breaks may stand raw inside a JSON string. With ``replay`` every
+    record must carry ``judgeOutput``, but for those the pre-checks skip (they are never
+    judged). Raises ``RecordError``.
+    """
+    records: list[tuple[int, EvalRecord]] = []
+    for number, raw in enumerate(text.split("\n"), start=1):
+        line = raw.removesuffix("\r")
+        if not line.strip():
+            continue
+        record = read_record(EvalRecord, line, path=name, line=number)
+        if replay and record.judge_output is None and skip_reason(record.agent_reply()) is None:
+            raise RecordError(name, number, [("judgeOutput", "required under --replay")])
+        records.append((number, record))
+    if not records:
+        raise RecordError(name, None, [("", "the dataset holds no records")])
+    return records

@@ -1,0 +1,194 @@
+"""``replyguard heartbeat``: a cron agent's reply judged against the workspace's HEARTBEAT.md."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from provider_server import ProviderServer, Step
+from replyguard.cli import main
+from test_cli_verify import BrokenPipe, config_file
+
+OPEN_TASKS = (
+    "# Heartbeat\n\n- [ ] Rotate the logs\n- [x] Check the backup job\n- [ ] Renew the TLS cert\n"
+)
+ALL_DONE = "# Heartbeat\n\n- [x] Rotate the logs\n- [x] Check the backup job\n"
+REPORT = "Rotated the logs (3 archived) and renewed the TLS cert (valid to 2027-02-01)."
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    folder = tmp_path / "agent"
+    folder.mkdir()
+    (folder / "HEARTBEAT.md").write_text(OPEN_TASKS)
+    return folder
+
+
+def heartbeat(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any], str]:
+    code = main(["heartbeat", *args])
+    out, err = capsys.readouterr()
+    return code, json.loads(out) if out else {}, err
+
+
+def test_heartbeat_ok_with_open_tasks_fails_without_a_judge_call(
+    tmp_path: Path, workspace: Path, provider: ProviderServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = config_file(tmp_path, provider)
+    code, verdict, err = heartbeat(
+        capsys, "--workspace", str(workspace), "HEARTBEAT_OK", "--config", config
+    )
+    assert code == 1
+    assert (verdict["status"], verdict["category"]) == ("failed", "goal_missed")
+    assert "Rotate the logs" in verdict["feedback"] and "Renew the TLS cert" in verdict["feedback"]
+    assert "Check the backup job" not in verdict["feedback"]
+    assert "Renew the TLS cert" in err  # the retry message, for the cron script to pass on
+    assert provider.seen == []
+
+
+def test_heartbeat_ok_fails_even_with_defaults_and_a_config_without_the_check(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "bare.json"
+    config.write_text('{"checks": []}')
+    for extra in ([], ["--config", str(config)]):
+        code, verdict, _ = heartbeat(capsys, "--workspace", str(workspace), "HEARTBEAT_OK", *extra)
+        assert (code, verdict["status"], verdict["category"]) == (1, "failed", "goal_missed")
+
+
+def test_heartbeat_ok_with_every_task_done_passes_without_a_judge_call(
+    tmp_path: Path, workspace: Path, provider: ProviderServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (workspace / "HEARTBEAT.md").write_text(ALL_DONE)
+    config = config_file(tmp_path, provider)
+    code, verdict, err = heartbeat(
+        capsys, "--workspace", str(workspace), "HEARTBEAT_OK", "--config", config
+    )
+    assert (code, verdict["status"], verdict["decisive"], err) == (0, "passed", True, "")
+    assert provider.seen == []
+
+
+def test_a_report_is_judged_with_the_heartbeat_tasks_in_the_prompt(
+    tmp_path: Path, workspace: Path, provider: ProviderServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    provider.push(Step(text="Both open tasks are reported done.\nPASS"))
+    config = config_file(tmp_path, provider)
+    code, verdict, _ = heartbeat(capsys, "--workspace", str(workspace), REPORT, "--config", config)
+    assert (code, verdict["status"]) == (0, "passed")
+    prompt = provider.seen[0].prompt
+    assert "Renew the TLS cert" in prompt and REPORT in prompt
+    assert "Heartbeat run: read HEARTBEAT.md" in prompt
+    assert "run metadata" not in prompt
+
+
+def test_a_failed_report_exits_one_with_the_judges_feedback(
+    tmp_path: Path, workspace: Path, provider: ProviderServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    provider.push(Step(text="FAIL [incomplete]: the TLS cert was not renewed."))
+    reply_file = tmp_path / "reply.txt"
+    reply_file.write_text("Rotated the logs.")
+    args = ["--workspace", str(workspace), "--reply-file", str(reply_file)]
+    code, verdict, err = heartbeat(capsys, *args, "--config", config_file(tmp_path, provider))
+    assert (code, verdict["category"]) == (1, "incomplete")
+    assert "the TLS cert was not renewed." in err
+
+
+def test_the_reply_is_read_from_stdin(
+    tmp_path: Path,
+    workspace: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO("HEARTBEAT_OK\n"))
+    code, verdict, _ = heartbeat(capsys, "--workspace", str(workspace), "-")
+    assert (code, verdict["category"]) == (1, "goal_missed")
+
+
+def test_shadow_mode_flags_and_exits_zero(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "shadow.json"
+    config.write_text('{"mode": "shadow"}')
+    args = ["--workspace", str(workspace), "HEARTBEAT_OK", "--config", str(config)]
+    code, verdict, _ = heartbeat(capsys, *args)
+    assert (code, verdict["status"]) == (0, "flagged")
+
+
+def test_a_missing_workspace_or_heartbeat_file_is_exit_two(
+    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = heartbeat(capsys, "--workspace", str(tmp_path / "nowhere"), "HEARTBEAT_OK")
+    assert code == 2 and "not a folder" in err
+    (workspace / "HEARTBEAT.md").unlink()
+    code, _, err = heartbeat(capsys, "--workspace", str(workspace), "HEARTBEAT_OK")
+    assert code == 2 and "HEARTBEAT.md: file not found" in err
+
+
+def test_reply_text_and_reply_file_cannot_both_be_given(
+    workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["heartbeat", "--workspace", str(workspace), "HEARTBEAT_OK", "--reply-file", "r.txt"])
+    assert done.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("reply", ["", " \n"])
+def test_an_empty_reply_with_open_tasks_fails_naming_them(
+    tmp_path: Path,
+    workspace: Path,
+    provider: ProviderServer,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    reply: str,
+) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO(reply))  # the agent crashed, printed nothing
+    config = config_file(tmp_path, provider)
+    code, verdict, err = heartbeat(capsys, "--workspace", str(workspace), "--config", config)
+    assert (code, verdict["status"], verdict["category"]) == (1, "failed", "goal_missed")
+    assert verdict["feedback"].startswith("The reply is empty, but HEARTBEAT.md still lists 2")
+    assert "Rotate the logs" in verdict["feedback"] and "Renew the TLS cert" in verdict["feedback"]
+    assert "Check the backup job" not in verdict["feedback"]
+    assert "Renew the TLS cert" in err
+    assert provider.seen == []
+
+
+def test_an_empty_reply_with_no_open_task_is_skipped(
+    tmp_path: Path, workspace: Path, provider: ProviderServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (workspace / "HEARTBEAT.md").write_text(ALL_DONE)
+    config = config_file(tmp_path, provider)
+    code, verdict, err = heartbeat(capsys, "--workspace", str(workspace), "", "--config", config)
+    assert (code, verdict["status"], verdict["reason"], err) == (0, "skipped", "empty_response", "")
+
+
+def test_the_run_kind_option_sets_the_mode(
+    tmp_path: Path, workspace: Path, provider: ProviderServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = config_file(tmp_path, provider, runKinds={"cron": {"mode": "shadow"}})
+    args = ["--workspace", str(workspace), "--config", config]
+    for reply in ("HEARTBEAT_OK", ""):
+        code, verdict, _ = heartbeat(capsys, *args, "--run-kind", "cron", reply)
+        assert (code, verdict["status"], verdict["mode"]) == (0, "flagged", "shadow")
+    code, verdict, _ = heartbeat(capsys, *args, "HEARTBEAT_OK")
+    assert (code, verdict["status"], verdict["mode"]) == (1, "failed", "enforce")
+    code, _, err = heartbeat(capsys, *args, "--run-kind", "nightly", "HEARTBEAT_OK")
+    assert code == 2 and "run kind 'nightly' is not in the config's runKinds" in err
+
+
+def test_the_output_is_ascii_json_and_an_internal_error_exits_two(
+    workspace: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (workspace / "HEARTBEAT.md").write_text("- [ ] Vérifier les sauvegardes 备份\n")
+    code = main(["heartbeat", "--workspace", str(workspace), "HEARTBEAT_OK"])
+    out = capsys.readouterr().out
+    assert code == 1 and out.isascii()
+    assert "Vérifier les sauvegardes 备份" in json.loads(out)["feedback"]
+    monkeypatch.setattr(sys, "stdout", BrokenPipe())
+    code = main(["heartbeat", "--workspace", str(workspace), "HEARTBEAT_OK"])
+    assert code == 2
+    assert "replyguard heartbeat: internal error: BrokenPipeError" in capsys.readouterr().err

@@ -1,0 +1,344 @@
+"""``replyguard eval``: replayed and live judging, report.json, report.html, progress, errors."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import API_KEY
+from provider_server import ANTHROPIC, ProviderServer, Step
+from replyguard.cli import main
+from replyguard.evaluation.command import progress_printer
+from test_cli_verify import BrokenPipe
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "examples" / "eval" / "sample.jsonl"
+
+
+def record(label: str | None, judge_output: str | None, **keys: Any) -> dict[str, Any]:
+    data: dict[str, Any] = {"userMessage": "Write the summary.", "reply": "Here it is.", **keys}
+    if label is not None:
+        data["label"] = label
+    if judge_output is not None:
+        data["judgeOutput"] = judge_output
+    return data
+
+
+def write_dataset(path: Path, records: list[dict[str, Any]]) -> str:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return str(path)
+
+
+def config_file(tmp_path: Path, data: dict[str, Any]) -> str:
+    path = tmp_path / "verifier.json"
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def live_config(tmp_path: Path, provider: ProviderServer) -> str:
+    return config_file(
+        tmp_path, {"model": ANTHROPIC.judge_model, "apiKey": API_KEY, "apiBase": provider.url}
+    )
+
+
+def run_eval(
+    capsys: pytest.CaptureFixture[str], *args: str
+) -> tuple[int, str, str, dict[str, Any] | None]:
+    code = main(["eval", *args])
+    out, err = capsys.readouterr()
+    report_path = Path(args[args.index("--out") + 1]) / "report.json"
+    report = json.loads(report_path.read_text()) if report_path.exists() else None
+    return code, out, err, report
+
+
+# The hand-computed fixture: ten labelled records, (label, judged):
+#   1-4  PASS / PASS            5  PASS / FAIL [tone_mismatch]
+#   6    FAIL incomplete / FAIL [incomplete]      7  FAIL incomplete / FAIL [goal_missed]
+#   8    FAIL rule_violation / FAIL [rule_violation]
+#   9    FAIL refusal / PASS    10 FAIL incomplete / an unreadable text (a fail-open PASS)
+# Confusion: PP 4, PF 1, FP 2, FF 3 -> accuracy 7/10 = 0.7; pe = 0.5*0.6 + 0.5*0.4 = 0.5;
+# kappa = (0.7 - 0.5) / 0.5 = 0.4; falseFailRate 1/5 = 0.2; falsePassRate 2/5 = 0.4.
+TEN = [
+    *[record("PASS", "PASS") for _ in range(4)],
+    record("PASS", "FAIL [tone_mismatch]: be kinder"),
+    record("FAIL", "FAIL [incomplete]: finish it", labelCategory="incomplete"),
+    record("FAIL", "FAIL [goal_missed]: wrong topic", labelCategory="incomplete"),
+    record("FAIL", "FAIL [rule_violation]: no emoji", labelCategory="rule_violation"),
+    record("FAIL", "Looks fine.\nPASS", labelCategory="refusal"),
+    record("FAIL", "I cannot tell.", labelCategory="incomplete"),
+]
+
+
+def test_replayed_figures_match_the_hand_computation(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dataset = write_dataset(tmp_path / "ten.jsonl", TEN)
+    code, out, _, report = run_eval(capsys, dataset, "--replay", "--out", str(tmp_path / "r"))
+    assert code == 0 and report is not None
+    assert {k: report[k] for k in ("records", "labelled", "accuracy", "kappa")} == {
+        "records": 10,
+        "labelled": 10,
+        "accuracy": 0.7,
+        "kappa": 0.4,
+    }
+    assert (report["falseFailRate"], report["falsePassRate"], report["unreadable"]) == (
+        0.2,
+        0.4,
+        1,
+    )
+    assert report["confusion"] == {
+        "labelPassJudgedPass": 4,
+        "labelPassJudgedFail": 1,
+        "labelFailJudgedPass": 2,
+        "labelFailJudgedFail": 3,
+    }
+    assert report["byCategory"] == {
+        "goal_missed": {"judged": 1, "labelled": 0, "agreed": 0},
+        "incomplete": {"judged": 1, "labelled": 3, "agreed": 1},
+        "refusal": {"judged": 0, "labelled": 1, "agreed": 0},
+        "rule_violation": {"judged": 1, "labelled": 1, "agreed": 1},
+        "tone_mismatch": {"judged": 1, "labelled": 0, "agreed": 0},
+    }
+    assert report["costUsd"] == 0.0
+    assert report["latencyMs"]["p50"] <= report["latencyMs"]["p95"]
+    assert "accuracy 0.700  kappa 0.400" in out
+
+
+def test_the_sample_dataset_replays_offline(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _, report = run_eval(capsys, str(SAMPLE), "--replay", "--out", str(tmp_path))
+    assert code == 0 and report is not None
+    assert (report["records"], report["labelled"], report["unreadable"]) == (26, 24, 1)
+    assert report["statuses"] == {"failed": 13, "failed_open": 1, "passed": 9, "skipped": 3}
+    assert (report["accuracy"], report["kappa"]) == (0.9167, 0.8333)
+    assert (report["falseFailRate"], report["falsePassRate"]) == (0.0833, 0.0833)
+    assert set(report) >= {"byCategory", "costUsd", "latencyMs", "results"}
+    assert f"wrote {tmp_path / 'report.json'} and {tmp_path / 'report.html'}" in out
+
+
+def test_a_skipped_record_counts_as_a_pass_and_has_no_latency(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    skipped = record("FAIL", None, reply={"text": "", "meta": {"stopReason": "tool_calls"}})
+    dataset = write_dataset(tmp_path / "d.jsonl", [skipped])
+    _, _, _, report = run_eval(capsys, dataset, "--replay", "--out", str(tmp_path / "r"))
+    assert report is not None
+    assert report["results"][0]["status"] == "skipped"
+    assert report["results"][0]["reason"] == "tool_calls"
+    assert report["confusion"]["labelFailJudgedPass"] == 1
+    assert report["latencyMs"] == {"p50": None, "p95": None}
+
+
+def test_an_unlabelled_dataset_reports_null_figures(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dataset = write_dataset(tmp_path / "d.jsonl", [record(None, "FAIL [refusal]: answer it")])
+    code, out, _, report = run_eval(capsys, dataset, "--replay", "--out", str(tmp_path / "r"))
+    assert code == 0 and report is not None
+    assert [report[k] for k in ("labelled", "accuracy", "kappa", "falseFailRate")] == [
+        0,
+        None,
+        None,
+        None,
+    ]
+    assert report["byCategory"] == {"refusal": {"judged": 1, "labelled": 0, "agreed": 0}}
+    assert "accuracy -  kappa -" in out
+
+
+def test_shadow_mode_flags_a_fail_and_still_counts_it_as_judged_fail(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = config_file(tmp_path, {"mode": "shadow"})
+    dataset = write_dataset(tmp_path / "d.jsonl", [record("FAIL", "FAIL: no")])
+    args = [dataset, "--replay", "--config", config, "--out", str(tmp_path / "r")]
+    _, _, _, report = run_eval(capsys, *args)
+    assert report is not None
+    assert (report["statuses"], report["mode"]) == ({"flagged": 1}, "shadow")
+    assert report["confusion"]["labelFailJudgedFail"] == 1
+
+
+def test_the_html_report_is_self_contained_and_escapes_dataset_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hostile = record(
+        "PASS",
+        "FAIL [goal_missed]: <img src=x onerror=alert(2)>",
+        userMessage="<script>alert(1)</script>",
+        reply='<a href="https://evil.example">x</a>',
+    )
+    dataset = write_dataset(tmp_path / "d.jsonl", [hostile, *TEN])
+    run_eval(capsys, dataset, "--replay", "--out", str(tmp_path / "r"))
+    page = (tmp_path / "r" / "report.html").read_text(encoding="utf-8")
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "&lt;img src=x onerror=alert(2)&gt;" in page
+    assert "<script" not in page and "<img" not in page and "<link" not in page
+    assert "https://evil.example" not in page.replace("&quot;https://evil.example&quot;", "")
+    assert page.count("<svg") == 3  # confusion matrix, categories, latency histogram
+
+
+def test_replay_without_a_judge_output_names_the_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dataset = write_dataset(tmp_path / "d.jsonl", [record("PASS", "PASS"), record("PASS", None)])
+    code, out, err, report = run_eval(capsys, dataset, "--replay", "--out", str(tmp_path / "r"))
+    assert (code, out, report) == (2, "", None)
+    assert f"{dataset}:2: invalid record: judgeOutput: required under --replay" in err
+
+
+def test_a_bad_config_is_exit_two(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = config_file(tmp_path, {"maxAttempts": 0})
+    dataset = write_dataset(tmp_path / "d.jsonl", [record("PASS", "PASS")])
+    args = [dataset, "--replay", "--config", config, "--out", str(tmp_path / "r")]
+    code, _, err, _ = run_eval(capsys, *args)
+    assert code == 2
+    assert "maxAttempts" in err
+
+
+def test_progress_is_printed_in_plain_lines_when_stderr_is_not_a_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dataset = write_dataset(tmp_path / "d.jsonl", TEN)
+    _, _, err, _ = run_eval(capsys, dataset, "--replay", "--out", str(tmp_path / "r"))
+    assert err.splitlines() == [f"replyguard eval: {n}/10 records judged" for n in range(1, 11)]
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_is_a_bar_redrawn_in_place_on_a_terminal() -> None:
+    stream = Terminal()
+    show = progress_printer(stream)
+    for done in range(1, 4):
+        show(done, 3)
+    assert stream.getvalue() == (
+        "\r[" + "#" * 10 + "-" * 20 + "] 1/3"
+        "\r[" + "#" * 20 + "-" * 10 + "] 2/3"
+        "\r[" + "#" * 30 + "] 3/3\n"
+    )
+
+
+def test_live_eval_calls_the_configured_judge_with_bounded_concurrency(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], provider: ProviderServer
+) -> None:
+    provider.respond_with(lambda seen: Step(text="FAIL [incomplete]: add the dates", delay=0.05))
+    config = live_config(tmp_path, provider)
+    records = [record("FAIL", None, labelCategory="incomplete") for _ in range(3)]
+    records.append(record("PASS", None))
+    dataset = write_dataset(tmp_path / "d.jsonl", records)
+    args = [dataset, "--config", config, "--concurrency", "2", "--out", str(tmp_path / "r")]
+    code, out, _, report = run_eval(capsys, *args)
+    assert code == 0 and report is not None
+    assert len(provider.seen) == 4
+    assert provider.connections <= 2
+    assert report["confusion"] == {
+        "labelPassJudgedPass": 0,
+        "labelPassJudgedFail": 1,
+        "labelFailJudgedPass": 0,
+        "labelFailJudgedFail": 3,
+    }
+    assert report["costUsd"] > 0  # priced by litellm's bundled map
+    assert "judged live" in out
+
+
+def test_a_run_kinds_mode_applies_to_its_records_and_shows_in_each_row(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = config_file(tmp_path, {"runKinds": {"canary": {"mode": "shadow"}, "chat": {}}})
+    records = [
+        record("FAIL", "FAIL [incomplete]: no", runKind="canary"),
+        record("FAIL", "FAIL [incomplete]: no", runKind="chat"),
+        record("FAIL", "FAIL [incomplete]: no"),
+    ]
+    dataset = write_dataset(tmp_path / "d.jsonl", records)
+    args = [dataset, "--replay", "--config", config, "--out", str(tmp_path / "r")]
+    code, _, _, report = run_eval(capsys, *args)
+    assert code == 0 and report is not None
+    assert [(r["status"], r["mode"]) for r in report["results"]] == [
+        ("flagged", "shadow"),
+        ("failed", "enforce"),
+        ("failed", "enforce"),
+    ]
+    assert (report["mode"], report["confusion"]["labelFailJudgedFail"]) == ("enforce", 3)
+
+
+def test_an_unknown_run_kind_names_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    records = [record("PASS", "PASS"), record("PASS", "PASS", runKind="nightly")]
+    dataset = write_dataset(tmp_path / "d.jsonl", records)
+    code, _, err, report = run_eval(capsys, dataset, "--replay", "--out", str(tmp_path / "r"))
+    assert (code, report) == (2, None)
+    assert f"{dataset}:2: invalid record: runKind: run kind 'nightly' is not in the config" in err
+
+
+@pytest.mark.parametrize("argument", [[], ["-"]])
+def test_the_dataset_is_read_from_stdin_without_an_argument_or_with_a_dash(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    argument: list[str],
+) -> None:
+    lines = "".join(json.dumps(r) + "\n" for r in TEN)
+    monkeypatch.setattr(sys, "stdin", io.StringIO(lines))
+    code, _, _, report = run_eval(capsys, *argument, "--replay", "--out", str(tmp_path / "r"))
+    assert code == 0 and report is not None
+    assert (report["dataset"], report["records"], report["accuracy"]) == ("<stdin>", 10, 0.7)
+    monkeypatch.setattr(sys, "stdin", io.StringIO(lines + '{"reply": "x"}\n'))
+    code, _, err, _ = run_eval(capsys, *argument, "--replay", "--out", str(tmp_path / "s"))
+    assert code == 2
+    assert "<stdin>:11: invalid record: userMessage: required key missing" in err
+
+
+@pytest.mark.parametrize(
+    ("total", "shown"),
+    [
+        (26, [3, 6, 8, 11, 13, 16, 19, 21, 24, 26]),
+        (3, [1, 2, 3]),
+        (1000, list(range(100, 1001, 100))),
+    ],
+)
+def test_plain_progress_prints_a_line_at_each_tenth_and_the_last(
+    total: int, shown: list[int]
+) -> None:
+    stream = io.StringIO()
+    show = progress_printer(stream)
+    for done in range(1, total + 1):
+        show(done, total)
+    assert stream.getvalue().splitlines() == [
+        f"replyguard eval: {n}/{total} records judged" for n in shown
+    ]
+
+
+def test_live_latency_leaves_out_the_cold_start(tmp_path: Path, provider: ProviderServer) -> None:
+    # litellm's first import takes seconds; loaded before the first record, it is not counted.
+    provider.respond_with(lambda seen: Step(text="PASS"))
+    config = live_config(tmp_path, provider)
+    dataset = write_dataset(tmp_path / "d.jsonl", [record("PASS", None) for _ in range(4)])
+    command = Path(sys.executable).parent / "replyguard"
+    args = [dataset, "--config", config, "--concurrency", "1", "--out", str(tmp_path / "r")]
+    done = subprocess.run(
+        [str(command), "eval", *args], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "r" / "report.json").read_text())
+    first, *others = [row["latencyMs"] for row in report["results"]]
+    assert first < 2500 + 3 * max(others)  # about 0.5 s more (a first request), not 4 s
+
+
+def test_an_internal_error_exits_two_never_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dataset = write_dataset(tmp_path / "data.jsonl", TEN)
+    monkeypatch.setattr(sys, "stdout", BrokenPipe())
+    code = main(["eval", dataset, "--replay", "--out", str(tmp_path / "out")])
+    assert code == 2
+    assert "replyguard eval: internal error: BrokenPipeError" in capsys.readouterr().err
