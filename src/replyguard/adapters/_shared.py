@@ -1,0 +1,158 @@
+"""What every framework adapter needs: the turn, the judged text, the delivered result.
+
+An adapter calls its framework once per attempt and records each result here with the text it
+was judged as; the ``Outcome`` then names the delivered text, and ``Attempts.delivered`` finds
+the framework result that produced it. Guardrail-style adapters (one judgement, no loop of
+their own) go through ``judge_output``, which fails open like the core.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import pydantic_core
+
+from replyguard.prechecks import skip_reason
+from replyguard.telemetry import Events, describe_error
+from replyguard.types import Outcome, Reply, Turn, Verdict
+
+if TYPE_CHECKING:
+    from replyguard.runner import Verifier
+
+R = TypeVar("R")
+T = TypeVar("T")
+AttemptFn = Callable[[list[dict[str, Any]]], Awaitable[Reply]]
+"""One attempt of a framework run, as ``Verifier.run`` calls it."""
+
+_TURN_OWN_FIELDS = frozenset({"user_message", "history"})
+
+
+def turn_defaults(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """``fields`` checked as extra ``Turn`` fields (rules, agent_instructions, ...), now.
+
+    A misspelt field is an error at construction, naming the field, not on the first turn.
+    """
+    own = sorted(_TURN_OWN_FIELDS & fields.keys())
+    if own:
+        raise TypeError(f"turn fields set by the adapter itself cannot be given: {', '.join(own)}")
+    Turn(user_message="", **fields)
+    return dict(fields)
+
+
+def make_turn(user_message: str, history: list[dict[str, Any]], fields: Mapping[str, Any]) -> Turn:
+    """The ``Turn`` for one framework run."""
+    return Turn(user_message=user_message, history=history, **fields)
+
+
+def output_text(output: Any) -> str:
+    """The text a framework's output is judged as: a string as it is, anything else as JSON."""
+    if isinstance(output, str):
+        return output
+    return pydantic_core.to_json(output, fallback=str).decode()
+
+
+def retry_feedback(messages: list[dict[str, Any]]) -> str:
+    """The feedback of a retry: the last message ``Verifier.run`` hands the agent."""
+    content = messages[-1].get("content")
+    return content if isinstance(content, str) else ""
+
+
+class Attempts(Generic[R]):
+    """The framework results of one verified turn, in order, each with its judged text."""
+
+    def __init__(self) -> None:
+        self._results: list[tuple[str, R]] = []
+
+    def __len__(self) -> int:
+        return len(self._results)
+
+    def add(self, text: str, result: R) -> None:
+        """Record the result of one attempt."""
+        self._results.append((text, result))
+
+    @property
+    def last(self) -> R:
+        """The newest result (there is one once the agent was called)."""
+        return self._results[-1][1]
+
+    def delivered(self, outcome: Outcome) -> R:
+        """The newest result whose text is the delivered response, else the newest result.
+
+        The response differs from every attempt only when a check rewrote it (repaired JSON);
+        the newest result is then the one it came from.
+        """
+        for text, result in reversed(self._results):
+            if text == outcome.response:
+                return result
+        return self.last
+
+
+@dataclass(frozen=True)
+class VerifiedResult(Generic[R]):
+    """A framework's result for the delivered attempt, and the ``Outcome`` of the turn."""
+
+    result: R
+    """The framework's result of the attempt whose output is delivered."""
+    outcome: Outcome
+    """What the verifier decided, with every attempt and verdict."""
+
+    @property
+    def response(self) -> str:
+        """The text to deliver (``outcome.response``: the output's text, or a check's repair)."""
+        return self.outcome.response
+
+
+@dataclass(frozen=True)
+class PreparedRun(Generic[T]):
+    """A framework run made ready for ``Verifier.run``: the attempt, the turn, and how the
+    outcome becomes the adapter's result."""
+
+    attempt: AttemptFn
+    turn: Turn
+    finish: Callable[[Outcome], T]
+
+    async def run(self, verifier: Verifier) -> T:
+        """Run it on the running event loop."""
+        return self.finish(await verifier.run(self.attempt, self.turn))
+
+    def run_sync(self, verifier: Verifier) -> T:
+        """Run it on the verifier's ``run_sync`` loop."""
+        return self.finish(verifier.run_sync(self.attempt, self.turn))
+
+
+async def judge_output(verifier: Verifier, turn: Turn, reply: Reply) -> Verdict | None:
+    """One judgement of a framework's final output, or None when nothing is to be judged.
+
+    Nothing is judged when the config is not ``enabled`` or a pre-check skips the reply. The
+    verifier's own trouble never fails the output: an unexpected error gives None too.
+    """
+    config = verifier.config
+    if not config.enabled or skip_reason(reply) is not None:
+        return None
+    try:
+        return await verifier.verify(turn, reply)
+    except Exception as exc:
+        Events(config.secrets()).warning(
+            "adapter_verify_failed", error=describe_error(exc, config.secrets())
+        )
+        return None
+
+
+def acts_on(verifier: Verifier, turn: Turn, verdict: Verdict | None) -> bool:
+    """Whether ``verdict`` is a FAIL the adapter acts on (a retry, a tripwire).
+
+    In ``"shadow"`` mode (the config's, or the turn's run kind's) a FAIL is only logged
+    (``flagged``) and the output goes out unchanged. A run kind the config does not name means
+    the config itself, as in ``Verifier.run`` (which warns about it).
+    """
+    if verdict is None or verdict.passed:
+        return False
+    config = verifier.config.for_run_kind(turn.run_kind)
+    if config.mode == "shadow":
+        Events(config.secrets()).info(
+            "flagged", turn_id=turn.id, run_kind=turn.run_kind, category=verdict.category
+        )
+        return False
+    return True

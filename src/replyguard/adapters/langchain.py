@@ -1,0 +1,157 @@
+"""LangChain adapter (langchain-core only): a ``Runnable`` whose chat reply is verified.
+
+``VerifiedRunnable(runnable, verifier)`` takes a runnable that answers chat messages with an
+``AIMessage`` (a chat model, or a chain ending in one) or a ``str`` (a chain ending in
+``StrOutputParser``). ``invoke`` / ``ainvoke`` run it through ``Verifier.run``: on a FAIL the
+previous reply and the feedback are appended to the messages and the runnable is invoked again,
+so each attempt sees every earlier reply and feedback, as ``Verifier.run`` keeps them. It
+returns what the runnable returned for the delivered attempt; ``batch`` and ``abatch`` come from
+the ``Runnable`` base class. It shows in callbacks as one chain run, with each attempt as a
+child run.
+
+    verified = VerifiedRunnable(chat_model, verifier)
+    reply = await verified.ainvoke([SystemMessage(...), HumanMessage("Summarise the notes.")])
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+try:
+    from langchain_core.callbacks import (
+        AsyncCallbackManagerForChainRun,
+        CallbackManagerForChainRun,
+    )
+    from langchain_core.language_models import LanguageModelInput
+    from langchain_core.messages import (
+        AIMessage,
+        BaseMessage,
+        HumanMessage,
+        convert_to_messages,
+        convert_to_openai_messages,
+    )
+    from langchain_core.runnables import Runnable, RunnableConfig
+    from langchain_core.runnables.config import patch_config
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "replyguard.adapters.langchain needs langchain-core: pip install 'replyguard[langchain]'"
+    ) from exc
+
+from replyguard.adapters._shared import Attempts, make_turn, retry_feedback, turn_defaults
+from replyguard.runner import Verifier
+from replyguard.types import Reply, RunMeta, Turn
+
+__all__ = ["VerifiedRunnable"]
+
+ChatReply = BaseMessage | str
+Messages = list[dict[str, Any]]
+
+
+def as_messages(value: LanguageModelInput) -> list[BaseMessage]:
+    """A runnable's chat input as LangChain messages (a string is one human message)."""
+    if isinstance(value, str):
+        return [HumanMessage(value)]
+    return convert_to_messages(value)
+
+
+def reply_of(output: ChatReply) -> Reply:
+    """A ``Reply`` from an ``AIMessage`` (text, tool calls, usage, finish reason) or a str."""
+    if isinstance(output, str):
+        return Reply(text=output)
+    if not isinstance(output, BaseMessage):
+        raise TypeError(f"the runnable must return a message or a str, not {type(output).__name__}")
+    meta: dict[str, Any] = {"stop_reason": output.response_metadata.get("finish_reason")}
+    if isinstance(output, AIMessage):
+        meta["pending_tool_calls"] = len(output.tool_calls)
+        if output.usage_metadata is not None:
+            meta["usage"] = dict(output.usage_metadata)
+    return Reply(text=str(output.text), meta=RunMeta(**meta))
+
+
+def turn_of(messages: list[BaseMessage], fields: dict[str, Any]) -> Turn:
+    """The last human message and the messages before it."""
+    for index in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[index], HumanMessage):
+            history = convert_to_openai_messages(messages[:index])
+            return make_turn(str(messages[index].text), history, fields)
+    return make_turn("", convert_to_openai_messages(messages), fields)
+
+
+class Conversation:
+    """The messages of one verified turn: the input, then each earlier reply and its feedback."""
+
+    def __init__(self, messages: list[BaseMessage]) -> None:
+        self.messages = list(messages)
+
+    def next_input(self, attempts: Attempts[ChatReply], sent: Messages) -> list[BaseMessage]:
+        """The input of the next attempt: after the first, with the last reply and feedback."""
+        if attempts:
+            last = attempts.last
+            previous = last if isinstance(last, BaseMessage) else AIMessage(last)
+            self.messages += [previous, HumanMessage(retry_feedback(sent))]
+        return list(self.messages)
+
+
+class VerifiedRunnable(Runnable[LanguageModelInput, ChatReply]):
+    """A chat runnable whose reply is verified, and retried with the judge's feedback.
+
+    ``turn_fields`` are extra ``Turn`` fields (``rules``, ``agent_instructions``, ...).
+    """
+
+    def __init__(
+        self, runnable: Runnable[Any, ChatReply], verifier: Verifier, **turn_fields: Any
+    ) -> None:
+        self.runnable = runnable
+        self.verifier = verifier
+        self._fields = turn_defaults(turn_fields)
+
+    def _prepare(self, value: LanguageModelInput) -> tuple[Conversation, Turn, Attempts[ChatReply]]:
+        messages = as_messages(value)
+        return Conversation(messages), turn_of(messages, self._fields), Attempts()
+
+    def invoke(
+        self, input: LanguageModelInput, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> ChatReply:
+        """Invoke the runnable, verify its reply, retry with the feedback, deliver."""
+
+        def verified(
+            value: LanguageModelInput,
+            run_manager: CallbackManagerForChainRun,
+            config: RunnableConfig,
+        ) -> ChatReply:
+            conversation, turn, attempts = self._prepare(value)
+
+            def attempt(sent: Messages) -> Reply:
+                child = patch_config(config, callbacks=run_manager.get_child())
+                output = self.runnable.invoke(conversation.next_input(attempts, sent), child)
+                reply = reply_of(output)
+                attempts.add(reply.text, output)
+                return reply
+
+            return attempts.delivered(self.verifier.run_sync(attempt, turn))
+
+        return self._call_with_config(verified, input, config, **kwargs)
+
+    async def ainvoke(
+        self, input: LanguageModelInput, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> ChatReply:
+        """``invoke`` on the running event loop."""
+
+        async def verified(
+            value: LanguageModelInput,
+            run_manager: AsyncCallbackManagerForChainRun,
+            config: RunnableConfig,
+        ) -> ChatReply:
+            conversation, turn, attempts = self._prepare(value)
+
+            async def attempt(sent: Messages) -> Reply:
+                child = patch_config(config, callbacks=run_manager.get_child())
+                next_input = conversation.next_input(attempts, sent)
+                output = await self.runnable.ainvoke(next_input, child)
+                reply = reply_of(output)
+                attempts.add(reply.text, output)
+                return reply
+
+            return attempts.delivered(await self.verifier.run(attempt, turn))
+
+        return await self._acall_with_config(verified, input, config, **kwargs)

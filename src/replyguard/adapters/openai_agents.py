@@ -1,0 +1,259 @@
+"""OpenAI Agents SDK adapter: a verified ``Runner.run`` and an output guardrail.
+
+- ``VerifiedRunner(verifier)`` runs an agent through ``Verifier.run``: triggers, budgets and
+  hooks apply, and each retry runs the agent again on the previous run's input list plus the
+  feedback as a user message (with a ``session`` or a server-side conversation, on the feedback
+  alone). ``run`` returns a ``VerifiedRunResult`` holding the delivered ``RunResult`` and the
+  ``Outcome``.
+- ``judge_output_guardrail(verifier)`` is an ``OutputGuardrail``: a FAIL trips it
+  (``OutputGuardrailTripwireTriggered``), with the ``Verdict`` as its ``output_info``. The
+  verifier's own trouble never trips it, nor does a FAIL in ``"shadow"`` mode (only logged).
+
+The two are alternatives: ``VerifiedRunner`` refuses an agent that carries the guardrail, which
+would trip inside the run instead of a retry and judge every output twice.
+
+    result = await VerifiedRunner(verifier).run(Agent(name="support"), "Summarise the ticket.")
+    # or
+    agent = Agent(name="support", output_guardrails=[judge_output_guardrail(verifier)])
+    result = await Runner.run(agent, "Summarise the ticket.")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+try:
+    from agents import (
+        Agent,
+        GuardrailFunctionOutput,
+        OutputGuardrail,
+        RunContextWrapper,
+        Runner,
+        RunResult,
+        TResponseInputItem,
+    )
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "replyguard.adapters.openai_agents needs the OpenAI Agents SDK: "
+        "pip install 'replyguard[openai-agents]'"
+    ) from exc
+
+from replyguard.adapters._shared import (
+    Attempts,
+    PreparedRun,
+    VerifiedResult,
+    acts_on,
+    judge_output,
+    make_turn,
+    output_text,
+    retry_feedback,
+    turn_defaults,
+)
+from replyguard.runner import Verifier
+from replyguard.types import Outcome, Reply, RunMeta, ToolCallRecord, Turn
+
+__all__ = ["VerifiedRunResult", "VerifiedRunner", "judge_output_guardrail", "openai_messages"]
+
+Input = str | list[TResponseInputItem]
+# Run options that keep the conversation on the server or in a session: a retry then sends the
+# feedback alone.
+_STATEFUL = ("session", "conversation_id", "previous_response_id", "auto_previous_response_id")
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return ""
+
+
+def openai_messages(items: Sequence[Any]) -> list[dict[str, Any]]:
+    """Agents SDK input items as OpenAI-style messages, for the judge's history."""
+    out: list[dict[str, Any]] = []
+    for item in items:
+        kind, role = item.get("type"), item.get("role")
+        if role in ("user", "assistant", "system", "developer"):
+            out.append({"role": role, "content": _text(item.get("content"))})
+        elif kind == "function_call":
+            call = {"name": item.get("name"), "arguments": item.get("arguments")}
+            tool_calls = [{"id": item.get("call_id"), "type": "function", "function": call}]
+            out.append({"role": "assistant", "content": None, "tool_calls": tool_calls})
+        elif kind == "function_call_output":
+            output = item.get("output")
+            content = output if isinstance(output, str) else _text(output)
+            out.append({"role": "tool", "tool_call_id": item.get("call_id"), "content": content})
+    return out
+
+
+def tool_ledger(items: Sequence[Any]) -> tuple[ToolCallRecord, ...]:
+    """The function calls among ``items``: a call succeeded when an output answered it."""
+    answered = {i.get("call_id") for i in items if i.get("type") == "function_call_output"}
+    return tuple(
+        ToolCallRecord(
+            name=str(i.get("name")),
+            arguments=i.get("arguments"),
+            succeeded=i.get("call_id") in answered,
+        )
+        for i in items
+        if i.get("type") == "function_call"
+    )
+
+
+def after_last_user(items: Sequence[Any]) -> list[Any]:
+    """The items after the last user message (all of them when there is none): this turn's."""
+    for index in range(len(items) - 1, -1, -1):
+        if items[index].get("role") == "user":
+            return list(items[index + 1 :])
+    return list(items)
+
+
+def split_input(items: Sequence[Any]) -> tuple[str, list[dict[str, Any]]]:
+    """The last user message's text and the messages before it."""
+    messages = openai_messages(items)
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index]["role"] == "user":
+            return messages[index]["content"], messages[:index]
+    return "", messages
+
+
+def _items(value: Input) -> list[Any]:
+    return [{"role": "user", "content": value}] if isinstance(value, str) else list(value)
+
+
+def _turn(agent: Agent[Any], items: Sequence[Any], fields: dict[str, Any]) -> Turn:
+    """The turn of a run: its last user message, the input before it, the instructions."""
+    user_message, history = split_input(items)
+    extra = dict(fields)
+    if isinstance(agent.instructions, str):
+        extra.setdefault("agent_instructions", agent.instructions)
+    return make_turn(user_message, history, extra)
+
+
+class JudgeGuardrail(OutputGuardrail[Any]):
+    """The output guardrail ``judge_output_guardrail`` makes."""
+
+
+def judge_guardrails(agent: Agent[Any], run_kwargs: dict[str, Any]) -> list[str]:
+    """The names of the agents (or the run config) that carry a ``JudgeGuardrail``.
+
+    The agent is looked at with every ``Agent`` in its handoffs, and theirs (a ``Handoff``
+    object names its agent only when invoked, so it is not looked into).
+    """
+    found: list[str] = []
+    run_config = run_kwargs.get("run_config")
+    if any(isinstance(g, JudgeGuardrail) for g in getattr(run_config, "output_guardrails", [])):
+        found.append("run_config")
+    pending, seen = [agent], set()
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if any(isinstance(g, JudgeGuardrail) for g in current.output_guardrails):
+            found.append(f"agent {current.name!r}")
+        pending.extend(h for h in current.handoffs if isinstance(h, Agent))
+    return found
+
+
+def judge_output_guardrail(
+    verifier: Verifier, *, name: str = "replyguard", **turn_fields: Any
+) -> OutputGuardrail[Any]:
+    """An output guardrail tripped by the judge's FAIL, with the ``Verdict`` as ``output_info``.
+
+    The judge sees the run's last user message, the input before it, the agent's instructions
+    when they are a string, and the tool calls among the input items after the last user
+    message. The SDK does not show an output guardrail the tool calls of the run itself, so a
+    ``claims`` check cannot see them: run the agent through ``VerifiedRunner`` for that.
+    ``turn_fields`` are extra ``Turn`` fields. Every final output is judged while the config
+    is ``enabled`` (triggers do not apply; pre-checks do); ``output_info`` is None when nothing
+    was judged.
+    """
+    fields = turn_defaults(turn_fields)
+
+    async def guard(
+        context: RunContextWrapper[Any], agent: Agent[Any], output: Any
+    ) -> GuardrailFunctionOutput:
+        turn = _turn(agent, context.turn_input, fields)
+        meta = RunMeta(tool_calls=tool_ledger(after_last_user(context.turn_input)))
+        verdict = await judge_output(verifier, turn, Reply(text=output_text(output), meta=meta))
+        tripped = acts_on(verifier, turn, verdict)
+        return GuardrailFunctionOutput(output_info=verdict, tripwire_triggered=tripped)
+
+    return JudgeGuardrail(guardrail_function=guard, name=name)
+
+
+class VerifiedRunResult(VerifiedResult[RunResult]):
+    """A verified run: the delivered attempt's ``RunResult`` and the ``Outcome``."""
+
+    @property
+    def final_output(self) -> Any:
+        """The delivered run's final output."""
+        return self.result.final_output
+
+    def to_input_list(self) -> list[TResponseInputItem]:
+        """The conversation up to the delivered output, as input for the next run."""
+        return self.result.to_input_list()
+
+
+class VerifiedRunner:
+    """``Runner.run`` and ``Runner.run_sync`` through ``Verifier.run``.
+
+    ``turn_fields`` are extra ``Turn`` fields (``rules``, ``agent_instructions``, ...). Keyword
+    arguments of ``run`` go to every ``Runner.run`` call. An agent (or ``run_config``) carrying
+    ``judge_output_guardrail`` is refused with a ``ValueError``: the runner judges the output
+    itself, and the guardrail would trip inside the run instead of a retry.
+    """
+
+    def __init__(self, verifier: Verifier, **turn_fields: Any) -> None:
+        self.verifier = verifier
+        self._fields = turn_defaults(turn_fields)
+
+    def _prepare(
+        self, agent: Agent[Any], input: Input, run_kwargs: dict[str, Any]
+    ) -> PreparedRun[VerifiedRunResult]:
+        carriers = judge_guardrails(agent, run_kwargs)
+        if carriers:
+            raise ValueError(
+                f"{', '.join(carriers)} carries judge_output_guardrail: VerifiedRunner judges "
+                "the output itself (a FAIL is retried), so use one or the other, not both"
+            )
+        attempts: Attempts[RunResult] = Attempts()
+        stateful = any(run_kwargs.get(key) for key in _STATEFUL)
+
+        async def attempt(messages: list[dict[str, Any]]) -> Reply:
+            run_input, options = input, dict(run_kwargs)
+            if attempts:
+                last, feedback = attempts.last, retry_feedback(messages)
+                if stateful:
+                    run_input = feedback
+                    if options.get("previous_response_id") or options.get(
+                        "auto_previous_response_id"
+                    ):
+                        options["previous_response_id"] = last.last_response_id
+                else:
+                    run_input = [*last.to_input_list(), {"role": "user", "content": feedback}]
+            result = await Runner.run(agent, run_input, **options)
+            usage = result.context_wrapper.usage
+            new_items = [item.to_input_item() for item in result.new_items]
+            meta = RunMeta(
+                tool_calls=tool_ledger(new_items),
+                usage={"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
+            )
+            text = output_text(result.final_output)
+            attempts.add(text, result)
+            return Reply(text=text, meta=meta)
+
+        def finish(outcome: Outcome) -> VerifiedRunResult:
+            return VerifiedRunResult(attempts.delivered(outcome), outcome)
+
+        return PreparedRun(attempt, _turn(agent, _items(input), self._fields), finish)
+
+    async def run(self, agent: Agent[Any], input: Input, **run_kwargs: Any) -> VerifiedRunResult:
+        """Run the agent, verify its final output, retry with the feedback, deliver."""
+        return await self._prepare(agent, input, run_kwargs).run(self.verifier)
+
+    def run_sync(self, agent: Agent[Any], input: Input, **run_kwargs: Any) -> VerifiedRunResult:
+        """``run`` for code without an event loop (on the verifier's ``run_sync`` loop)."""
+        return self._prepare(agent, input, run_kwargs).run_sync(self.verifier)

@@ -1,0 +1,265 @@
+"""pydantic-ai adapter: judge an ``Agent``'s output through its own retry path, or wrap its run.
+
+Two ways in, both failing open like the core:
+
+- ``judge_output_validator(verifier)`` is an output validator: it judges each final output and
+  raises ``ModelRetry`` with the feedback on a FAIL, so pydantic-ai itself sends the feedback
+  back to the model, within the agent's own output retries. On the last allowed retry a FAIL
+  delivers the output as it is (an exhausted turn), instead of ending the run in an error. In
+  ``"shadow"`` mode a FAIL is only logged.
+- ``VerifiedAgent(agent, verifier)`` runs the agent through ``Verifier.run``: triggers,
+  budgets and hooks apply, and each retry continues the conversation (``message_history``)
+  with the feedback as the next user prompt. ``run`` returns a ``VerifiedRunResult`` holding the
+  delivered ``AgentRunResult`` and the ``Outcome``.
+
+    agent = Agent(model, output_validators=...)
+    agent.output_validator(judge_output_validator(verifier))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+try:
+    from pydantic_ai import Agent, AgentRunResult, ModelRetry, RunContext
+    from pydantic_ai.messages import (
+        ModelMessage,
+        ModelRequest,
+        ModelResponse,
+        RetryPromptPart,
+        SystemPromptPart,
+        ToolCallPart,
+        ToolReturnPart,
+        UserContent,
+        UserPromptPart,
+    )
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "replyguard.adapters.pydantic_ai needs pydantic-ai: pip install 'replyguard[pydantic-ai]'"
+    ) from exc
+
+from replyguard.adapters._shared import (
+    Attempts,
+    PreparedRun,
+    VerifiedResult,
+    acts_on,
+    judge_output,
+    make_turn,
+    output_text,
+    retry_feedback,
+    turn_defaults,
+)
+from replyguard.feedback import feedback_message
+from replyguard.runner import Verifier
+from replyguard.telemetry import Events
+from replyguard.types import Outcome, Reply, RunMeta, ToolCallRecord
+
+__all__ = ["VerifiedAgent", "VerifiedRunResult", "judge_output_validator", "openai_messages"]
+
+DepsT = TypeVar("DepsT")
+OutputT = TypeVar("OutputT")
+Prompt = str | Sequence[UserContent]
+
+
+def prompt_text(prompt: Prompt | None) -> str:
+    """The text of a user prompt (its string parts, when it is a list of content)."""
+    if prompt is None:
+        return ""
+    if isinstance(prompt, str):
+        return prompt
+    return "\n".join(part for part in prompt if isinstance(part, str))
+
+
+def _request_messages(request: ModelRequest) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for part in request.parts:
+        if isinstance(part, SystemPromptPart):
+            out.append({"role": "system", "content": part.content})
+        elif isinstance(part, UserPromptPart):
+            out.append({"role": "user", "content": prompt_text(part.content)})
+        elif isinstance(part, ToolReturnPart):
+            content = part.model_response_str()
+            out.append({"role": "tool", "tool_call_id": part.tool_call_id, "content": content})
+        elif isinstance(part, RetryPromptPart) or part.part_kind == "retry-feedback":
+            # Retry prompts (and pydantic-ai 2's retry feedback) reach the model as user text.
+            out.append({"role": "user", "content": part.model_response()})
+    return out
+
+
+def _response_message(response: ModelResponse) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": response.text}
+    calls = [
+        {
+            "id": part.tool_call_id,
+            "type": "function",
+            "function": {"name": part.tool_name, "arguments": part.args_as_json_str()},
+        }
+        for part in response.parts
+        if isinstance(part, ToolCallPart)
+    ]
+    if calls:
+        message["tool_calls"] = calls
+    return message
+
+
+def openai_messages(messages: Sequence[ModelMessage]) -> list[dict[str, Any]]:
+    """pydantic-ai messages as OpenAI-style messages, for the judge's history."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if isinstance(message, ModelRequest):
+            out.extend(_request_messages(message))
+        else:
+            out.append(_response_message(message))
+    return out
+
+
+def tool_ledger(messages: Sequence[ModelMessage]) -> tuple[ToolCallRecord, ...]:
+    """The tool calls in ``messages``: a call succeeded when a successful return answered it."""
+    returned = {
+        part.tool_call_id
+        for message in messages
+        if isinstance(message, ModelRequest)
+        for part in message.parts
+        if isinstance(part, ToolReturnPart) and part.outcome == "success"
+    }
+    return tuple(
+        ToolCallRecord(
+            name=part.tool_name, arguments=part.args, succeeded=part.tool_call_id in returned
+        )
+        for message in messages
+        if isinstance(message, ModelResponse)
+        for part in message.parts
+        if isinstance(part, ToolCallPart)
+    )
+
+
+def _usage(usage: object) -> dict[str, Any] | None:
+    """Token counts of a run's usage (a property in pydantic-ai 2, a method before)."""
+    counts = {
+        name: value
+        for name in ("input_tokens", "output_tokens")
+        if isinstance(value := getattr(usage, name, None), int)
+    }
+    return counts or None
+
+
+def judge_output_validator(
+    verifier: Verifier, **turn_fields: Any
+) -> Callable[[RunContext[Any], OutputT], Awaitable[OutputT]]:
+    """An output validator that judges each final output and asks for a retry on a FAIL.
+
+    Register it with ``agent.output_validator(...)``. ``turn_fields`` are extra ``Turn`` fields
+    (``rules``, ``agent_instructions``, ``agent_model``, ...). The judge sees the run's prompt,
+    the conversation before this run, and the tools this run called. Every final output is
+    judged while the config is ``enabled`` (triggers do not apply; pre-checks do).
+    """
+    fields = turn_defaults(turn_fields)
+
+    async def validate(ctx: RunContext[Any], output: OutputT) -> OutputT:
+        if ctx.partial_output:
+            return output
+        earlier = [m for m in ctx.messages if m.run_id != ctx.run_id]
+        this_run = [m for m in ctx.messages if m.run_id == ctx.run_id]
+        turn = make_turn(prompt_text(ctx.prompt), openai_messages(earlier), fields)
+        reply = Reply(text=output_text(output), meta=RunMeta(tool_calls=tool_ledger(this_run)))
+        verdict = await judge_output(verifier, turn, reply)
+        if verdict is None or not acts_on(verifier, turn, verdict):
+            return output
+        if ctx.retry >= ctx.max_retries:
+            Events(verifier.config.secrets()).warning(
+                "validator_exhausted",
+                turn_id=turn.id,
+                attempts=ctx.retry + 1,
+                category=verdict.category,
+            )
+            return output
+        raise ModelRetry(feedback_message(verdict))
+
+    return validate
+
+
+@dataclass(frozen=True)
+class VerifiedRunResult(VerifiedResult[AgentRunResult[OutputT]]):
+    """A verified run: the delivered attempt's ``AgentRunResult`` (its messages hold the
+    earlier attempts too) and the ``Outcome``."""
+
+    history_length: int
+    """How many messages of ``all_messages()`` were given as ``message_history``."""
+
+    @property
+    def output(self) -> OutputT:
+        """The delivered output."""
+        return self.result.output
+
+    def all_messages(self) -> list[ModelMessage]:
+        """The whole conversation up to the delivered output, for the next ``message_history``."""
+        return self.result.all_messages()
+
+    def new_messages(self) -> list[ModelMessage]:
+        """The messages of this verified run: every attempt and feedback, after the history."""
+        return self.all_messages()[self.history_length :]
+
+
+class VerifiedAgent(Generic[DepsT, OutputT]):
+    """A pydantic-ai ``Agent`` whose ``run`` and ``run_sync`` go through ``Verifier.run``.
+
+    ``turn_fields`` are extra ``Turn`` fields (``rules``, ``agent_instructions``, ...).
+    Keyword arguments of ``run`` other than ``message_history`` go to every ``Agent.run`` call.
+    """
+
+    def __init__(
+        self, agent: Agent[DepsT, OutputT], verifier: Verifier, **turn_fields: Any
+    ) -> None:
+        self.agent = agent
+        self.verifier = verifier
+        self._fields = turn_defaults(turn_fields)
+
+    def _prepare(
+        self,
+        user_prompt: Prompt,
+        message_history: Sequence[ModelMessage] | None,
+        run_kwargs: dict[str, Any],
+    ) -> PreparedRun[VerifiedRunResult[OutputT]]:
+        history = list(message_history or [])
+        attempts: Attempts[AgentRunResult[OutputT]] = Attempts()
+
+        async def attempt(messages: list[dict[str, Any]]) -> Reply:
+            prompt: Prompt = user_prompt
+            before = history
+            if attempts:
+                prompt, before = retry_feedback(messages), attempts.last.all_messages()
+            result = await self.agent.run(prompt, message_history=before, **run_kwargs)
+            meta = RunMeta(
+                tool_calls=tool_ledger(result.new_messages()), usage=_usage(result.usage)
+            )
+            text = output_text(result.output)
+            attempts.add(text, result)
+            return Reply(text=text, meta=meta)
+
+        def finish(outcome: Outcome) -> VerifiedRunResult[OutputT]:
+            return VerifiedRunResult(attempts.delivered(outcome), outcome, len(history))
+
+        turn = make_turn(prompt_text(user_prompt), openai_messages(history), self._fields)
+        return PreparedRun(attempt, turn, finish)
+
+    async def run(
+        self,
+        user_prompt: Prompt,
+        *,
+        message_history: Sequence[ModelMessage] | None = None,
+        **run_kwargs: Any,
+    ) -> VerifiedRunResult[OutputT]:
+        """Run the agent, verify its output, retry with the feedback, deliver."""
+        return await self._prepare(user_prompt, message_history, run_kwargs).run(self.verifier)
+
+    def run_sync(
+        self,
+        user_prompt: Prompt,
+        *,
+        message_history: Sequence[ModelMessage] | None = None,
+        **run_kwargs: Any,
+    ) -> VerifiedRunResult[OutputT]:
+        """``run`` for code without an event loop (on the verifier's ``run_sync`` loop)."""
+        return self._prepare(user_prompt, message_history, run_kwargs).run_sync(self.verifier)
