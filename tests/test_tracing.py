@@ -6,6 +6,7 @@ nothing at all when tracing is off.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -446,3 +447,21 @@ def test_the_judge_endpoint_is_named_when_known(
     api_base: str | None, expected: dict[str, Any]
 ) -> None:
     assert server_attributes(api_base) == expected
+
+
+async def test_a_caller_cancelling_the_turn_marks_the_judge_span_cancelled(
+    make_config: MakeConfig,
+    provider: ProviderServer,
+    provider_of: TracerProvider,
+    exporter: InMemorySpanExporter,
+) -> None:
+    provider.push(Step(text="PASS", delay=5))
+    config = through(make_config, provider, timeoutSeconds=10)
+    verifier = Verifier(config, tracer_provider=provider_of)
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.5):
+            await verifier.run(ScriptedAgent([FIRST]), TURN)
+    await verifier.aclose()
+    [chat] = by_name(exporter.get_finished_spans(), "chat ")
+    assert chat.status.status_code == StatusCode.ERROR
+    assert (chat.attributes or {})["error.type"] == "CancelledError"

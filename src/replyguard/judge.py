@@ -398,6 +398,11 @@ class LiteLLMJudge:
                 except JudgeConfigError as exc:  # the Router could not be built (logged)
                     span.fail(exc)
                     raise
+                except asyncio.CancelledError as exc:
+                    # The caller's deadline for this judgement cancels the call from outside,
+                    # a hair before or after this model's own share runs out: a timeout.
+                    span.fail(TimeoutError() if loop.time() >= deadline else exc)
+                    raise
                 except Exception as exc:
                     secrets = self._secrets(api_key)
                     span.fail(exc, secrets)
