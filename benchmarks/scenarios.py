@@ -296,7 +296,7 @@ def judge_params(cfg: VerifierConfig, turn: Turn, reply: Reply) -> dict[str, Any
     prompt = build_judge_prompt(turn, reply.text, limits=limits, rules=rules, meta=reply.meta)
     judge = LiteLLMJudge(cfg, Events())
     return judge.request(
-        cfg.model, prompt, timeout=cfg.timeout_seconds, api_key=cfg.resolve_api_key()
+        cfg.model, prompt, timeout=judge.client_timeout, api_key=cfg.resolve_api_key()
     )
 
 

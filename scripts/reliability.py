@@ -102,6 +102,7 @@ def report(matrix: Matrix, loop_errors: list[str], unraisable: list[str]) -> tup
     ]
     notes += [f"- reported by asyncio: {m}" for m in loop_errors]
     notes += [f"- unraisable: {u}" for u in unraisable]
+    notes += [f"- run again (its fault-free first judgement failed): {r}" for r in matrix.repeated]
     lines = [*header, *(_row(r) for r in results), "", summary, *notes]
     ok = not (undelivered or wrong or leaked or late or loop_leaks)
     return "\n".join(lines), ok

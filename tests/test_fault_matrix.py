@@ -29,6 +29,12 @@ def result(matrix: Matrix, case: Case) -> Result:
     return matrix.results[case.id]
 
 
+def test_a_fault_free_judgement_is_lost_at_most_rarely(matrix: Matrix) -> None:
+    """A retry case whose first, fault-free judgement failed open is run once more (a loaded
+    machine can stall a loopback call); more than two of them in one matrix is a defect."""
+    assert len(matrix.repeated) <= 2, matrix.repeated
+
+
 @pytest.mark.parametrize("case", CASE_PARAMS)
 def test_no_exception_escapes_run(result: Result) -> None:
     assert result.escaped is None
@@ -36,12 +42,12 @@ def test_no_exception_escapes_run(result: Result) -> None:
 
 @pytest.mark.parametrize("case", CASE_PARAMS)
 def test_best_reply_so_far_is_delivered(result: Result, case: Case) -> None:
-    assert result.response == case.expected_response
+    assert result.response == case.expected_response, (result.status, result.requests, result.error)
 
 
 @pytest.mark.parametrize("case", CASE_PARAMS)
 def test_turn_fails_open_with_the_faults_reason(result: Result, case: Case) -> None:
-    assert (result.status, result.reason) == case.expected_status
+    assert (result.status, result.reason) == case.expected_status, result.error
 
 
 @pytest.mark.parametrize("case", CASE_PARAMS)

@@ -77,6 +77,9 @@ Failure = Literal["config", "timeout", "transient"]
 _BUSY_STATUSES = frozenset({408, 409, 429})
 # How long before the deadline the last model's share ends (at most 1 % of the time).
 _DEADLINE_GUARD = 0.01
+# The HTTP client's own timeout runs this much past the judgement's deadline, so the deadline
+# (enforced here, always first) decides, and a slow call is a timeout, never a client error.
+_CLIENT_TIMEOUT_MARGIN = 2.0
 
 VERDICT_FORMAT: dict[str, Any] = {
     "type": "json_schema",
@@ -322,6 +325,11 @@ class LiteLLMJudge:
             raise self._misconfigured(exc) from None
         return router.acompletion
 
+    @property
+    def client_timeout(self) -> float:
+        """The timeout litellm's HTTP client gets: past the judgement's deadline, which decides."""
+        return self._config.timeout_seconds + _CLIENT_TIMEOUT_MARGIN
+
     def request(
         self, model: str, prompt: JudgePrompt, *, timeout: float, api_key: str | None
     ) -> dict[str, Any]:
@@ -375,10 +383,13 @@ class LiteLLMJudge:
                 continue
             share = self.share_of(index, remaining)
             # litellm keys its cached HTTP clients on the timeout it is given: a per-call
-            # value would open a new client and connection on every call. It gets the
-            # constant judgement timeout; this model's share is enforced here.
+            # value would open a new client and connection on every call. It gets a constant
+            # past the judgement timeout; this model's share is enforced here.
             params = self.request(
-                model, prompt, timeout=self._config.timeout_seconds, api_key=api_key
+                model,
+                prompt,
+                timeout=self.client_timeout,
+                api_key=api_key,
             )
             tracing = self._tracing
             attributes = (
