@@ -282,7 +282,9 @@ async def test_litellm_gets_one_constant_timeout_so_its_clients_are_reused(
     config = config_of(OPENAI, models=3)
     recorder = ShareRecorder(config)
     await recorder.judge(prompt(), time_left=TIME_LEFT)
-    assert recorder.timeouts == [config.timeout_seconds] * 3
+    # One constant for every call, past the judgement's deadline (which decides first).
+    assert recorder.timeouts == [recorder.client_timeout] * 3
+    assert recorder.client_timeout > config.timeout_seconds
 
 
 async def test_a_model_whose_circuit_is_open_takes_no_share_of_the_time(
