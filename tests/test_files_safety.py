@@ -183,29 +183,29 @@ def hostile(request: pytest.FixtureRequest) -> Hostile:
     return request.param  # type: ignore[no-any-return]
 
 
-def _make(hostile: Hostile, root: Path, outside: Path, name: str, fifos: list[Path]) -> None:
-    hostile.make(root, outside, name, fifos)
+Plant = Callable[[str], None]
+Judged = Callable[..., tuple[Outcome, JudgePrompt]]
+
+
+@pytest.fixture
+def plant(hostile: Hostile, root: Path, outside: Path, fifos: list[Path]) -> Plant:
+    """Put this kind of hostile file at ``name`` in the workspace."""
+    return lambda name: hostile.make(root, outside, name, fifos)
 
 
 # -- through Workspace.read ---------------------------------------------------------------------
 
 
-def test_workspace_read_refuses_a_hostile_file(
-    hostile: Hostile, root: Path, outside: Path, fifos: list[Path]
-) -> None:
-    _make(hostile, root, outside, "AGENTS.md", fifos)
+def test_workspace_read_refuses_a_hostile_file(plant: Plant, root: Path) -> None:
+    plant("AGENTS.md")
     workspace = Workspace(str(root), Events())
     assert off_thread(lambda: workspace.read("AGENTS.md")) is None
 
 
 def test_workspace_read_logs_a_hostile_file_without_its_content(
-    hostile: Hostile,
-    root: Path,
-    outside: Path,
-    fifos: list[Path],
-    replyguard_logs: pytest.LogCaptureFixture,
+    plant: Plant, root: Path, replyguard_logs: pytest.LogCaptureFixture
 ) -> None:
-    _make(hostile, root, outside, "AGENTS.md", fifos)
+    plant("AGENTS.md")
     off_thread(lambda: Workspace(str(root), Events()).read("AGENTS.md"))
     events = [r.replyguard for r in replyguard_logs.records]  # type: ignore[attr-defined]
     assert [e["file"] for e in events] == ["AGENTS.md"]
@@ -321,9 +321,7 @@ def section(prompt: JudgePrompt, name: str) -> str | None:
 
 
 @pytest.fixture
-def judged(
-    make_config: Callable[..., VerifierConfig], root: Path
-) -> Callable[..., tuple[Outcome, JudgePrompt]]:
+def judged(make_config: Callable[..., VerifierConfig], root: Path) -> Judged:
     """Run one turn with the workspace at ``root``; return the outcome and the judge's prompt."""
 
     def run(reply: str = "Done: the inbox is empty.", heartbeat: bool = False, **keys: Any) -> Any:
@@ -342,70 +340,48 @@ def judged(
 
 
 def test_a_turn_with_a_hostile_rules_file_has_no_rules_section(
-    hostile: Hostile,
-    root: Path,
-    outside: Path,
-    fifos: list[Path],
-    judged: Callable[..., tuple[Outcome, JudgePrompt]],
+    plant: Plant, judged: Judged
 ) -> None:
-    _make(hostile, root, outside, "AGENTS.md", fifos)
+    plant("AGENTS.md")
     _, prompt = judged(rulesFiles=["AGENTS.md"])
     assert section(prompt, "user_rules") is None
 
 
-def test_a_turn_with_a_hostile_rules_file_is_delivered(
-    hostile: Hostile,
-    root: Path,
-    outside: Path,
-    fifos: list[Path],
-    judged: Callable[..., tuple[Outcome, JudgePrompt]],
-) -> None:
-    _make(hostile, root, outside, "AGENTS.md", fifos)
+def test_a_turn_with_a_hostile_rules_file_is_delivered(plant: Plant, judged: Judged) -> None:
+    plant("AGENTS.md")
     outcome, _ = judged(rulesFiles=["AGENTS.md"])
     assert (outcome.status, outcome.response) == (Status.PASSED, "Done: the inbox is empty.")
 
 
 def test_a_hostile_rules_file_beside_a_good_one_leaves_the_good_one(
-    hostile: Hostile,
-    root: Path,
-    outside: Path,
-    fifos: list[Path],
-    judged: Callable[..., tuple[Outcome, JudgePrompt]],
+    plant: Plant, root: Path, judged: Judged
 ) -> None:
-    _make(hostile, root, outside, "AGENTS.md", fifos)
+    plant("AGENTS.md")
     (root / "SOUL.md").write_text(RULES, encoding="utf-8")
     _, prompt = judged(rulesFiles=["AGENTS.md", "SOUL.md"])
     assert section(prompt, "user_rules") == f"## SOUL.md\n{RULES}"
 
 
 def test_a_heartbeat_turn_with_a_hostile_task_file_has_no_task_section(
-    hostile: Hostile,
-    root: Path,
-    outside: Path,
-    fifos: list[Path],
-    judged: Callable[..., tuple[Outcome, JudgePrompt]],
+    plant: Plant, judged: Judged
 ) -> None:
-    _make(hostile, root, outside, "HEARTBEAT.md", fifos)
+    plant("HEARTBEAT.md")
     _, prompt = judged(heartbeat=True)
     assert section(prompt, "heartbeat_tasks") is None
 
 
 def test_heartbeat_ok_with_a_hostile_task_file_goes_to_the_judge(
-    hostile: Hostile,
-    root: Path,
-    outside: Path,
-    fifos: list[Path],
-    judged: Callable[..., tuple[Outcome, JudgePrompt]],
+    plant: Plant, judged: Judged
 ) -> None:
     """The heartbeat check reads the file only for an acknowledgement: unreadable, it has no
     opinion, and the judge decides."""
-    _make(hostile, root, outside, "HEARTBEAT.md", fifos)
+    plant("HEARTBEAT.md")
     outcome, _ = judged(reply="HEARTBEAT_OK", heartbeat=True)
     assert outcome.status == Status.PASSED
 
 
 def test_a_gigabyte_rules_file_reaches_the_judge_cut_within_the_budget(
-    root: Path, judged: Callable[..., tuple[Outcome, JudgePrompt]]
+    root: Path, judged: Judged
 ) -> None:
     _sparse(root / "AGENTS.md", RULES + "\n")
     _, prompt = judged(rulesFiles=["AGENTS.md"], contextTokenBudget=4000)
@@ -416,7 +392,7 @@ def test_a_gigabyte_rules_file_reaches_the_judge_cut_within_the_budget(
 
 
 def test_a_gigabyte_heartbeat_file_reaches_the_judge_cut_within_the_budget(
-    root: Path, judged: Callable[..., tuple[Outcome, JudgePrompt]]
+    root: Path, judged: Judged
 ) -> None:
     _sparse(root / "HEARTBEAT.md", TASK + "\n")
     _, prompt = judged(heartbeat=True, contextTokenBudget=4000)
@@ -442,7 +418,7 @@ def test_heartbeat_ok_against_a_gigabyte_task_file_fails_on_its_open_task(
 
 
 def test_invalid_utf8_rules_reach_the_judge_with_replacement_characters(
-    root: Path, judged: Callable[..., tuple[Outcome, JudgePrompt]]
+    root: Path, judged: Judged
 ) -> None:
     (root / "AGENTS.md").write_bytes(RULES.encode() + b" \xff\xfe")
     _, prompt = judged(rulesFiles=["AGENTS.md"])
