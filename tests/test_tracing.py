@@ -126,6 +126,25 @@ async def test_a_failed_check_is_recorded_on_its_span(
     assert attributes["replyguard.check.category"] == "rule_violation"
 
 
+async def test_a_crashed_check_is_an_error_on_its_span_without_the_secret(
+    make_config: MakeConfig, provider_of: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    def broken(turn: Turn, reply: Any) -> CheckResult:
+        raise RuntimeError(f"cannot reach the store with {API_KEY}")
+
+    config = make_config(verifyAll=True, apiKey=API_KEY)
+    verifier = Verifier(
+        config, judge=ScriptedJudge(["PASS"]), checks=[broken], tracer_provider=provider_of
+    )
+    outcome = await verifier.run(ScriptedAgent([FIRST]), TURN)
+    assert outcome.status == Status.PASSED  # an ordinary check's crash is ignored
+    [check] = by_name(exporter.get_finished_spans(), "replyguard.check broken")
+    assert check.status.status_code == StatusCode.ERROR
+    assert (check.attributes or {})["error.type"] == "check_error"
+    assert "RuntimeError" in (check.status.description or "")
+    assert API_KEY not in every_text((check,))
+
+
 async def test_the_judge_call_carries_genai_attributes_of_the_real_response(
     make_config: MakeConfig,
     provider: ProviderServer,

@@ -31,6 +31,7 @@ from replyguard.injection import injection_feedback, suspected_injection
 from replyguard.judge import Judge, JudgeReply
 from replyguard.limiter import ConcurrencyLimiter
 from replyguard.telemetry import Events, describe_error
+from replyguard.tracing import NO_TRACING, Tracing
 from replyguard.triggers import TriggerMatcher
 from replyguard.types import CheckResult, FailCategory, Reason, Reply, Turn, Verdict
 from replyguard.verdict import parse_verdict
@@ -120,8 +121,10 @@ class Assessor:
         events: Events,
         limiter: ConcurrencyLimiter | None,
         redact: Redact | None = None,
+        tracing: Tracing = NO_TRACING,
     ) -> None:
         self.checks = tuple(checks)
+        self._tracing = tracing
         self._workspace = workspace
         self._events = events
         self._limiter = limiter
@@ -249,7 +252,12 @@ class Assessor:
         try:
             async with _until(step.left()):
                 results = await run_checks(
-                    self.checks, turn, reply, time_limit=budget.seconds, events=self._events
+                    self.checks,
+                    turn,
+                    reply,
+                    time_limit=budget.seconds,
+                    events=self._events,
+                    tracing=self._tracing,
                 )
         except TimeoutError:
             error = "the turn's deadline passed during the checks"

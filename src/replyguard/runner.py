@@ -40,7 +40,6 @@ from replyguard.routing import JudgeRouter
 from replyguard.synchronous import SyncLoop
 from replyguard.telemetry import Events, describe_error
 from replyguard.tracing import (
-    TracedCheck,
     Tracing,
     build_tracing,
     outcome_attributes,
@@ -111,8 +110,6 @@ class Verifier:
         tracing = build_tracing(
             config.tracing, tracer_provider, events, log_content=config.log_content
         )
-        if tracing.enabled:
-            all_checks = tuple(TracedCheck(c, tracing) for c in all_checks)
         limit = config.max_concurrent_judge_calls
         limiter = ConcurrencyLimiter(limit) if limit is not None else None
         workspace = Workspace(config.workspace_dir, events)
@@ -139,7 +136,7 @@ class Verifier:
         set_ = object.__setattr__
         set_(self, "_config", config)
         set_(self, "_events", events)
-        set_(self, "_assessor", Assessor(all_checks, workspace, events, limiter, redact))
+        set_(self, "_assessor", Assessor(all_checks, workspace, events, limiter, redact, tracing))
         set_(self, "_profiles", profiles)
         set_(self, "_hooks", Hooks(on_verdict, on_retry, on_exhausted, on_fail_open, on_skip))
         set_(self, "_ledger", Ledger(config.ledger_path, events) if config.ledger_path else None)
@@ -171,7 +168,7 @@ class Verifier:
     @property
     def checks(self) -> tuple[Check, ...]:
         """The checks run before the judge, in order (configured ones first)."""
-        return tuple(c.inner if isinstance(c, TracedCheck) else c for c in self._assessor.checks)
+        return self._assessor.checks
 
     # -- lifecycle -------------------------------------------------------------------------
 

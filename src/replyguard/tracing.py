@@ -29,9 +29,8 @@ import importlib.util
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from replyguard.checks.base import Check
 from replyguard.telemetry import Events, describe_error
-from replyguard.types import CheckResult, Outcome, Reply, Turn, Verdict
+from replyguard.types import Outcome, Turn, Verdict
 
 Attributes = Mapping[str, Any]
 _SCALARS = (str, bool, int, float)
@@ -80,6 +79,9 @@ class _NoSpan:
 
     def fail(self, exc: BaseException, secrets: tuple[str, ...] = ()) -> None:
         """Record a failure (ignored)."""
+
+    def error(self, kind: str, description: str) -> None:
+        """Record a failure already described (ignored)."""
 
 
 NO_SPAN = _NoSpan()
@@ -160,15 +162,22 @@ class _LiveSpan:
     ) -> None:
         """Mark the span ERROR with a redacted description of ``exc`` (its class alone when
         not ``detailed``)."""
+        name = type(exc).__name__
+        said = describe_error(exc, (*self._owner.secrets, *secrets)) if detailed else name
+        self.error(name, said)
+
+    def error(self, kind: str, description: str) -> None:
+        """Mark the span ERROR: ``kind`` is its ``error.type``, ``description`` (already free of
+        secrets) its status message and exception event."""
         self.failed = True
         if self._span is None:
             return
-        name = type(exc).__name__
-        said = describe_error(exc, (*self._owner.secrets, *secrets)) if detailed else name
         try:
-            self._span.set_attribute("error.type", name)
-            self._span.set_status(self._owner.error_status, said)
-            self._span.add_event("exception", {"exception.type": name, "exception.message": said})
+            self._span.set_attribute("error.type", kind)
+            self._span.set_status(self._owner.error_status, description)
+            self._span.add_event(
+                "exception", {"exception.type": kind, "exception.message": description}
+            )
         except Exception as error:
             self._owner.broken(error)
 
@@ -331,34 +340,3 @@ def verdict_attributes(verdict: Verdict, with_content: bool) -> dict[str, Any]:
     if with_content:
         attributes["replyguard.feedback"] = verdict.feedback
     return attributes
-
-
-class TracedCheck:
-    """A check run inside its own span (only built when tracing is on).
-
-    It carries what the check runner reads of the inner check (its own ``timeout_seconds``, its
-    ``applies``), so a verdict is the same with tracing on or off.
-    """
-
-    def __init__(self, check: Check, tracing: Tracing) -> None:
-        self.inner = check
-        self.name = check.name
-        self.required = check.required
-        self._tracing = tracing
-        for name in ("timeout_seconds", "applies"):
-            if hasattr(check, name):
-                setattr(self, name, getattr(check, name))
-
-    async def check(self, turn: Turn, reply: Reply) -> CheckResult:
-        """Run the wrapped check, recording its result on the span."""
-        names = {"replyguard.check.name": self.name}
-        with self._tracing.span(f"replyguard.check {self.name}", names) as span:
-            result = await self.inner.check(turn, reply)
-            span.set(
-                {
-                    "replyguard.check.passed": result.passed,
-                    "replyguard.check.category": result.category,
-                    "replyguard.check.decisive": result.decisive,
-                }
-            )
-            return result

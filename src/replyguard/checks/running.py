@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 from replyguard.checks.base import Check
 from replyguard.telemetry import Events, describe_error
+from replyguard.tracing import NO_TRACING, Tracing
 from replyguard.types import CheckResult, Reply, Turn, Verdict
 
 # A check with its own timeout (a command) gets this much more before it counts as hung.
@@ -39,6 +40,26 @@ def _crashed(check: Check, error: str) -> CheckResult:
 
 
 async def _run_one(
+    check: Check, turn: Turn, reply: Reply, time_limit: float, events: Events, tracing: Tracing
+) -> CheckResult:
+    if not tracing.enabled:
+        return await _run_bounded(check, turn, reply, time_limit, events)
+    names = {"replyguard.check.name": check.name}
+    with tracing.span(f"replyguard.check {check.name}", names) as span:
+        result = await _run_bounded(check, turn, reply, time_limit, events)
+        span.set(
+            {
+                "replyguard.check.passed": result.passed,
+                "replyguard.check.category": result.category,
+                "replyguard.check.decisive": result.decisive,
+            }
+        )
+        if result.error is not None:  # a crash or a hang, described without secrets
+            span.error("check_error", result.error)
+        return result
+
+
+async def _run_bounded(
     check: Check, turn: Turn, reply: Reply, time_limit: float, events: Events
 ) -> CheckResult:
     own = getattr(check, "timeout_seconds", None)
@@ -64,9 +85,18 @@ async def _run_one(
 
 
 async def run_checks(
-    checks: Sequence[Check], turn: Turn, reply: Reply, *, time_limit: float, events: Events
+    checks: Sequence[Check],
+    turn: Turn,
+    reply: Reply,
+    *,
+    time_limit: float,
+    events: Events,
+    tracing: Tracing = NO_TRACING,
 ) -> tuple[CheckResult, ...]:
-    """Run every check on ``reply`` at once; results in the order the checks were given."""
+    """Run every check on ``reply`` at once; results in the order the checks were given.
+
+    With ``tracing`` on, each check that runs gets a span of its own under the caller's.
+    """
     if not checks:
         return ()
     results: list[CheckResult | None] = [
@@ -75,11 +105,11 @@ async def run_checks(
     due = [index for index, result in enumerate(results) if result is None]
     if len(due) == 1:  # one check: no task to start
         check = checks[due[0]]
-        results[due[0]] = await _run_one(check, turn, reply, time_limit, events)
+        results[due[0]] = await _run_one(check, turn, reply, time_limit, events, tracing)
     elif due:
         async with asyncio.TaskGroup() as group:
             tasks = {
-                i: group.create_task(_run_one(checks[i], turn, reply, time_limit, events))
+                i: group.create_task(_run_one(checks[i], turn, reply, time_limit, events, tracing))
                 for i in due
             }
         for index, task in tasks.items():
