@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from replyguard.judge import JudgeReply
 from replyguard.types import FailCategory, Reason, Verdict
 from replyguard.verdict import parse_verdict
 
@@ -454,3 +455,10 @@ def test_parsing_the_same_text_again_gives_the_same_verdict() -> None:
         "do step 2.",
     )
     assert parse_verdict("PASS").passed is True
+
+
+def test_a_judge_reply_is_parsed_once_and_its_verdict_is_not_a_field() -> None:
+    reply = JudgeReply(text="Looks fine.\nPASS", model="judge")
+    assert reply.verdict is reply.verdict
+    assert (reply.verdict.passed, reply.verdict.readable) == (True, True)
+    assert "verdict" not in reply.model_dump()

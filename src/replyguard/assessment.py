@@ -34,7 +34,6 @@ from replyguard.telemetry import Events, describe_error
 from replyguard.tracing import NO_TRACING, Tracing
 from replyguard.triggers import TriggerMatcher
 from replyguard.types import CheckResult, FailCategory, Reason, Reply, Turn, Verdict
-from replyguard.verdict import parse_verdict
 from replyguard.workspace import Workspace
 
 _INLINE_SCAN_CHARS = 50_000
@@ -206,7 +205,7 @@ class Assessor:
             kind = getattr(exc, "last_error_class", None) or type(exc).__name__
             reason = budget.reason if "timeout" in kind.lower() else Reason.JUDGE_ERROR
             return failed(reason, describe_error(exc, events.secrets))
-        verdict = parse_verdict(answer.text)
+        verdict = answer.verdict
         update: dict[str, Any] = {
             "model": answer.model,
             "prompt_tokens": answer.prompt_tokens,

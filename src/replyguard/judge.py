@@ -46,6 +46,7 @@ empty answer is still unreadable.
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib
 import sys
 from typing import Any, Literal, Protocol
@@ -67,7 +68,7 @@ from replyguard.tracing import (
     chat_attributes,
     finish_reasons,
 )
-from replyguard.types import FailCategory
+from replyguard.types import FailCategory, Verdict
 from replyguard.verdict import parse_verdict
 
 Failure = Literal["config", "timeout", "transient"]
@@ -129,6 +130,11 @@ class JudgeReply(BaseModel):
     cost_usd: float = Field(default=0.0, ge=0)
     note: str | None = None
     """Why the text is empty, when the provider said (a refusal, tool calls only)."""
+
+    @functools.cached_property
+    def verdict(self) -> Verdict:
+        """The verdict the text reads as, parsed once however often it is asked for."""
+        return parse_verdict(self.text)
 
 
 _NOTHING_SPENT = JudgeReply(text="", model="")
@@ -435,7 +441,7 @@ class LiteLLMJudge:
             if self._breaker is not None:
                 self._breaker.record_success(model)
             reply = answer if spent is _NOTHING_SPENT else _added(answer, spent)
-            if parse_verdict(reply.text).readable:
+            if reply.verdict.readable:
                 return reply
             self._events.info("judge_model_unreadable", model=model, note=reply.note)
             spent = unreadable = reply

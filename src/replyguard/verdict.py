@@ -28,7 +28,6 @@ why. Pure, linear in the text's length, and never raises.
 
 from __future__ import annotations
 
-import functools
 import json
 import unicodedata
 from typing import Any
@@ -50,13 +49,6 @@ def parse_verdict(text: str) -> Verdict:
     """Parse the judge's raw text into a ``Verdict`` (fail-open PASS when unreadable)."""
     if not isinstance(text, str):
         return _unreadable(None, "judge output is not text")
-    return _parsed(text)
-
-
-# The judge reads a verdict to decide whether to try the next model, and the assessment reads
-# the same text again: a small cache of the (immutable) verdicts parses each text once.
-@functools.lru_cache(maxsize=64)
-def _parsed(text: str) -> Verdict:
     if not text.strip():
         return _unreadable(text, "empty judge output")
     found = _last_json(text) if '"verdict"' in text.lower() else None
