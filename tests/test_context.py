@@ -947,6 +947,22 @@ def test_a_prompt_that_fits_by_its_size_counts_its_tokens_exactly_on_demand() ->
     assert prompt.tokens == tokens.count(prompt.system) + tokens.count(prompt.user) + 8
 
 
+def test_a_turn_that_fits_by_its_size_is_built_without_tokenizing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every section whole, history and hidden characters included: no text is tokenized."""
+    turn = _full_turn(history=[{"role": "user", "content": "see\u200b the 📎 file"}] * 3)
+    expected = _build(turn)  # also loads the encoding and counts the rubric, once per process
+
+    def no_tokenizing() -> None:
+        raise AssertionError("a text was tokenized")
+
+    monkeypatch.setattr(tokens, "encoding", no_tokenizing)
+    prompt = _build(turn)
+    assert prompt.user == expected.user and prompt.trimmed == ()
+    assert (_section(prompt, "conversation_history") or "").count("see[U+200B] the 📎 file") == 3
+
+
 def test_text_that_grows_when_cleaned_is_cut_again_within_its_cap() -> None:
     reply = "x\u202e" * 20_000  # every second character becomes an eight-character marker
     prompt = _build(reply=reply, limits=ContextLimits(response_cap=300))

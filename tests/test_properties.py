@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from unittest import mock
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -23,6 +24,7 @@ from replyguard import (
     parse_verdict,
     tokens,
 )
+from replyguard import context as context_module
 from replyguard.context import (
     MESSAGE_OVERHEAD,
     ContextLimits,
@@ -272,6 +274,28 @@ def test_the_judge_prompt_fits_the_budget(data: st.DataObject) -> None:
     prompt, _, _, limits = _prompt(data)
     counted = tokens.count(prompt.system) + tokens.count(prompt.user) + MESSAGE_OVERHEAD
     assert counted <= limits.budget
+
+
+@CONTEXT
+@given(st.data())
+def test_a_prompt_built_whole_is_the_one_the_cutting_path_builds(data: st.DataObject) -> None:
+    """The shortcut for a turn that fits by its size changes nothing: with it turned off, the
+    very same prompt comes out (same nonce), whatever was or was not cut."""
+    inputs = {
+        "turn": data.draw(TURNS, "turn"),
+        "reply_text": data.draw(LONG_TEXT, "reply"),
+        "limits": data.draw(LIMITS, "limits"),
+        "rules": data.draw(RULES, "rules"),
+        "heartbeat_tasks": data.draw(st.one_of(st.none(), LONG_TEXT), "heartbeat"),
+        "previous_feedback": data.draw(FEEDBACK, "feedback"),
+        "meta": data.draw(st.one_of(st.none(), META), "meta"),
+        "nonce": "5eed5eed5eed",
+    }
+    fast = build_judge_prompt(**inputs)
+    with mock.patch.object(context_module, "_at_once", return_value=None):
+        cut = build_judge_prompt(**inputs)
+    assert (fast.system, fast.user, fast.trimmed) == (cut.system, cut.user, cut.trimmed)
+    assert fast.tokens == cut.tokens
 
 
 @CONTEXT

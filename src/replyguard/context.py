@@ -15,9 +15,10 @@ points (a head-and-tail cut tokenizes a head and a tail window, and a second, sm
 the same text reuses them), never in the part that is cut away.
 
 Measuring: a prompt whose UTF-8 size fits the budget fits (a text never has more tokens than
-bytes), and is not tokenized at all. Otherwise the cuts are planned on the sections' own token
-counts plus the template's, with some slack, and the rendered prompt is then counted whole with
-tiktoken (``o200k_base``), never judged by adding up counts (BPE counts do not add exactly):
+bytes), and is not tokenized at all; when every section's size also fits its own cap, the
+prompt is filled at once from the whole sections, with no cutting machinery. Otherwise the
+cuts are planned on the sections' own token counts plus the template's, with some slack, and
+the rendered prompt is then counted whole with tiktoken (``o200k_base``), never judged by adding up counts (BPE counts do not add exactly):
 only a prompt counted within the budget, or proved within it by its size, is returned.
 
 For every text that goes inside a section:
@@ -448,6 +449,59 @@ def _cleaner(code: str) -> Redact:
     return clean
 
 
+def _at_once(
+    system: str,
+    code: str,
+    room: int,
+    sections: Sequence[tuple[str, str, int]],
+    history: Callable[[int], str],
+    history_count: int,
+    history_cap: int,
+    trimmed: tuple[str, ...],
+) -> JudgePrompt | None:
+    """The prompt with every section whole, when its size alone proves that nothing would be
+    cut (each section within its own cap, the filled request within ``room``); else None.
+
+    What it returns is what the cutting path would build (that path keeps a section whole when
+    its size proves it fits, and history while the sections' sizes fit ``room``), without
+    making a cutter per section. ``sections``: (name, redacted text, cap) per template value.
+    """
+    total = 0
+    for _, text, cap in sections:
+        if not tokens.surely_within(text, cap):
+            return None
+        total += tokens.size_bound(text)
+    messages: list[str] = []
+    for index in range(history_count):
+        if total > room:
+            return None
+        text = history(index)
+        if not tokens.surely_within(text, history_cap):
+            return None
+        total += tokens.size_bound(text)
+        messages.append(text)
+    if total > room:
+        return None
+    clean = _cleaner(code)
+    values = {"nonce": code}
+    for name, text, cap in sections:
+        shown = clean(text)
+        if shown is not text and not tokens.surely_within(shown, cap):
+            return None
+        values[name] = shown
+    shown_messages = [clean(text) for text in reversed(messages)]
+    if any(
+        shown is not text and not tokens.surely_within(shown, history_cap)
+        for shown, text in zip(shown_messages, reversed(messages), strict=True)
+    ):
+        return None
+    values["history"] = "\n\n".join(shown_messages)
+    user = fill("judge_context.j2", **values)
+    if tokens.size_bound(user) > room:
+        return None
+    return JudgePrompt(system, user, code, None, trimmed)
+
+
 def build_judge_prompt(
     turn: Turn,
     reply_text: str,
@@ -472,6 +526,13 @@ def build_judge_prompt(
     rules_cap = min(limits.rules_cap, budget)
     history_source = turn.history[-limits.history_turns :] if limits.history_turns else []
     history_cap = min(HISTORY_MESSAGE_CAP, budget // 8)
+    rendered: list[str] = []  # history messages rendered so far, newest first
+
+    def history(index: int) -> str:
+        while len(rendered) <= index:
+            message = history_source[-1 - len(rendered)]
+            rendered.append(render_message(message, redact=piecewise))
+        return rendered[index]
 
     def part(source: str, limit: int, what: str, *, ends: bool = False) -> _Part:
         if not source:
@@ -480,10 +541,43 @@ def build_judge_prompt(
         return _Part(cutter, what, ends, _fit(cutter, limit, what, ends))
 
     fixed = _system_tokens()
-    reply = part(piecewise(reply_text), min(limits.response_cap, budget), "reply", ends=True)
+    system = system_prompt()
+    reply_source = piecewise(reply_text)
+    reply_cap = min(limits.response_cap, budget)
     # The user request is cut last, after everything but the system message and a quarter of
     # the budget for the reply: it can never keep more than that, so it is not cut longer.
     user_source = piecewise(turn.user_message)
+    rules_source = _rules_text(rules, piecewise)
+    instructions_source = piecewise((turn.agent_instructions or "").strip())
+    metadata_source = render_metadata(meta, turn, redact=piecewise)
+    feedback_source = _feedback_text(previous_feedback, piecewise)
+    heartbeat_source = piecewise((heartbeat_tasks or "").strip())
+    heartbeat_cap = max(rules_cap, min(HEARTBEAT_MIN_CAP, budget))
+    history_trimmed = len(turn.history) > len(history_source)
+    named = (
+        ("user_message", user_source, budget),
+        ("rules", rules_source, rules_cap),
+        ("instructions", instructions_source, rules_cap),
+        ("metadata", metadata_source, METADATA_CAP),
+        ("feedback", feedback_source, FEEDBACK_CAP),
+        ("heartbeat", heartbeat_source, heartbeat_cap),
+        ("reply", reply_source, reply_cap),
+    )
+    # Room for BPE merging differently where the pieces meet, and for rounding.
+    slack = 8 + 2 * (len(named) + len(history_source))
+    whole = _at_once(
+        system,
+        code,
+        budget - slack - fixed,
+        named,
+        history,
+        len(history_source),
+        history_cap,
+        ("history",) if history_trimmed else (),
+    )
+    if whole is not None:
+        return whole
+    reply = part(reply_source, reply_cap, "reply", ends=True)
     reply_share = max(REPLY_FLOOR, budget // 4)
     user_cap = budget - fixed - reply_share
     if not tokens.surely_within(user_source, user_cap):  # else no cap below the budget cuts it
@@ -493,32 +587,24 @@ def build_judge_prompt(
         budget=budget,
         user=part(user_source, user_cap, "user request", ends=True),
         reply=reply,
-        rules=part(_rules_text(rules, piecewise), rules_cap, "rules"),
-        instructions=part(
-            piecewise((turn.agent_instructions or "").strip()), rules_cap, "instructions"
-        ),
+        rules=part(rules_source, rules_cap, "rules"),
+        instructions=part(instructions_source, rules_cap, "instructions"),
         history=[],
-        metadata=part(render_metadata(meta, turn, redact=piecewise), METADATA_CAP, "metadata"),
-        feedback=part(_feedback_text(previous_feedback, piecewise), FEEDBACK_CAP, "feedback"),
-        heartbeat=part(
-            piecewise((heartbeat_tasks or "").strip()),
-            max(rules_cap, min(HEARTBEAT_MIN_CAP, budget)),
-            "heartbeat tasks",
-        ),
+        metadata=part(metadata_source, METADATA_CAP, "metadata"),
+        feedback=part(feedback_source, FEEDBACK_CAP, "feedback"),
+        heartbeat=part(heartbeat_source, heartbeat_cap, "heartbeat tasks"),
     )
     if sections.reply.shown.cut:
         sections.trimmed.add("reply")
     if sections.user.shown.cut:
         sections.trimmed.add("user_message")
-    slack = 8 + 2 * (len(sections.parts()) + len(history_source))
     newest_first = (
-        part(render_message(m, redact=piecewise), history_cap, "message", ends=True)
-        for m in reversed(history_source)
+        part(history(index), history_cap, "message", ends=True)
+        for index in range(len(history_source))
     )
     _add_history(sections, newest_first, budget - slack - fixed, code)
-    if len(turn.history) > len(history_source):
+    if history_trimmed:
         sections.trimmed.add("history")
-    system = system_prompt()
     for round_number in range(_ROUNDS):
         user = fill("judge_context.j2", **sections.values(code))
         if fixed + tokens.size_bound(user) <= budget:  # fits by its size: no need to count
