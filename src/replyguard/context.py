@@ -485,7 +485,7 @@ def _at_once(
     clean = _cleaner(code)
     values = {"nonce": code}
     for name, text, cap in sections:
-        shown = clean(text)
+        shown = clean(text) if text else text
         if shown is not text and not tokens.surely_within(shown, cap):
             return None
         values[name] = shown
