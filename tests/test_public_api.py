@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -98,3 +99,33 @@ def test_import_does_not_load_litellm_or_set_more_than_env_defaults() -> None:
         "False ['LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS', 'LITELLM_LOCAL_MODEL_COST_MAP', "
         "'TIKTOKEN_CACHE_DIR']"
     )
+
+
+def test_import_builds_no_validator_and_reads_no_source_until_needed() -> None:
+    """What makes ``import replyguard`` slow is left for first use: no model's validator is
+    built and no class's source is parsed (for the schema's attribute docstrings) at import,
+    nor by loading a config; the schema still describes every key."""
+    script = (
+        "import inspect, json; parsed = []; real = inspect.getsource\n"
+        "inspect.getsource = lambda *a, **k: parsed.append(1) or real(*a, **k)\n"
+        "import pydantic._internal._fields as f; real_docs = f.extract_docstrings_from_cls\n"
+        "f.extract_docstrings_from_cls = lambda *a, **k: parsed.append(1) or real_docs(*a, **k)\n"
+        "import pydantic._internal._model_construction as mc; built = []\n"
+        "real_complete = mc.complete_model_class\n"
+        "mc.complete_model_class = lambda cls, *a, **k: built.append(cls.__name__)"
+        " or real_complete(cls, *a, **k)\n"
+        "import replyguard; at_import = (list(built), len(parsed))\n"
+        "config = replyguard.VerifierConfig.from_dict({'model': 'openai/gpt-4o-mini'})\n"
+        "loaded = len(parsed)\n"
+        "schema = replyguard.VerifierConfig.json_schema()\n"
+        "print(json.dumps([at_import, loaded, len(parsed) > 0,"
+        " schema['properties']['judgeMaxTokens']['description']]))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    at_import, loaded, parsed_for_schema, description = json.loads(result.stdout)
+    assert at_import == [[], 0]
+    assert loaded == 0
+    assert parsed_for_schema
+    assert description.startswith("Verdict length limit")

@@ -24,6 +24,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
+from replyguard._field_docs import DocumentedSchema
 from replyguard.checks.specs import FILE_MODEL, CheckSpec, HeartbeatCheckSpec
 from replyguard.errors import ConfigError, ReplyguardError
 from replyguard.keys import ENV_PREFIX, MASK, ApiKey, key_values, resolved_key
@@ -166,7 +167,7 @@ class VerifierConfig(BaseModel):
     """OpenTelemetry spans per turn, attempt, check and judge call, through the global tracer
     provider (needs the ``otel`` extra)."""
     checks: tuple[CheckSpec, ...] = Field(
-        default=(HeartbeatCheckSpec(type="heartbeat"),), strict=False
+        default=(HeartbeatCheckSpec.model_construct(type="heartbeat"),), strict=False
     )
     """Deterministic checks run before the judge, in parallel (see README for each type)."""
     judge_after_checks: JudgeAfterChecks = "on_pass"
@@ -176,7 +177,7 @@ class VerifierConfig(BaseModel):
     when it passes, the best reply so far is delivered (``failed_open``, ``latency_budget``)."""
     run_kinds: dict[str, RunKind] = Field(default_factory=dict)
     """Named budget profiles, chosen per turn by ``Turn.run_kind``."""
-    circuit_breaker: CircuitBreakerConfig = CircuitBreakerConfig()
+    circuit_breaker: CircuitBreakerConfig = CircuitBreakerConfig.model_construct()
     """Rest a judge model after repeated failures; turns then fail open at once."""
     max_concurrent_judge_calls: int | None = Field(default=None, ge=1)
     """At most this many judge calls at once per verifier; more wait within their deadline."""
@@ -323,7 +324,9 @@ class VerifierConfig(BaseModel):
     @classmethod
     def json_schema(cls) -> dict[str, Any]:
         """The JSON Schema of the config file (camelCase keys, ``$schema`` allowed)."""
-        schema = cls.model_json_schema(by_alias=True, mode="validation")
+        schema = cls.model_json_schema(
+            by_alias=True, mode="validation", schema_generator=DocumentedSchema
+        )
         schema["properties"] = {"$schema": {"type": "string"}, **schema["properties"]}
         schema["title"] = "replyguard verifier config"
         return schema

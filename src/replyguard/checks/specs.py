@@ -24,11 +24,11 @@ FILE_MODEL = ConfigDict(
     frozen=True,
     strict=True,
     hide_input_in_errors=True,
-    use_attribute_docstrings=True,
     defer_build=True,
 )
 """How every model of the config file reads: camelCase keys, unknown keys refused, strict types,
-input never echoed in errors, frozen. Built on first use, not at import."""
+input never echoed in errors, frozen. Built on first use, not at import; the attribute docstrings
+reach the JSON Schema through ``replyguard._field_docs``, not at import."""
 
 
 def _regex(value: str) -> str:
