@@ -119,7 +119,7 @@ VERDICT_FORMAT: dict[str, Any] = {
 class JudgeReply(BaseModel):
     """What one judgement returned (validated: a custom judge cannot smuggle in bad types)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     text: str
     """The judge's raw text ("" when the answer carried none)."""
@@ -135,10 +135,6 @@ class JudgeReply(BaseModel):
     def verdict(self) -> Verdict:
         """The verdict the text reads as, parsed once however often it is asked for."""
         return parse_verdict(self.text)
-
-
-_NOTHING_SPENT = JudgeReply(text="", model="")
-"""What a judgement has cost before its first answer."""
 
 
 class Judge(Protocol):
@@ -373,7 +369,7 @@ class LiteLLMJudge:
         api_key = self._api_key()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + time_left - min(_DEADLINE_GUARD, time_left / 100)
-        spent = _NOTHING_SPENT  # what every answer so far cost
+        spent: JudgeReply | None = None  # the earlier answers, what they cost together
         unreadable: JudgeReply | None = None
         failures: list[str] = []
         last: BaseException | None = None
@@ -440,7 +436,7 @@ class LiteLLMJudge:
                     )
             if self._breaker is not None:
                 self._breaker.record_success(model)
-            reply = answer if spent is _NOTHING_SPENT else _added(answer, spent)
+            reply = answer if spent is None else _added(answer, spent)
             if reply.verdict.readable:
                 return reply
             self._events.info("judge_model_unreadable", model=model, note=reply.note)

@@ -7,6 +7,7 @@ enums so they serialise as their plain values.
 
 from __future__ import annotations
 
+import functools
 from enum import StrEnum
 from typing import Any
 
@@ -106,12 +107,19 @@ class RunMeta(_Frozen):
         return value
 
 
+@functools.cache
+def _no_meta() -> RunMeta:
+    """The empty metadata that every reply given none shares (built on first use, not at
+    import: building a model's validator takes milliseconds)."""
+    return RunMeta()
+
+
 class Reply(_Frozen):
     """One reply of the agent."""
 
     text: str
     """The reply's text, as it would be delivered."""
-    meta: RunMeta = RunMeta()
+    meta: RunMeta = Field(default_factory=lambda: _no_meta())
     """How it was produced."""
 
 
