@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import json
 import os
@@ -357,13 +358,33 @@ class InstantJudge:
         return JudgeReply(text="PASS", model="bench/instant")
 
 
-async def in_process_verified(pairs: int, *, agent_work: int = 0) -> Pair:
-    """A verified turn with an instant in-process judge vs the bare agent: no network at all."""
+_EVICTED_BYTES = 32 * 2**20  # the size of the largest CPU cache (L3) on common servers
+
+
+@functools.cache
+def _eviction_buffers() -> tuple[bytes, bytearray]:
+    return bytes(_EVICTED_BYTES), bytearray(_EVICTED_BYTES)
+
+
+def evict_caches() -> None:
+    """Write 32 MiB, as the few milliseconds of a litellm call do: whatever runs next finds its
+    code's data (objects, dicts, pydantic's validators) out of the CPU caches."""
+    source, target = _eviction_buffers()
+    target[:] = source
+
+
+def _instant_turn(agent_work: int = 0) -> tuple[Verifier, Any, Turn, list[dict[str, Any]]]:
     turn, reply = typical_turn()
     cfg = config(WIRES["anthropic"], "http://127.0.0.1:9", verifyAll=True)
     verifier = Verifier(cfg, judge=InstantJudge())
     agent = working_agent(reply, agent_work) if agent_work else reply_agent(reply)
     messages = [*turn.history, {"role": "user", "content": turn.user_message}]
+    return verifier, agent, turn, messages
+
+
+async def in_process_verified(pairs: int, *, agent_work: int = 0) -> Pair:
+    """A verified turn with an instant in-process judge vs the bare agent: no network at all."""
+    verifier, agent, turn, messages = _instant_turn(agent_work)
     outcome = await verifier.run(agent, turn)
     if outcome.status != "passed":
         raise RuntimeError(f"the in-process verified turn ended {outcome.status}")
@@ -375,6 +396,31 @@ async def in_process_verified(pairs: int, *, agent_work: int = 0) -> Pair:
         await agent(messages)
 
     return await interleaved(measured, reference, pairs, warmup=50)
+
+
+async def cold_in_process_verified(pairs: int) -> Pair:
+    """``in_process_verified`` with the CPU caches emptied (untimed) before every call of
+    either side: replyguard's own cost where it really runs, right after a litellm call."""
+    verifier, agent, turn, messages = _instant_turn()
+    for _ in range(20):
+        await verifier.run(agent, turn)
+
+    async def measured() -> None:
+        await verifier.run(agent, turn)
+
+    async def reference() -> None:
+        await agent(messages)
+
+    result = Pair()
+    clock = time.perf_counter
+    sides = ((result.measured, measured), (result.reference, reference))
+    for i in range(pairs):
+        for samples, call in sides[:: 1 if i % 2 else -1]:
+            evict_caches()
+            started = clock()
+            await call()
+            samples.append(clock() - started)
+    return result
 
 
 async def verified_vs_raw(
