@@ -1,11 +1,14 @@
 """Where the time goes on replyguard's hot paths (cProfile), to find what to fix.
 
-    python benchmarks/profile_paths.py [verified] [hot] [context] [--turns N] [--out DIR]
+    python benchmarks/profile_paths.py [verified] [hot] [context] [stages] [--turns N] [--out DIR]
 
 - ``verified``: a verified turn over the loopback judge minus a raw ``litellm.acompletion``
   with the same parameters, function by function (µs per turn; positive: replyguard's turn
   spends more there), for each wire format;
 - ``hot``: the skip and not-triggered paths, own time per function;
+- ``stages``: each stage of a verified turn (in-process instant judge), median µs per turn with
+  warm CPU caches and with caches emptied before each turn (as after a litellm call), timed
+  by wrapping the stage's function (no profiler overhead);
 - ``context``: ``build_judge_prompt`` at 128K (prose, CJK, JSON) and 1M characters: the
   time spent tokenizing, by call site, and how many characters each site tokenized.
 
@@ -154,6 +157,78 @@ async def hot(turns: int, out: Path, limit: int) -> None:
         _print_top(stats, count, limit)
 
 
+_STAGES = (
+    # (module, class ("" for a module function), function, is it async, label)
+    ("replyguard.runner", "", "call_agent", True, "agent call (fresh copy of the messages)"),
+    ("replyguard.runner", "", "skip_reason", False, "pre-checks"),
+    ("replyguard.assessment", "Assessor", "assess", True, "assessment (checks, scan, judgement)"),
+    ("replyguard.assessment", "", "run_checks", True, "  checks"),
+    ("replyguard.assessment", "", "suspected_injection", False, "  injection scan"),
+    ("replyguard.assessment", "Assessor", "judgement", True, "  judgement"),
+    ("replyguard.assessment", "", "build_judge_prompt", False, "    judge prompt"),
+    ("replyguard.runner", "_Run", "finish", True, "outcome"),
+)
+
+
+def _timed(function: Any, samples: list[float], is_async: bool) -> Any:
+    clock = time.perf_counter
+    if is_async:
+
+        async def timed_async(*args: Any, **kwargs: Any) -> Any:
+            started = clock()
+            try:
+                return await function(*args, **kwargs)
+            finally:
+                samples.append(clock() - started)
+
+        return timed_async
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        started = clock()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            samples.append(clock() - started)
+
+    return timed
+
+
+async def stages(turns: int) -> None:
+    import importlib
+
+    from replyguard import Verifier
+
+    timings: dict[str, list[float]] = {label: [] for *_, label in _STAGES}
+    for module_name, class_name, name, is_async, label in _STAGES:
+        module = importlib.import_module(module_name)
+        owner = getattr(module, class_name) if class_name else module
+        setattr(owner, name, _timed(getattr(owner, name), timings[label], is_async))
+    turn, reply = sc.typical_turn()
+    cfg = sc.config(sc.WIRES["anthropic"], "http://127.0.0.1:9", verifyAll=True)
+    verifier = Verifier(cfg, judge=sc.InstantJudge())
+    agent = sc.reply_agent(reply)
+    for _ in range(100):
+        await verifier.run(agent, turn)
+    results: dict[str, dict[str, float]] = {}
+    for mode in ("warm", "cold"):
+        for samples in timings.values():
+            samples.clear()
+        whole: list[float] = []
+        for _ in range(turns):
+            if mode == "cold":
+                sc.evict_caches()
+            started = time.perf_counter()
+            await verifier.run(agent, turn)
+            whole.append(time.perf_counter() - started)
+        results[mode] = {"whole turn (verifier.run)": sc.median(whole)}
+        results[mode].update({label: sc.median(v) for label, v in timings.items() if v})
+    print(f"\n== stages of a verified turn, in-process instant judge, median of {turns} turns")
+    print(f"  {'warm µs':>8} {'cold µs':>8}  stage")
+    for label in results["warm"]:
+        warm, cold = results["warm"][label], results["cold"][label]
+        print(f"  {warm * 1e6:8.1f} {cold * 1e6:8.1f}  {label}")
+
+
 def context(out: Path, limit: int) -> None:
     from replyguard import tokens
     from replyguard.context import ContextLimits, build_judge_prompt
@@ -237,11 +312,13 @@ async def main_async(args: argparse.Namespace) -> None:
         await verified(args.turns, args.out, args.limit)
     if "context" in what:
         context(args.out, args.limit)
+    if "stages" in what:
+        await stages(args.turns)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", nargs="*", choices=["verified", "hot", "context"])
+    parser.add_argument("what", nargs="*", choices=["verified", "hot", "context", "stages"])
     parser.add_argument("--turns", type=int, default=500)
     parser.add_argument("--limit", type=int, default=20)
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "out")
