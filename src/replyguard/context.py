@@ -18,8 +18,9 @@ Measuring: a prompt whose UTF-8 size fits the budget fits (a text never has more
 bytes), and is not tokenized at all; when every section's size also fits its own cap, the
 prompt is filled at once from the whole sections, with no cutting machinery. Otherwise the
 cuts are planned on the sections' own token counts plus the template's, with some slack, and
-the rendered prompt is then counted whole with tiktoken (``o200k_base``), never judged by adding up counts (BPE counts do not add exactly):
-only a prompt counted within the budget, or proved within it by its size, is returned.
+the rendered prompt is then counted whole with tiktoken (``o200k_base``), never judged by
+adding up counts (BPE counts do not add exactly): only a prompt counted within the budget, or
+proved within it by its size, is returned.
 
 For every text that goes inside a section:
 
