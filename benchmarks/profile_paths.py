@@ -196,19 +196,14 @@ def _timed(function: Any, samples: list[float], is_async: bool) -> Any:
 async def stages(turns: int) -> None:
     import importlib
 
-    from replyguard import Verifier
-
     timings: dict[str, list[float]] = {label: [] for *_, label in _STAGES}
     for module_name, class_name, name, is_async, label in _STAGES:
         module = importlib.import_module(module_name)
         owner = getattr(module, class_name) if class_name else module
         setattr(owner, name, _timed(getattr(owner, name), timings[label], is_async))
-    turn, reply = sc.typical_turn()
-    cfg = sc.config(sc.WIRES["anthropic"], "http://127.0.0.1:9", verifyAll=True)
-    verifier = Verifier(cfg, judge=sc.InstantJudge())
-    agent = sc.reply_agent(reply)
+    verified_turn, _ = await sc.instant_sides()
     for _ in range(100):
-        await verifier.run(agent, turn)
+        await verified_turn()
     results: dict[str, dict[str, float]] = {}
     for mode in ("warm", "cold"):
         for samples in timings.values():
@@ -218,7 +213,7 @@ async def stages(turns: int) -> None:
             if mode == "cold":
                 sc.evict_caches()
             started = time.perf_counter()
-            await verifier.run(agent, turn)
+            await verified_turn()
             whole.append(time.perf_counter() - started)
         results[mode] = {"whole turn (verifier.run)": sc.median(whole)}
         results[mode].update({label: sc.median(v) for label, v in timings.items() if v})

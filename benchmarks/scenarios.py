@@ -99,28 +99,24 @@ async def interleaved(
     pairs: int,
     *,
     warmup: int = 20,
+    before: Callable[[], None] | None = None,
 ) -> Pair:
-    """Time ``pairs`` calls of each, alternating which goes first (ABBA)."""
+    """Time ``pairs`` calls of each, alternating which goes first (ABBA); ``before`` (untimed)
+    runs ahead of every timed call."""
     for _ in range(warmup):
         await reference()
         await measured()
     gc.collect()
     result = Pair()
     clock = time.perf_counter
+    sides = ((result.reference, reference), (result.measured, measured))
     for i in range(pairs):
-        first, second = (measured, reference) if i % 2 else (reference, measured)
-        t0 = clock()
-        await first()
-        t1 = clock()
-        await second()
-        t2 = clock()
-        a, b = t1 - t0, t2 - t1
-        if i % 2:
-            result.measured.append(a)
-            result.reference.append(b)
-        else:
-            result.reference.append(a)
-            result.measured.append(b)
+        for samples, call in sides[::-1] if i % 2 else sides:
+            if before is not None:
+                before()
+            started = clock()
+            await call()
+            samples.append(clock() - started)
     return result
 
 
@@ -373,18 +369,15 @@ def evict_caches() -> None:
     target[:] = source
 
 
-def _instant_turn(agent_work: int = 0) -> tuple[Verifier, Any, Turn, list[dict[str, Any]]]:
+async def instant_sides(
+    agent_work: int = 0,
+) -> tuple[Callable[[], Awaitable[None]], Callable[[], Awaitable[None]]]:
+    """A verified turn with an instant in-process judge, and the bare agent call it wraps."""
     turn, reply = typical_turn()
     cfg = config(WIRES["anthropic"], "http://127.0.0.1:9", verifyAll=True)
     verifier = Verifier(cfg, judge=InstantJudge())
     agent = working_agent(reply, agent_work) if agent_work else reply_agent(reply)
     messages = [*turn.history, {"role": "user", "content": turn.user_message}]
-    return verifier, agent, turn, messages
-
-
-async def in_process_verified(pairs: int, *, agent_work: int = 0) -> Pair:
-    """A verified turn with an instant in-process judge vs the bare agent: no network at all."""
-    verifier, agent, turn, messages = _instant_turn(agent_work)
     outcome = await verifier.run(agent, turn)
     if outcome.status != "passed":
         raise RuntimeError(f"the in-process verified turn ended {outcome.status}")
@@ -395,32 +388,18 @@ async def in_process_verified(pairs: int, *, agent_work: int = 0) -> Pair:
     async def reference() -> None:
         await agent(messages)
 
-    return await interleaved(measured, reference, pairs, warmup=50)
+    return measured, reference
+
+
+async def in_process_verified(pairs: int, *, agent_work: int = 0) -> Pair:
+    """A verified turn with an instant in-process judge vs the bare agent: no network at all."""
+    return await interleaved(*await instant_sides(agent_work), pairs, warmup=50)
 
 
 async def cold_in_process_verified(pairs: int) -> Pair:
     """``in_process_verified`` with the CPU caches emptied (untimed) before every call of
     either side: replyguard's own cost where it really runs, right after a litellm call."""
-    verifier, agent, turn, messages = _instant_turn()
-    for _ in range(20):
-        await verifier.run(agent, turn)
-
-    async def measured() -> None:
-        await verifier.run(agent, turn)
-
-    async def reference() -> None:
-        await agent(messages)
-
-    result = Pair()
-    clock = time.perf_counter
-    sides = ((result.measured, measured), (result.reference, reference))
-    for i in range(pairs):
-        for samples, call in sides[:: 1 if i % 2 else -1]:
-            evict_caches()
-            started = clock()
-            await call()
-            samples.append(clock() - started)
-    return result
+    return await interleaved(*await instant_sides(), pairs, before=evict_caches)
 
 
 async def verified_vs_raw(

@@ -59,7 +59,7 @@ class DocumentedSchema(GenerateJsonSchema):
         properties: dict[str, Any] = json_schema.get("properties", {})
         cls = schema["cls"]
         docs = field_docs(cls)
-        for name, field in getattr(cls, "model_fields", {}).items():
+        for name, field in cls.model_fields.items():
             key = field.alias if self.by_alias and field.alias else name
             prop = properties.get(key)
             if field.description is None and name in docs and isinstance(prop, dict):

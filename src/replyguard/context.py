@@ -46,9 +46,10 @@ This module does no I/O: rules and heartbeat texts arrive already read.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import secrets
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -453,10 +454,10 @@ def _cleaner(code: str) -> Redact:
 def _at_once(
     system: str,
     code: str,
+    clean: Redact,
     room: int,
     sections: Sequence[tuple[str, str, int]],
-    history: Callable[[int], str],
-    history_count: int,
+    history: Iterable[str],
     history_cap: int,
     trimmed: tuple[str, ...],
 ) -> JudgePrompt | None:
@@ -465,39 +466,28 @@ def _at_once(
 
     What it returns is what the cutting path would build (that path keeps a section whole when
     its size proves it fits, and history while the sections' sizes fit ``room``), without
-    making a cutter per section. ``sections``: (name, redacted text, cap) per template value.
+    making a cutter per section. ``sections``: (name, redacted text, cap) per template value;
+    ``history``: the rendered messages, newest first, taken only while they fit.
     """
+    pieces = [(text, cap) for _, text, cap in sections]
     total = 0
-    for _, text, cap in sections:
-        if not tokens.surely_within(text, cap):
+    fitting: list[tuple[str, int]] = []  # sized first: nothing is cleaned for a turn that is cut
+    for text, cap in itertools.chain(pieces, ((text, history_cap) for text in history)):
+        if not tokens.surely_within(text, cap):  # first: it never encodes a long text
             return None
         total += tokens.size_bound(text)
-    messages: list[str] = []
-    for index in range(history_count):
         if total > room:
             return None
-        text = history(index)
-        if not tokens.surely_within(text, history_cap):
-            return None
-        total += tokens.size_bound(text)
-        messages.append(text)
-    if total > room:
-        return None
-    clean = _cleaner(code)
-    values = {"nonce": code}
-    for name, text, cap in sections:
+        fitting.append((text, cap))
+    kept: list[str] = []
+    for text, cap in fitting:
         shown = clean(text) if text else text
         if shown is not text and not tokens.surely_within(shown, cap):
             return None
-        values[name] = shown
-    shown_messages = [clean(text) for text in reversed(messages)]
-    if any(
-        shown is not text and not tokens.surely_within(shown, history_cap)
-        for shown, text in zip(shown_messages, reversed(messages), strict=True)
-    ):
-        return None
-    values["history"] = "\n\n".join(shown_messages)
-    user = fill("judge_context.j2", **values)
+        kept.append(shown)
+    values = {name: shown for (name, _, _), shown in zip(sections, kept, strict=False)}
+    values["history"] = "\n\n".join(reversed(kept[len(sections) :]))
+    user = fill("judge_context.j2", nonce=code, **values)
     if tokens.size_bound(user) > room:
         return None
     return JudgePrompt(system, user, code, None, trimmed)
@@ -569,10 +559,10 @@ def build_judge_prompt(
     whole = _at_once(
         system,
         code,
+        clean,
         budget - slack - fixed,
         named,
-        history,
-        len(history_source),
+        (history(index) for index in range(len(history_source))),
         history_cap,
         ("history",) if history_trimmed else (),
     )

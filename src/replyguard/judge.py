@@ -387,12 +387,7 @@ class LiteLLMJudge:
             # litellm keys its cached HTTP clients on the timeout it is given: a per-call
             # value would open a new client and connection on every call. It gets a constant
             # past the judgement timeout; this model's share is enforced here.
-            params = self.request(
-                model,
-                prompt,
-                timeout=self.client_timeout,
-                api_key=api_key,
-            )
+            params = self.request(model, prompt, timeout=self.client_timeout, api_key=api_key)
             tracing = self._tracing
             attributes = (
                 chat_attributes(model, params, self._config.underlying_models(model))

@@ -119,7 +119,7 @@ class Reply(_Frozen):
 
     text: str
     """The reply's text, as it would be delivered."""
-    meta: RunMeta = Field(default_factory=lambda: _no_meta())
+    meta: RunMeta = Field(default_factory=_no_meta)
     """How it was produced."""
 
 
