@@ -12,7 +12,7 @@ off the event loop (the slow part), the Router itself is constructed on the loop
 start a task there); ``env:`` keys are read then, and the keys read are redacted from every
 later judgement's logs, errors and spans (``JudgeRouter.resolved_keys``). The deployments handed
 to the Router carry no key (the Router logs them at DEBUG): each names a credential that this
-module registers in ``litellm.credential_list``. ``Verifier.aclose`` discards the Router, its
+module registers in ``litellm.credential_list``. ``Verifier.aclose`` retires the Router, its
 strategy's callbacks and tasks, and those credentials: call it after the last turn, since a
 judgement still running then would find its credential gone.
 """
@@ -207,13 +207,23 @@ class JudgeRouter:
             router, self._router = self._router, None
             self._forget_credentials()
         if router is not None:
-            router.discard()
+            _retire(router)
             _drop_selectors(router)
+
+
+def _retire(router: Any) -> None:
+    """Take the Router's global registrations out of litellm: ``Router.retire()`` where it
+    exists (litellm 1.110 and later, where ``discard()`` is deprecated), ``discard()`` before."""
+    retire = getattr(router, "retire", None)
+    if callable(retire):
+        retire()
+    else:
+        router.discard()
 
 
 def _drop_selectors(router: Any) -> None:
     """Take the Router's strategy selectors out of litellm's callback lists and cancel their
-    sync tasks (``Router.discard`` leaves both behind)."""
+    sync tasks (``Router.discard`` and ``retire`` leave both behind)."""
     import litellm
 
     selectors = [s for s in (getattr(router, name, None) for name in _SELECTORS) if s is not None]
