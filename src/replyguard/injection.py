@@ -33,6 +33,8 @@ import unicodedata
 import zlib
 from collections.abc import Iterator, Sequence
 
+from replyguard import quoting
+
 __all__ = [
     "REASONS",
     "fenced",
@@ -259,14 +261,8 @@ def _latin(text: str) -> str:
 
 
 def _code_blocks(text: str) -> list[tuple[int, int]]:
-    """The spans of fenced code blocks (an unclosed fence runs to the end)."""
-    if "```" not in text and "~~~" not in text:
-        return []
-    fences = [m.start() for m in re.finditer(r"^[ \t]{0,3}(?:```|~~~)", text, re.M)]
-    spans = [(fences[i], fences[i + 1]) for i in range(0, len(fences) - 1, 2)]
-    if len(fences) % 2:
-        spans.append((fences[-1], len(text)))
-    return spans
+    """The spans of fenced code blocks (``replyguard.quoting``; an unclosed one runs to the end)."""
+    return [(block.start, block.end) for block in quoting.code_blocks(text)]
 
 
 def _inside(spans: Sequence[tuple[int, int]], position: int) -> tuple[int, int] | None:

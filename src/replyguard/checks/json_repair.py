@@ -29,6 +29,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from typing import Any, NamedTuple
 
+from replyguard import quoting
 from replyguard.checks.specs import JsonType
 
 MAX_CHARS = 2_000_000
@@ -41,7 +42,6 @@ _STRING = r'"[^"\\]*(?:\\.[^"\\]*)*'
 _TOKEN = re.compile(_STRING + r'"?|[{}\[\]]', re.DOTALL)  # an unclosed string runs to the end
 _STRING_OR_TRAILING_COMMA = re.compile(f'({_STRING}")|,(?=[ \\t\\r\\n]*[}}\\]])', re.DOTALL)
 _OPENER = re.compile(r"[{\[]")
-_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)$", re.MULTILINE)
 _JSON_LANGUAGES = frozenset({"", "json", "jsonc"})
 _CLOSER = {"{": "}", "[": "]"}
 _CUT = re.compile(r"[\w.+\\-]*\s*")  # the start of a literal, number or escape, then the end
@@ -158,18 +158,12 @@ def _loads(text: str) -> _Parsed | None:
 
 
 def _fences(text: str) -> list[_Fence]:
-    """The markdown fences in ``text``, in order; an unclosed fence runs to the end."""
-    fences: list[_Fence] = []
-    position = 0
-    while len(fences) < _MAX_FENCES and (opening := _FENCE.search(text, position)):
-        marker, info = opening.groups()
-        closing = re.compile(rf"^[ \t]*{re.escape(marker[0])}{{{len(marker)},}}[ \t]*\r?$", re.M)
-        end = closing.search(text, opening.end())
-        body = text[opening.end() + 1 : end.start() if end else len(text)]
-        position = end.end() if end else len(text)
-        language = info.split()[0].lower() if info.split() else ""
-        fences.append(_Fence(language, body, opening.start(), position))
-    return fences
+    """The markdown fences in ``text``, in order (``replyguard.quoting``); an unclosed fence
+    runs to the end."""
+    return [
+        _Fence(block.language, text[block.body_start : block.body_end], block.start, block.end)
+        for block in quoting.code_blocks(text, limit=_MAX_FENCES)
+    ]
 
 
 def _json_bodies(fences: Sequence[_Fence]) -> list[str]:

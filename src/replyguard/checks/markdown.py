@@ -2,34 +2,33 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Sequence
 
-_FENCE = re.compile(r"[ \t]*(`{3,}|~{3,})(.*)")
+from replyguard import quoting
+
 _COMMENT_OPEN, _COMMENT_CLOSE = "<!--", "-->"
 
 
 def prose_lines(markdown: str) -> Iterator[str]:
-    """The lines of ``markdown`` outside fenced code blocks, with HTML comments cut out.
+    """The lines of ``markdown`` (``quoting.lines``) outside fenced code blocks, with HTML
+    comments cut out.
 
-    A fence is three or more backticks or tildes (any indentation, an info string allowed,
-    except a backtick in a backtick fence's, which makes it inline code); it ends at a line of
-    the same character at least as long, or at the end of the text. A comment runs from
+    Fences are ``replyguard.quoting``'s, the one definition replyguard shares: three or more
+    backticks or tildes (any indentation, an info string allowed, except a backtick in a
+    backtick fence's, which makes it inline code); a fence ends at a line of the same character
+    at least as long, or at the end of the text. A comment runs from
     ``<!--`` to ``-->``, across lines if need be; fences inside a comment are comment text.
     """
     fence: str | None = None
     in_comment = False
-    for line in markdown.splitlines():
+    for line in quoting.lines(markdown):
         if fence is not None:
-            stripped = line.strip()
-            if stripped.startswith(fence) and not stripped.strip(fence[0]):
+            if quoting.closes(line, fence):
                 fence = None
             continue
-        if not in_comment and (opening := _FENCE.fullmatch(line)):
-            marker, info = opening.groups()
-            if not (marker[0] == "`" and "`" in info):
-                fence = marker
-                continue
+        if not in_comment and (opening := quoting.fence_opening(line)):
+            fence = opening[0]
+            continue
         line, in_comment = _cut_comments(line, in_comment)
         yield line
 
