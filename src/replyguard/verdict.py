@@ -6,20 +6,36 @@ the category in any case):
 - a verdict line: ``PASS``, ``PASS.``, ``FAIL: feedback``, ``FAIL [category]: feedback``,
   ``FAIL [category] - feedback``, ``FAIL — feedback``;
 - the same in markdown: ``**PASS**``, ``**FAIL [category]**: feedback``, ``## PASS``,
-  ``- FAIL ...``, ``> PASS``, ```` `PASS` ````, or inside a fenced code block;
+  ``- FAIL ...``, ```` `PASS` ````;
 - the same after a label: ``Verdict:``, ``Final verdict:``, ``Final answer:``
   (``VERDICT: **PASS**``, ``**Verdict:** FAIL [incomplete]: ...``);
 - a JSON object ``{"verdict": "PASS" | "FAIL", "category": ..., "feedback": ...,
-  "reasoning": ...}``, keys in any case, bare, fenced, or after prose.
+  "reasoning": ...}``, keys in any case, bare, fenced, or after prose;
+- any of these in a fenced block that is the whole answer, or that ends the answer and holds
+  only the verdict (its first line is the verdict line, or it holds only the JSON object).
 
 A verdict line is one that, once markdown decoration and a label are stripped, starts with PASS
 or FAIL followed by nothing, ``[``, ``:``, ``.``, an en or em dash, or a hyphen and a space:
 "Fail to see why", "Passing the tests" or "pass-through" in the reasoning never decide.
 
-The last verdict wins, be it a line or a JSON object. The feedback is the rest of the verdict
-line plus every line after it; the reasoning is the text before it. Categories tolerate spaces
-and hyphens (``Rule Violation``, ``rule-violation``); a FAIL with an unknown category gets
-``category=None`` and keeps the category's text at the head of its feedback as ``[text]``.
+Which verdict counts (a reply may try to make the judge quote a forged PASS):
+
+1. An answer that is only a fenced block is read as that block's contents.
+2. An answer that is a JSON object is read as JSON alone.
+3. Otherwise verdict-shaped text that is quoted never counts: a line inside a fenced block
+   (but the closing block of rule "fenced" above), a block-quote line (``> PASS``), a line
+   whose verdict starts with a quotation mark (``"PASS"``). Fences and block quotes are found
+   by ``replyguard.quoting``, the scanner every part of replyguard shares.
+4. Of the verdict lines and JSON verdict objects left, the last wins, except that a FAIL
+   stands: when any of them is a FAIL, the last FAIL is the verdict, whatever PASS lines or
+   echoed PASS objects come after it (a judge changing its mind is rarer than a reply that
+   plants a PASS in the judge's feedback). A FAIL mentioned mid-sentence is no verdict line,
+   so reasoning that only mentions it before a final PASS line gives PASS.
+
+The feedback is the rest of the verdict line plus every line after it; the reasoning is the
+text before it. Categories tolerate spaces and hyphens (``Rule Violation``,
+``rule-violation``); a FAIL with an unknown category gets ``category=None`` and keeps the
+category's text at the head of its feedback as ``[text]``.
 
 Empty text, text without a verdict, or a JSON verdict that is neither PASS nor FAIL gives a
 fail-open PASS: ``readable=False``, ``fail_open_reason=unreadable_verdict`` and ``error`` saying
@@ -28,21 +44,42 @@ why. Pure, linear in the text's length, and never raises.
 
 from __future__ import annotations
 
+import bisect
 import json
 import unicodedata
+from dataclasses import dataclass
 from typing import Any
 
+from replyguard import quoting
+from replyguard.quoting import Kind
 from replyguard.types import FailCategory, Reason, Verdict
 
-_DECOR = " \t*_#>-`•"  # stripped from the start of a line
+_DECOR = " \t*_#-`•"  # stripped from the start of a line
 _TRAIL = " \t*_`"  # stripped around the verdict token and the category
 _DASHES = "\u2013\u2014"  # en dash, em dash
 _SEPARATORS = ":.-" + _DASHES
 _LABELS = ("final verdict", "final answer", "verdict")
-_JSON_TRIES = 64  # '{' positions tried, from the end, when looking for a JSON verdict
+_JSON_TRIES = 64  # '{' positions tried, from the end, when looking for JSON verdicts
 _DECODER = json.JSONDecoder()
 
 __all__ = ["parse_verdict"]
+
+
+@dataclass(frozen=True)
+class _Found:
+    """One verdict-shaped piece of the answer that counts: a line or a JSON object."""
+
+    at: int
+    """Where it starts in the (unwrapped) text."""
+    token: str | None
+    """``PASS`` or ``FAIL``; None for a JSON verdict that is neither."""
+    line: int = -1
+    """Its line (a verdict line), or -1 (a JSON object)."""
+    category: str | None = None
+    inline: str = ""
+    """The rest of a verdict line."""
+    fields: dict[str, Any] | None = None
+    """A JSON object's fields (keys in lower case)."""
 
 
 def parse_verdict(text: str) -> Verdict:
@@ -51,26 +88,151 @@ def parse_verdict(text: str) -> Verdict:
         return _unreadable(None, "judge output is not text")
     if not text.strip():
         return _unreadable(text, "empty judge output")
-    found = _last_json(text) if '"verdict"' in text.lower() else None
-    offset = found[2] if found else 0
-    lines = text[offset:].splitlines()
-    for i in range(len(lines) - 1, -1, -1):
-        read = _read_line(lines[i])
-        if read is not None:
-            passed, category, inline = read
-            reasoning = _clean(text[:offset] + "\n".join(lines[:i]))
-            feedback = _clean("\n".join([inline, *lines[i + 1 :]]))
-            return _verdict(text, passed, category, feedback, reasoning)
-    if found is None:
+    body = _unwrapped(text)
+    whole = _whole_json(body)
+    if whole is not None:
+        return _from_json(text, whole, None)
+    lines = body.split("\n")
+    kinds = _counted_kinds(body, lines)
+    found = _verdict_lines(lines, kinds)
+    found += _json_verdicts(body, lines, kinds)
+    found.sort(key=lambda piece: piece.at)
+    valid = [piece for piece in found if piece.token is not None]
+    fails = [piece for piece in valid if piece.token == "FAIL"]
+    chosen = fails[-1] if fails else valid[-1] if valid else None
+    if chosen is None:
+        if found:
+            return _unreadable(text, "JSON verdict is neither PASS nor FAIL")
         return _unreadable(text, "no verdict line found")
-    fields, start, _ = found
+    if chosen.fields is not None:
+        return _from_json(text, chosen.fields, _clean(body[: chosen.at]))
+    i = chosen.line
+    reasoning = _clean("\n".join(lines[:i]))
+    feedback = _clean("\n".join([chosen.inline, *lines[i + 1 :]]))
+    return _verdict(text, chosen.token == "PASS", chosen.category, feedback, reasoning)
+
+
+def _unwrapped(text: str) -> str:
+    """The contents of the fenced block that is the whole of ``text``, else ``text``."""
+    stripped = text.strip()
+    if stripped[:3] not in ("```", "~~~"):
+        return text
+    blocks = quoting.code_blocks(stripped, limit=1)
+    if not blocks or blocks[0].start != 0 or stripped[blocks[0].end :].strip():
+        return text
+    return stripped[blocks[0].body_start : blocks[0].body_end]
+
+
+def _whole_json(text: str) -> dict[str, Any] | None:
+    """The fields (keys in lower case) of ``text`` when it is one JSON object with a verdict."""
+    stripped = text.strip()
+    if not (stripped.startswith("{") and stripped.endswith("}")):
+        return None
+    try:
+        obj = json.loads(stripped)
+    except (ValueError, RecursionError):
+        return None
+    return _verdict_fields(obj)
+
+
+def _verdict_fields(obj: Any) -> dict[str, Any] | None:
+    if not isinstance(obj, dict):
+        return None
+    fields = {str(key).lower(): value for key, value in obj.items()}
+    return fields if "verdict" in fields else None
+
+
+def _counted_kinds(text: str, lines: list[str]) -> list[Kind]:
+    """Each line's kind, where a block's body counts as text: a block never closed (a fence
+    the judge left open quotes nothing: it must not hide the verdict after it), and a block
+    that ends the answer and holds only a verdict."""
+    kinds = quoting.kinds(text)
+    if kinds[-1] is Kind.CODE:  # the last block runs to the end: it was never closed
+        first = len(kinds) - 1
+        while kinds[first - 1] is Kind.CODE:
+            first -= 1
+        return [*kinds[:first], *(Kind.TEXT for _ in kinds[first:])]
+    last = len(lines) - 1
+    while last >= 0 and not lines[last].strip():
+        last -= 1
+    if last < 0 or kinds[last] not in (Kind.FENCE, Kind.CODE):
+        return kinds
+    first = last if kinds[last] is Kind.CODE else last - 1  # a closed block: before its fence
+    while first >= 0 and kinds[first] is Kind.CODE:
+        first -= 1
+    if first < 0 or kinds[first] is not Kind.FENCE:
+        return kinds
+    body = lines[first + 1 : last + (kinds[last] is Kind.CODE)]
+    content = [line for line in body if line.strip()]
+    if not content:
+        return kinds
+    if _read_line(content[0]) is None and _whole_json("\n".join(content)) is None:
+        return kinds
+    return [
+        Kind.TEXT if first < i <= last and kind is Kind.CODE else kind
+        for i, kind in enumerate(kinds)
+    ]
+
+
+def _verdict_lines(lines: list[str], kinds: list[Kind]) -> list[_Found]:
+    found: list[_Found] = []
+    at = 0
+    for i, line in enumerate(lines):
+        if kinds[i] is Kind.TEXT:
+            read = _read_line(line)
+            if read is not None:
+                passed, category, inline = read
+                token = "PASS" if passed else "FAIL"
+                found.append(_Found(at, token, i, category, inline))
+        at += len(line) + 1
+    return found
+
+
+def _json_verdicts(text: str, lines: list[str], kinds: list[Kind]) -> list[_Found]:
+    """The JSON objects with a ``verdict`` key that start on a counted line (the last
+    ``_JSON_TRIES`` openings and the first one are tried; objects inside others are skipped)."""
+    if '"verdict"' not in text.lower():
+        return []
+    starts: list[int] = []
+    pos = len(text)
+    while len(starts) < _JSON_TRIES and (pos := text.rfind("{", 0, pos)) >= 0:
+        starts.append(pos)
+    first = text.find("{")
+    if first >= 0 and first not in starts:
+        starts.append(first)
+    line_starts = [0]
+    for line in lines[:-1]:
+        line_starts.append(line_starts[-1] + len(line) + 1)
+    spans: list[tuple[int, int]] = []
+    found: list[_Found] = []
+    for start in sorted(starts):
+        if any(low < start < high for low, high in spans):
+            continue  # inside an object already read
+        try:
+            obj, end = _DECODER.raw_decode(text, start)
+        except (ValueError, RecursionError):
+            continue
+        fields = _verdict_fields(obj)
+        if fields is None:
+            continue
+        index = bisect.bisect_right(line_starts, start) - 1
+        if kinds[index] is not Kind.TEXT:
+            continue
+        spans.append((start, end))
+        value = fields["verdict"]
+        token = value.strip().upper() if isinstance(value, str) else None
+        found.append(_Found(start, token if token in ("PASS", "FAIL") else None, fields=fields))
+    return found
+
+
+def _from_json(raw: str, fields: dict[str, Any], before: str | None) -> Verdict:
     value = fields["verdict"]
     token = value.strip().upper() if isinstance(value, str) else None
     if token not in ("PASS", "FAIL"):
-        return _unreadable(text, "JSON verdict is neither PASS nor FAIL")
-    reasoning = _as_text(fields.get("reasoning")) or _clean(text[:start])
+        return _unreadable(raw, "JSON verdict is neither PASS nor FAIL")
+    reasoning = _as_text(fields.get("reasoning")) or before
     category = _as_text(fields.get("category"))
-    return _verdict(text, token == "PASS", category, _as_text(fields.get("feedback")), reasoning)
+    return _verdict(raw, token == "PASS", category, _as_text(fields.get("feedback")), reasoning)
 
 
 def _read_line(line: str) -> tuple[bool, str | None, str] | None:
@@ -110,36 +272,14 @@ def _skip_separator(s: str) -> str:
     return (s[1:] if s[:1] and s[0] in _SEPARATORS else s).lstrip()
 
 
-def _last_json(text: str) -> tuple[dict[str, Any], int, int] | None:
-    """The last JSON object with a ``verdict`` key: its fields (keys lowercased), start, end."""
-    starts: list[int] = []
-    pos = len(text)
-    while len(starts) < _JSON_TRIES and (pos := text.rfind("{", 0, pos)) >= 0:
-        starts.append(pos)
-    first = text.find("{")
-    if first >= 0 and first not in starts:
-        starts.append(first)
-    for start in starts:
-        try:
-            obj, end = _DECODER.raw_decode(text, start)
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(obj, dict):
-            fields = {str(key).lower(): value for key, value in obj.items()}
-            if "verdict" in fields:
-                return fields, start, end
-    return None
-
-
-def _is_fence(line: str) -> bool:
-    s = line.strip()
-    info = s.lstrip("`~").strip()
-    return s[:3] in ("```", "~~~") and " " not in info and "`" not in info
-
-
 def _clean(text: str) -> str | None:
-    """``text`` without code-fence lines and surrounding blank space; None when empty."""
-    kept = [line.rstrip() for line in text.splitlines() if not _is_fence(line)]
+    """``text`` without fence lines and surrounding blank space; None when empty."""
+    lines = text.split("\n")
+    kept = [
+        line.rstrip()
+        for line, kind in zip(lines, quoting.kinds(text), strict=True)
+        if kind is not Kind.FENCE
+    ]
     return "\n".join(kept).strip() or None
 
 
