@@ -16,6 +16,7 @@ import asyncio
 import concurrent.futures
 import functools
 import inspect
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -39,27 +40,36 @@ class Hooks:
     on_skip: Hook | None = None
     _pool: concurrent.futures.ThreadPoolExecutor | None = field(default=None, repr=False)
     _abandoned: set[asyncio.Future[Any]] = field(default_factory=set, repr=False)
+    _pool_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
         for item in fields(self):
             hook = getattr(self, item.name)
             if item.name in _NAMES and hook is not None and not callable(hook):
                 raise TypeError(f"{item.name} must be callable, not {type(hook).__name__}")
-        if any(getattr(self, name) is not None for name in _NAMES):
-            pool = concurrent.futures.ThreadPoolExecutor(_HOOK_THREADS, "replyguard-hook")
-            object.__setattr__(self, "_pool", pool)
 
     def close(self) -> None:
-        """Stop the hook threads that are idle (a hung sync hook's thread cannot be stopped)."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+        """Let the hook threads end once the hooks already started have run (a hung sync
+        hook's thread cannot be stopped); a hook called later starts a new pool."""
+        with self._pool_lock:
+            pool = self._pool
+            object.__setattr__(self, "_pool", None)
+        if pool is not None:
+            pool.shutdown(wait=False)
+
+    def _executor(self) -> concurrent.futures.ThreadPoolExecutor:
+        with self._pool_lock:
+            pool = self._pool
+            if pool is None:
+                pool = concurrent.futures.ThreadPoolExecutor(_HOOK_THREADS, "replyguard-hook")
+                object.__setattr__(self, "_pool", pool)
+            return pool
 
     def _start(self, hook: Hook, args: tuple[Any, ...]) -> asyncio.Future[Any]:
         if inspect.iscoroutinefunction(hook):
             return asyncio.ensure_future(hook(*args))
-        assert self._pool is not None
         loop = asyncio.get_running_loop()
-        return loop.run_in_executor(self._pool, functools.partial(hook, *args))
+        return loop.run_in_executor(self._executor(), functools.partial(hook, *args))
 
     async def call(
         self, name: str, turn: Turn, *args: Any, time_limit: float, events: Events

@@ -46,6 +46,7 @@ empty answer is still unreadable.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import importlib
 import sys
@@ -54,6 +55,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from replyguard.breaker import CircuitBreaker
+from replyguard.clients import ClientScope, stop_logging_worker
 from replyguard.config import VerifierConfig
 from replyguard.context import JudgePrompt
 from replyguard.errors import CircuitOpenError, ConfigError, JudgeConfigError, JudgeError
@@ -168,18 +170,13 @@ async def import_litellm() -> Any:
 
 
 async def close_litellm_clients() -> None:
-    """Close litellm's cached HTTP clients of the running loop, if litellm was ever loaded."""
+    """Close every one of litellm's cached HTTP clients (everyone's, the process's: for a
+    one-shot command, never for a verifier, which closes only its own ``ClientScope``)."""
     module = sys.modules.get("litellm")
     if module is None:
         return
     await module.close_litellm_async_clients()
-    # litellm's logging worker runs as a task on the loop of its first call; left there, it is
-    # destroyed pending when the loop closes. Stop it when it belongs to this loop (it starts
-    # again on the next call).
-    worker_module = sys.modules.get("litellm.litellm_core_utils.logging_worker")
-    worker = getattr(worker_module, "GLOBAL_LOGGING_WORKER", None)
-    if worker is not None and getattr(worker, "_bound_loop", None) is asyncio.get_running_loop():
-        await worker.stop()
+    await stop_logging_worker()
 
 
 def _field(obj: Any, name: str) -> Any:
@@ -282,12 +279,15 @@ class LiteLLMJudge:
         key_owner: str | None = None,
         tracing: Tracing = NO_TRACING,
         router: JudgeRouter | None = None,
+        clients: ClientScope | None = None,
     ) -> None:
         """``key_owner``: the model whose provider issued ``apiKey`` (default: ``config.model``;
         a run kind's judge passes the verifier's own model, since the key is the verifier's).
         ``router``: the verifier's Router, for the models that name one of its groups (each
-        deployment brings its own endpoint and key)."""
+        deployment brings its own endpoint and key). ``clients``: the verifier's own share of
+        litellm's HTTP clients, which its ``aclose`` closes (without one, litellm's shared ones)."""
         self._config = config
+        self._clients = clients
         self._events = events
         self._breaker = breaker
         self._tracing = tracing
@@ -401,7 +401,7 @@ class LiteLLMJudge:
                         if model in self._routed
                         else litellm.acompletion
                     )
-                    async with asyncio.timeout_at(loop.time() + share):
+                    async with asyncio.timeout_at(loop.time() + share), self._own_clients(litellm):
                         response = await call(**params)
                 except JudgeConfigError as exc:  # the Router could not be built (logged)
                     span.fail(exc)
@@ -444,6 +444,12 @@ class LiteLLMJudge:
         if classify_failure(last) == "timeout":
             raise TimeoutError(message)
         raise JudgeError(message, last_error_class=type(last).__name__)
+
+    def _own_clients(self, litellm: Any) -> contextlib.AbstractAsyncContextManager[Any]:
+        """The verifier's own clients for one call (litellm's shared ones without a scope)."""
+        if self._clients is None:
+            return contextlib.nullcontext()
+        return self._clients.using(litellm)
 
     def _secrets(self, api_key: str | None) -> tuple[str, ...]:
         """What a failure's description must not show: the configured secrets and every key

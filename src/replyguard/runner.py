@@ -27,12 +27,13 @@ from replyguard.assessment import Assessor, Profile, Step
 from replyguard.breaker import CircuitBreaker
 from replyguard.checks.base import Check, as_check
 from replyguard.checks.registry import build_checks
+from replyguard.clients import ClientScope, stop_logging_worker
 from replyguard.config import VerifierConfig
 from replyguard.errors import CrossFamilyError, VerificationExhausted
 from replyguard.families import model_family
 from replyguard.feedback import feedback_message
 from replyguard.hooks import Hook, Hooks
-from replyguard.judge import Judge, LiteLLMJudge, close_litellm_clients, import_litellm
+from replyguard.judge import Judge, LiteLLMJudge, import_litellm
 from replyguard.ledger import Ledger, ledger_record
 from replyguard.limiter import ConcurrencyLimiter
 from replyguard.prechecks import skip_reason
@@ -50,6 +51,8 @@ from replyguard.triggers import TriggerKind
 from replyguard.types import Attempt, Outcome, Reason, Reply, SkipReason, Status, Turn, Verdict
 from replyguard.workspace import Workspace
 
+# How much longer than the longest judgement ``aclose`` waits for judge calls in flight.
+_DRAIN_MARGIN = 1.0
 # A retry is asked for a final answer: a tool-call step, an empty reply or an error report in
 # its place is worse than the reply before it.
 _BROKEN_RETRY = frozenset(
@@ -62,6 +65,7 @@ class Verifier:
 
     __slots__ = (
         "_assessor",
+        "_clients",
         "_config",
         "_events",
         "_hooks",
@@ -74,6 +78,7 @@ class Verifier:
         "_warned_lock",
     )
     _assessor: Assessor
+    _clients: ClientScope
     _config: VerifierConfig
     _events: Events
     _hooks: Hooks
@@ -118,6 +123,9 @@ class Verifier:
         )
 
         router = JudgeRouter(config.router) if config.router is not None and not judge else None
+        kinds = [config.for_run_kind(name) for name in config.run_kinds]
+        longest = max(c.timeout_seconds for c in (config, *kinds))
+        clients = ClientScope(events, drain_seconds=longest + _DRAIN_MARGIN)
 
         def judge_for(profile_config: VerifierConfig) -> Judge:
             return judge or LiteLLMJudge(
@@ -127,6 +135,7 @@ class Verifier:
                 key_owner=config.model,
                 tracing=tracing,
                 router=router,
+                clients=clients,
             )
 
         profiles: dict[str | None, Profile] = {None: Profile.build(None, config, judge_for(config))}
@@ -140,7 +149,8 @@ class Verifier:
         set_(self, "_profiles", profiles)
         set_(self, "_hooks", Hooks(on_verdict, on_retry, on_exhausted, on_fail_open, on_skip))
         set_(self, "_ledger", Ledger(config.ledger_path, events) if config.ledger_path else None)
-        set_(self, "_sync", SyncLoop())
+        set_(self, "_clients", clients)
+        set_(self, "_sync", SyncLoop(self._close_loop_clients))
         set_(self, "_tracing", tracing)
         set_(self, "_router", router)
         set_(self, "_warned", set())
@@ -182,20 +192,30 @@ class Verifier:
             await self._router.router()
 
     async def aclose(self) -> None:
-        """Discard the judge Router; close litellm's HTTP clients of the running loop and the
-        ``run_sync`` loop."""
+        """Close what this verifier alone owns; nothing of any other verifier.
+
+        Its judge Router; its HTTP clients of the running loop, once its judge calls in flight
+        there have finished (turns in flight go on); its ``run_sync`` loop, once the
+        ``run_sync`` calls in flight have returned; its idle hook threads. A verifier used
+        after ``aclose`` opens what it needs again and logs one ``verifier_reopened`` warning.
+        """
         if self._router is not None:
             self._router.close()
-        await close_litellm_clients()
+        await self._close_loop_clients()
         await asyncio.to_thread(self._sync.close)
         self._hooks.close()
 
     def close(self) -> None:
-        """Close the ``run_sync`` loop and its litellm clients (at shutdown)."""
+        """Close the ``run_sync`` loop and its HTTP clients, the Router and the hook threads
+        (for code without an event loop; ``aclose`` also closes the running loop's clients)."""
         self._sync.close()
         self._hooks.close()
         if self._router is not None:
             self._router.close()
+
+    async def _close_loop_clients(self) -> None:
+        await self._clients.aclose()
+        await stop_logging_worker()
 
     # -- model families and run kinds --------------------------------------------------------
 

@@ -1,8 +1,10 @@
 """One event loop in a daemon thread, serving every ``run_sync`` call of a Verifier.
 
 litellm caches its HTTP clients per event loop, so a fresh loop per call (``asyncio.run``)
-would strand them; one long-lived loop keeps them usable. Closing it closes litellm's clients
-and cancels whatever is left on it, as ``asyncio.run`` would.
+would strand them; one long-lived loop keeps them usable. Closing it runs the verifier's own
+closer there (its HTTP clients of that loop), then cancels whatever is left on it, as
+``asyncio.run`` would. Calls in flight when it is closed finish first: the last of them stops
+the loop; a call made after ``close`` starts a new one.
 """
 
 from __future__ import annotations
@@ -10,16 +12,18 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
-
-from replyguard.judge import close_litellm_clients
 
 T = TypeVar("T")
 
+Closer = Callable[[], Awaitable[None]]
+"""What to run on the loop before it stops (the verifier's clients of that loop)."""
 
-async def _shutdown() -> None:
-    await close_litellm_clients()
+
+async def _shutdown(closer: Closer | None) -> None:
+    if closer is not None:
+        await closer()
     current = asyncio.current_task()
     pending = [task for task in asyncio.all_tasks() if task is not current]
     for task in pending:
@@ -30,10 +34,13 @@ async def _shutdown() -> None:
 class SyncLoop:
     """A lazily started background loop; ``submit`` runs a coroutine on it and waits."""
 
-    def __init__(self) -> None:
+    def __init__(self, closer: Closer | None = None) -> None:
+        self._closer = closer
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        self._in_flight: dict[asyncio.AbstractEventLoop, int] = {}
+        self._retiring: dict[asyncio.AbstractEventLoop, threading.Thread] = {}
 
     def submit(self, coroutine: Coroutine[Any, Any, T]) -> T:
         """Run ``coroutine`` on the background loop from any thread and return its result."""
@@ -53,17 +60,35 @@ class SyncLoop:
                 thread.start()
                 self._loop, self._thread = loop, thread
             loop = self._loop
-        future: concurrent.futures.Future[T] = asyncio.run_coroutine_threadsafe(coroutine, loop)
-        return future.result()
+            self._in_flight[loop] = self._in_flight.get(loop, 0) + 1
+        try:
+            future: concurrent.futures.Future[T] = asyncio.run_coroutine_threadsafe(coroutine, loop)
+            return future.result()
+        finally:
+            with self._lock:
+                self._in_flight[loop] -= 1
+                last = not self._in_flight[loop]
+                if last:
+                    del self._in_flight[loop]
+                thread_to_stop = self._retiring.pop(loop, None) if last else None
+            if thread_to_stop is not None:
+                self._stop(loop, thread_to_stop)
 
     def close(self) -> None:
-        """Stop the loop (call at shutdown, when no ``run_sync`` call is in flight)."""
+        """Stop the loop now, or, while ``run_sync`` calls are in flight on it, once the last
+        of them has returned (it is detached at once: a later call starts a new loop)."""
         with self._lock:
             loop, thread = self._loop, self._thread
             self._loop = self._thread = None
-        if loop is None or thread is None:
-            return
-        asyncio.run_coroutine_threadsafe(_shutdown(), loop).result(timeout=10)
+            if loop is None or thread is None:
+                return
+            if self._in_flight.get(loop):
+                self._retiring[loop] = thread
+                return
+        self._stop(loop, thread)
+
+    def _stop(self, loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
+        asyncio.run_coroutine_threadsafe(_shutdown(self._closer), loop).result(timeout=10)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(timeout=5)
         loop.close()

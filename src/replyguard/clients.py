@@ -1,0 +1,198 @@
+"""The HTTP clients one verifier owns: its own entries in litellm's client cache.
+
+litellm keeps its HTTP clients (openai SDK clients, its own httpx / aiohttp handlers) in one
+process-wide cache, keyed by their settings and event loop, so every caller with the same
+settings shares one client; ``litellm.close_litellm_async_clients()`` closes every one of
+them and leaves them in the cache, closed, for the next caller to fail on ("Cannot send a
+request, as the client has been closed"). No verifier can close that cache without breaking
+the others.
+
+A ``ClientScope`` gives one verifier clients of its own. While it calls litellm, a context
+variable names the scope, and the cache's keys carry that name (the cache's key function is
+wrapped once, on that cache object only; outside a scope its keys are what litellm makes).
+``aclose`` then closes exactly the scope's entries of the running loop, after the calls in
+flight on them have finished, and removes them from the cache; nothing of any other verifier
+(or of the host's own litellm calls) is touched. A scope used after ``aclose`` opens new
+clients, as litellm always does for a key it has not cached, and logs ``verifier_reopened``
+once per ``aclose``.
+
+What is not closed: a scope's clients made on an event loop other than the one ``aclose``
+runs on (a loop of the caller's own ``asyncio.run`` elsewhere) cannot be closed from here;
+litellm's cache expires them (its TTL) like any client. The ``run_sync`` loop is closed by
+the verifier itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import inspect
+import itertools
+import sys
+import threading
+import weakref
+from collections.abc import AsyncIterator
+from typing import Any
+
+from replyguard.telemetry import Events, describe_error
+
+_SCOPE: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "replyguard_client_scope", default=None
+)
+_MARK = "#replyguard-scope="
+_WRAPPED = "_replyguard_scoped_keys"
+_scope_ids = itertools.count(1)
+
+
+def _cache(litellm: Any) -> Any:
+    """litellm's client cache, its key function wrapped to add the current scope (once)."""
+    cache = getattr(litellm, "in_memory_llm_clients_cache", None)
+    if cache is None or getattr(cache, _WRAPPED, False):
+        return cache
+    keyed = getattr(cache, "update_cache_key_with_event_loop", None)
+    if keyed is None:  # another litellm: its clients stay shared (and are not closed by us)
+        return None
+
+    def scoped_key(key: str) -> str:
+        base: str = keyed(key)
+        scope = _SCOPE.get()
+        return base if scope is None else f"{base}{_MARK}{scope}"
+
+    cache.update_cache_key_with_event_loop = scoped_key
+    setattr(cache, _WRAPPED, True)
+    return cache
+
+
+class _Calls:
+    """Calls in flight on one event loop, by scope generation."""
+
+    def __init__(self) -> None:
+        self.counts: dict[int, int] = {}
+        self.idle: dict[int, asyncio.Event] = {}
+
+    def enter(self, generation: int) -> None:
+        self.counts[generation] = self.counts.get(generation, 0) + 1
+        self.idle.setdefault(generation, asyncio.Event()).clear()
+
+    def leave(self, generation: int) -> None:
+        self.counts[generation] -= 1
+        if not self.counts[generation]:
+            del self.counts[generation]
+            self.idle.pop(generation).set()
+
+    def before(self, generation: int) -> list[asyncio.Event]:
+        return [event for g, event in self.idle.items() if g < generation]
+
+
+class ClientScope:
+    """One verifier's share of litellm's HTTP clients (see the module doc)."""
+
+    def __init__(self, events: Events, *, drain_seconds: float) -> None:
+        """``drain_seconds``: the longest ``aclose`` waits for calls in flight (a judgement's
+        own deadline bounds them anyway)."""
+        self._id = next(_scope_ids)
+        self._events = events
+        self._drain_seconds = drain_seconds
+        self._lock = threading.Lock()
+        self._generation = 0
+        self._closed = False
+        self._litellm: Any = None
+        self._calls: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Calls] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def _name(self, generation: int) -> str:
+        return f"{self._id}.{generation}"
+
+    def _loop_calls(self) -> _Calls:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            calls = self._calls.get(loop)
+            if calls is None:
+                calls = self._calls[loop] = _Calls()
+            return calls
+
+    @contextlib.asynccontextmanager
+    async def using(self, litellm: Any) -> AsyncIterator[None]:
+        """Around one litellm call: the clients it gets (or makes) are this scope's."""
+        _cache(litellm)
+        with self._lock:
+            self._litellm = litellm
+            generation, reopened = self._generation, self._closed
+            self._closed = False
+        if reopened:
+            self._events.warning(
+                "verifier_reopened",
+                detail="used after aclose(): new HTTP clients are opened; aclose() it again",
+            )
+        calls = self._loop_calls()
+        calls.enter(generation)
+        token = _SCOPE.set(self._name(generation))
+        try:
+            yield
+        finally:
+            _SCOPE.reset(token)
+            calls.leave(generation)
+
+    async def aclose(self) -> None:
+        """Close this scope's clients of the running loop once its calls there have finished.
+
+        Calls that start meanwhile get new clients (a new generation of the scope) and are not
+        waited for.
+        """
+        with self._lock:
+            retired = self._generation = self._generation + 1
+            self._closed = True
+        waiting = self._loop_calls().before(retired)
+        if waiting:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self._drain_seconds):
+                    await asyncio.gather(*(event.wait() for event in waiting))
+        cache = _cache(self._litellm) if self._litellm is not None else None
+        if cache is None:
+            return
+        await self._close_entries(cache, retired)
+
+    async def _close_entries(self, cache: Any, retired: int) -> None:
+        """Remove and close this scope's entries of the running loop, of every generation
+        before ``retired``."""
+        # A key of this loop ends in the loop's token, then the scope's name: make each suffix
+        # with the cache's own key function.
+        suffixes = []
+        for generation in range(retired):
+            token = _SCOPE.set(self._name(generation))
+            try:
+                suffixes.append(cache.update_cache_key_with_event_loop(""))
+            finally:
+                _SCOPE.reset(token)
+        entries, expiries = getattr(cache, "cache_dict", {}), getattr(cache, "ttl_dict", {})
+        ours = [key for key in list(entries) if str(key).endswith(tuple(suffixes))]
+        for key in ours:
+            client = entries.pop(key, None)
+            expiries.pop(key, None)
+            if client is not None:
+                await self._close_client(client)
+
+    async def _close_client(self, client: Any) -> None:
+        close = getattr(client, "aclose", None) or getattr(client, "close", None)
+        if close is None:
+            return
+        try:
+            result = close()
+            if inspect.isawaitable(result):
+                await result
+        except Exception as exc:  # a client that fails to close is litellm's trouble, not ours
+            self._events.debug("http_client_close_failed", error=describe_error(exc))
+
+
+async def stop_logging_worker() -> None:
+    """Stop litellm's logging worker if it runs on this loop (it starts again on the next call).
+
+    It runs as a task on the loop of its first call; left there, it is destroyed pending when
+    the loop closes.
+    """
+    worker_module = sys.modules.get("litellm.litellm_core_utils.logging_worker")
+    worker = getattr(worker_module, "GLOBAL_LOGGING_WORKER", None)
+    if worker is not None and getattr(worker, "_bound_loop", None) is asyncio.get_running_loop():
+        await worker.stop()

@@ -1,0 +1,179 @@
+"""Closing a verifier closes what it alone owns, and nothing of any other verifier.
+
+A host that reloads its configuration builds a new verifier and closes the old one, while
+other verifiers of the process go on judging. These tests run through litellm's real network
+path (aiohttp) against the loopback provider, where each verifier's connections can be counted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from conftest import API_KEY
+from provider_server import ANTHROPIC, OPENAI, ProviderServer, Step, Wire
+from replyguard import Status, Turn, Verdict, Verifier, VerifierConfig
+from replyguard.testing import ScriptedAgent, ScriptedJudge
+
+WIRES = [pytest.param(ANTHROPIC, id="anthropic"), pytest.param(OPENAI, id="openai")]
+TURN = Turn(user_message="Send me the release checklist.")
+REPLY = "Done: here is the checklist."
+
+
+@pytest.fixture
+def config_for(provider: ProviderServer) -> Callable[..., VerifierConfig]:
+    def build(wire: Wire, **keys: Any) -> VerifierConfig:
+        data = {
+            "enabled": True,
+            "verifyAll": True,
+            "model": wire.judge_model,
+            "agentModel": wire.agent_model,
+            "apiKey": API_KEY,
+            "apiBase": provider.url,
+            "timeoutSeconds": 5,
+            **keys,
+        }
+        return VerifierConfig.from_dict(data)
+
+    return build
+
+
+def judged(verdict: Verdict) -> bool:
+    """A real PASS from the judge, not a fail-open one."""
+    return verdict.passed and verdict.readable and verdict.fail_open_reason is None
+
+
+def reopened_warnings(logs: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in logs.records if r.getMessage().startswith("verifier_reopened")]
+
+
+@pytest.mark.parametrize("wire", WIRES)
+async def test_closing_one_verifier_leaves_another_judging_on_its_own_connection(
+    provider: ProviderServer, config_for: Callable[..., VerifierConfig], wire: Wire
+) -> None:
+    provider.respond_with(lambda seen: Step(text="PASS"))
+    old, other = Verifier(config_for(wire)), Verifier(config_for(wire))
+    assert judged(await old.verify(TURN, REPLY))
+    assert judged(await other.verify(TURN, REPLY))
+    assert provider.connections == 2  # each verifier has a connection of its own
+
+    await old.aclose()
+
+    assert await provider.wait_for_open_connections(1) == 1  # the closed one's is gone
+    verdict = await other.verify(TURN, REPLY)
+    assert judged(verdict), verdict.error
+    assert provider.connections == 2  # the other one's connection was never closed
+    await other.aclose()
+    assert await provider.wait_for_open_connections(0) == 0
+
+
+@pytest.mark.parametrize("wire", WIRES)
+async def test_a_turn_in_flight_finishes_when_its_verifier_is_closed(
+    provider: ProviderServer, config_for: Callable[..., VerifierConfig], wire: Wire
+) -> None:
+    provider.push(Step(text="PASS", delay=0.3))
+    verifier = Verifier(config_for(wire))
+    turn = asyncio.create_task(verifier.run(ScriptedAgent([REPLY]), TURN))
+    await provider.wait_for_requests(1)
+
+    await verifier.aclose()  # while the judge call is on the wire
+
+    outcome = await turn
+    assert (outcome.status, outcome.reason) == (Status.PASSED, None)
+    assert provider.open_connections == 0  # closed once the call in flight had finished
+
+
+@pytest.mark.parametrize("wire", WIRES)
+async def test_a_verifier_used_after_aclose_reopens_its_clients_and_warns_once(
+    provider: ProviderServer,
+    config_for: Callable[..., VerifierConfig],
+    wire: Wire,
+    replyguard_logs: pytest.LogCaptureFixture,
+) -> None:
+    provider.respond_with(lambda seen: Step(text="PASS"))
+    verifier = Verifier(config_for(wire))
+    assert judged(await verifier.verify(TURN, REPLY))
+    await verifier.aclose()
+    assert reopened_warnings(replyguard_logs) == []
+
+    first, second = await verifier.verify(TURN, REPLY), await verifier.verify(TURN, REPLY)
+
+    assert judged(first), first.error
+    assert judged(second), second.error
+    [warning] = reopened_warnings(replyguard_logs)
+    assert warning.levelno == logging.WARNING
+    await verifier.aclose()
+    assert await provider.wait_for_open_connections(0) == 0
+
+
+def _descriptors() -> set[str]:
+    return set(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts /proc/self/fd")
+async def test_no_descriptor_of_a_closed_verifier_stays_open(
+    provider: ProviderServer, config_for: Callable[..., VerifierConfig]
+) -> None:
+    """Its connections of the running loop and of the ``run_sync`` loop, and that loop's own
+    selector and wake-up pipe: everything it opened is closed once ``aclose`` returns."""
+    provider.respond_with(lambda seen: Step(text="PASS"))
+    warm = Verifier(config_for(OPENAI))  # litellm's one-time set-up opens nothing later
+    assert judged(await warm.verify(TURN, REPLY))
+    await warm.aclose()
+    await provider.wait_for_open_connections(0)
+    before = _descriptors()
+
+    verifier = Verifier(config_for(OPENAI))
+    assert judged(await verifier.verify(TURN, REPLY))
+    synced = await asyncio.to_thread(verifier.run_sync, ScriptedAgent([REPLY]), TURN)
+    assert synced.status == Status.PASSED
+    assert len(_descriptors() - before) >= 4  # two connections, a selector, a pipe at least
+    await verifier.aclose()
+
+    assert await provider.wait_for_open_connections(0) == 0
+    assert _descriptors() - before == set()
+
+
+async def test_run_sync_turns_in_flight_finish_when_the_verifier_is_closed(
+    make_config: Callable[..., VerifierConfig],
+) -> None:
+    started, release = threading.Event(), threading.Event()
+
+    def slow_agent(messages: list[dict[str, Any]]) -> str:
+        started.set()
+        release.wait(5)
+        return REPLY
+
+    verifier = Verifier(make_config(verifyAll=True), judge=ScriptedJudge(["PASS"]))
+    turn = asyncio.create_task(asyncio.to_thread(verifier.run_sync, slow_agent, TURN))
+    await asyncio.to_thread(started.wait, 5)
+
+    await verifier.aclose()
+    release.set()
+
+    outcome = await turn
+    assert (outcome.status, outcome.response) == (Status.PASSED, REPLY)
+
+
+async def test_sync_hooks_run_on_a_verifier_used_after_aclose(
+    make_config: Callable[..., VerifierConfig],
+) -> None:
+    seen: list[int] = []
+    verifier = Verifier(
+        make_config(verifyAll=True),
+        judge=ScriptedJudge(["PASS", "PASS"]),
+        on_verdict=lambda turn, attempt: seen.append(attempt.number),
+    )
+    await verifier.run(ScriptedAgent([REPLY]), TURN)
+    await verifier.aclose()
+
+    outcome = await verifier.run(ScriptedAgent([REPLY]), TURN)
+
+    assert outcome.status == Status.PASSED
+    assert seen == [1, 1]
