@@ -651,6 +651,16 @@ def test_heartbeat_tasks_outlast_the_replys_middle() -> None:
 HOSTILE_BUDGETS = [8000, 1000]
 PLACEMENTS = ["where", "everywhere"]
 HIDDEN_CATEGORIES = ("Cc", "Cf", "Cs", "Zl", "Zp")
+MARKED_RANGES = ((0xE000, 0xF8FF), (0xE0000, 0xE007F), (0xF0000, 0x10FFFD))
+"""Marked whatever the interpreter's Unicode version says: private use and the tag block."""
+
+
+def _hidden(char: str) -> bool:
+    if char in "\n\t":
+        return False
+    code = ord(char)
+    marked = any(low <= code <= high for low, high in MARKED_RANGES)
+    return marked or unicodedata.category(char) in HIDDEN_CATEGORIES
 
 
 def _everywhere(text: str) -> dict[str, Any]:
@@ -737,11 +747,7 @@ def test_no_hidden_character_is_left_inside_a_section(
     sample_id: str, placement: str, budget: int
 ) -> None:
     for content in _contents(_hostile_prompt(sample_id, placement, budget)):
-        hidden = [
-            hex(ord(char))
-            for char in content
-            if char not in "\n\t" and unicodedata.category(char) in HIDDEN_CATEGORIES
-        ]
+        hidden = [hex(ord(char)) for char in content if _hidden(char)]
         assert hidden == []
 
 
@@ -753,14 +759,7 @@ def test_the_code_never_appears_inside_a_section_not_even_as_a_look_alike(
         assert NONCE not in unicodedata.normalize("NFKC", content).lower()
 
 
-HIDDEN_SAMPLES = [
-    sample
-    for sample in HOSTILE
-    if any(
-        char not in "\n\t" and unicodedata.category(char) in HIDDEN_CATEGORIES
-        for char in sample.text[:2000]
-    )
-]
+HIDDEN_SAMPLES = [sample for sample in HOSTILE if any(_hidden(char) for char in sample.text[:2000])]
 
 
 @pytest.mark.parametrize("sample", [pytest.param(s, id=s.id) for s in HIDDEN_SAMPLES])

@@ -7,8 +7,13 @@ Pure functions, linear in the text's length:
     categories Cc, Cf, Cs, Zl, Zp: bidi controls, zero-width characters, tag characters, the
     byte-order mark) but ``\\n`` and ``\\t`` becomes a visible marker such as ``[U+202E]``; a
     run of them becomes one marker, ``[40 characters: U+200B]`` or ``[7 characters: U+200B
-    U+200C]``. So do Hangul
-    fillers and runs of variation selectors (both can smuggle data). ``\\r\\n`` becomes ``\\n``.
+    U+200C]``. So do Hangul fillers and runs of variation selectors (both can smuggle data),
+    every character of the tag block U+E0000-U+E007F (assigned or not: a tag newline U+E000A
+    is marked as surely as a tag letter), and every private-use character (U+E000-U+F8FF,
+    U+F0000-U+FFFFD, U+100000-U+10FFFD: no font shows them the same way and a model may read
+    them as anything). These sets are fixed ranges written here, never asked of the
+    interpreter's ``unicodedata``, whose answers change between Python versions.
+    ``\\r\\n`` becomes ``\\n``.
     The joiners and selectors inside an emoji (👩‍💻, ❤️) are kept. The judge sees that
     something was there, and nothing stays hidden or reorders the text it reads.
 
@@ -65,15 +70,23 @@ _HIDDEN_CLASS = (
     "\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2"
     "\u115f\u1160\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\u3164"
     "\ud800-\udfff\ufeff\uffa0\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
-    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+    "\U000e0000-\U000e007f"  # the whole tag block, its unassigned code points included
 )
+# Private use: the BMP area (icon fonts use it), then planes 15 and 16 (no common use at all).
+_PRIVATE_USE_BMP = "\ue000-\uf8ff"
+_PRIVATE_USE_PLANES = "\U000f0000-\U000ffffd\U00100000-\U0010fffd"
 _SELECTORS = "\ufe00-\ufe0f\U000e0100-\U000e01ef"  # variation selectors
-_HIDDEN_RUN = re.compile(f"[{_HIDDEN_CLASS}{_SELECTORS}]+")
+_MARKED = f"{_HIDDEN_CLASS}{_SELECTORS}{_PRIVATE_USE_BMP}{_PRIVATE_USE_PLANES}"
+_HIDDEN_RUN = re.compile(f"[{_MARKED}]+")
 _ZWJ = "\u200d"
 _PRESENTATION = frozenset("\ufe0e\ufe0f")  # text or emoji style of the symbol before
 _MARKER_CODES = 4  # distinct code points named in one marker
-_BIDI_OR_TAGS = re.compile("[\u202a-\u202e\u2066-\u2069\U000e0001\U000e0020-\U000e007f]")
-_SOFT = frozenset("\u200e\u200f\u061c\ufeff\r")  # direction marks, a BOM, CR: common
+_BIDI_OR_TAGS = re.compile("[\u202a-\u202e\u2066-\u2069\U000e0000-\U000e007f]")
+# Direction marks, a BOM, CR, and BMP private-use characters (icon fonts): common, so they do
+# not count towards _HEAVY (they are marked all the same).
+_SOFT = frozenset("\u200e\u200f\u061c\ufeff\r")
+_SOFT_RANGE = re.compile(f"[{_PRIVATE_USE_BMP}]")
 _HEAVY = 3  # hidden characters (other than _SOFT) that make a reply suspicious
 
 
@@ -130,7 +143,12 @@ def _visible_ascii(text: str) -> bool:
 
 # The hidden characters that ``str.isprintable`` accepts: Hangul fillers (letters), the
 # Mongolian vowel separator and the variation selectors (marks).
-_PRINTABLE_HIDDEN = re.compile(f"[\u115f\u1160\u180e\u3164\uffa0{_SELECTORS}]")
+# The fixed ranges are added too, so the answer never depends on the interpreter's Unicode
+# version (today none of them is printable).
+_PRINTABLE_HIDDEN = re.compile(
+    f"[\u115f\u1160\u180e\u3164\uffa0{_SELECTORS}\U000e0000-\U000e007f"
+    f"{_PRIVATE_USE_BMP}{_PRIVATE_USE_PLANES}]"
+)
 
 
 def _nothing_hidden(text: str) -> bool:
@@ -557,7 +575,7 @@ def _invisible(text: str) -> bool:
         return True
     count = 0
     for match in _hidden_runs(text):
-        count += sum(char not in _SOFT for char in match.group())
+        count += sum(char not in _SOFT and not _SOFT_RANGE.match(char) for char in match.group())
         if count >= _HEAVY:
             return True
     return False
