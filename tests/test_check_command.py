@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from replyguard import ConfigError, Verifier, VerifierConfig
 from replyguard.checks.base import Check
 from replyguard.checks.command import CommandCheck
 from replyguard.types import FailCategory, Reply, Turn
@@ -319,3 +320,36 @@ async def test_two_checks_run_at_the_same_time(tmp_path: Path) -> None:
         run(CommandCheck(python(meet, a, b))), run(CommandCheck(python(meet, b, a)))
     )
     assert list(results) == [(True, ""), (True, "")]
+
+
+# -- cwd from the config: inside workspaceDir only ----------------------------------------------
+
+
+def _made(directory: Path) -> str:
+    """Make ``directory``; its real path."""
+    directory.mkdir()
+    return os.path.realpath(directory)
+
+
+def _command_config(workspace: Path, cwd: str) -> VerifierConfig:
+    source = "import os, sys; sys.exit(os.getcwd())"  # fails, showing where it ran
+    check = {"type": "command", "command": python(source), "cwd": cwd}
+    return VerifierConfig.from_dict({"workspaceDir": str(workspace), "checks": [check]})
+
+
+async def test_a_configured_cwd_runs_the_command_inside_the_workspace(tmp_path: Path) -> None:
+    app = _made(tmp_path / "app")
+    [check] = Verifier(_command_config(tmp_path, "app")).checks
+    result = await check.check(Turn(user_message="Build it."), Reply(text="the reply"))
+    assert result.feedback is not None and result.feedback.rstrip().endswith(app)
+
+
+def test_a_configured_cwd_linking_out_of_the_workspace_is_a_config_error(tmp_path: Path) -> None:
+    workspace, outside = tmp_path / "workspace", tmp_path / "outside"
+    workspace.mkdir()
+    outside.mkdir()
+    (workspace / "escape").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(ConfigError) as caught:
+        Verifier(_command_config(workspace, "escape"))
+    assert [key for key, _ in caught.value.problems] == ["checks.0.cwd"]
+    assert "leaves workspaceDir" in str(caught.value)

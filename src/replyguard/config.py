@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from pathlib import Path, PurePosixPath, PureWindowsPath
+from pathlib import Path
 from typing import Annotated, Any, Literal, Self, get_args
 
 from pydantic import (
@@ -25,7 +25,7 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
 from replyguard._field_docs import DocumentedSchema
-from replyguard.checks.specs import FILE_MODEL, CheckSpec, HeartbeatCheckSpec
+from replyguard.checks.specs import FILE_MODEL, CheckSpec, HeartbeatCheckSpec, relative_inside
 from replyguard.errors import ConfigError, ReplyguardError
 from replyguard.keys import ENV_PREFIX, MASK, ApiKey, key_values, resolved_key
 from replyguard.routing import RouterConfig
@@ -34,17 +34,6 @@ __all__ = ["ENV_PREFIX", "MASK", "CircuitBreakerConfig", "RunKind", "VerifierCon
 NESTED_PATH = ("agents", "defaults", "verifier")
 DEFAULT_TRIGGER_KEYWORDS = ("done", "completed", "finished", "ready", "here you go")
 REASONING_JUDGE_MAX_TOKENS = 4096
-
-
-def _relative_inside(value: str, key: str) -> str:
-    if not value.strip():
-        raise ValueError(f"{key} must not be empty")
-    for flavour in (PurePosixPath(value), PureWindowsPath(value)):
-        if flavour.is_absolute() or flavour.anchor:
-            raise ValueError(f"{value!r} must be a path relative to workspaceDir")
-        if ".." in flavour.parts:
-            raise ValueError(f"{value!r} must not leave workspaceDir ('..')")
-    return value
 
 
 Attempts = Annotated[int, Field(ge=1, le=50)]
@@ -244,12 +233,12 @@ class VerifierConfig(BaseModel):
     @field_validator("rules_files")
     @classmethod
     def _rules_files_relative(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        return tuple(_relative_inside(v, "rulesFiles entry") for v in value)
+        return tuple(relative_inside(v, "rulesFiles entry") for v in value)
 
     @field_validator("heartbeat_file")
     @classmethod
     def _heartbeat_file_relative(cls, value: str) -> str:
-        return _relative_inside(value, "heartbeatFile")
+        return relative_inside(value, "heartbeatFile")
 
     # -- derived values ------------------------------------------------------------------
 

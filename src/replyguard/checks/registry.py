@@ -26,15 +26,25 @@ from replyguard.checks.specs import (
     JsonCheckSpec,
 )
 from replyguard.config import VerifierConfig
+from replyguard.errors import ConfigError
 from replyguard.telemetry import Events
 
 
 def _command_cwd(spec: CommandCheckSpec, workspace_dir: str | None) -> str | None:
-    if spec.cwd is None:
-        return workspace_dir
-    if workspace_dir is None or Path(spec.cwd).is_absolute():
-        return spec.cwd
+    if spec.cwd is None or workspace_dir is None:
+        return spec.cwd or workspace_dir
     return str(Path(workspace_dir) / spec.cwd)
+
+
+def _refuse_cwd_outside(spec: CommandCheckSpec, workspace_dir: str | None, key: str) -> None:
+    """The spec refuses an absolute ``cwd`` and ``..``; a symbolic link out of the workspace
+    is refused here, where the file system is known."""
+    if spec.cwd is None or workspace_dir is None:
+        return
+    root = Path(workspace_dir).resolve()
+    if not (root / spec.cwd).resolve().is_relative_to(root):
+        message = f"{spec.cwd!r} leaves workspaceDir (through a symbolic link)"
+        raise ConfigError(None, [(key, message)])
 
 
 _BUILDERS: dict[str, Callable[..., Check]] = {
@@ -70,7 +80,9 @@ def build_checks(config: VerifierConfig, events: Events) -> list[Check]:
     """Every check the config lists, in order, default names made unique."""
     taken = {spec.name for spec in config.checks if spec.name is not None}
     checks: list[Check] = []
-    for spec in config.checks:
+    for index, spec in enumerate(config.checks):
+        if isinstance(spec, CommandCheckSpec):
+            _refuse_cwd_outside(spec, config.workspace_dir, f"checks.{index}.cwd")
         check = build_check(spec, config, events)
         if spec.name is None:
             check.name = _unique(check.name, taken)

@@ -6,6 +6,7 @@ These are plain data; ``replyguard.checks.registry`` turns each into a check ins
 from __future__ import annotations
 
 import re
+from pathlib import PurePosixPath, PureWindowsPath
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -14,6 +15,19 @@ from pydantic.alias_generators import to_camel
 from replyguard.types import FailCategory
 
 JsonType = Literal["string", "number", "integer", "boolean", "object", "array", "null"]
+
+
+def relative_inside(value: str, key: str) -> str:
+    """``value`` if it is a path that stays inside ``workspaceDir``: relative (on POSIX and on
+    Windows), without ``..``; else ``ValueError``."""
+    if not value.strip():
+        raise ValueError(f"{key} must not be empty")
+    for flavour in (PurePosixPath(value), PureWindowsPath(value)):
+        if flavour.is_absolute() or flavour.anchor:
+            raise ValueError(f"{value!r} must be a path relative to workspaceDir")
+        if ".." in flavour.parts:
+            raise ValueError(f"{value!r} must not leave workspaceDir ('..')")
+    return value
 
 
 FILE_MODEL = ConfigDict(
@@ -146,7 +160,8 @@ class CommandCheckSpec(_CheckSpec):
     timeout_seconds: float = Field(default=60.0, gt=0, le=3600)
     """Kill the command after this long (the check then fails)."""
     cwd: str | None = None
-    """Working directory, relative to ``workspaceDir`` (default: ``workspaceDir``)."""
+    """Working directory inside ``workspaceDir`` (default: ``workspaceDir``): a relative path,
+    no ``..``, no symbolic link out. Without ``workspaceDir``, relative to the process's."""
     env: dict[str, str] = Field(default_factory=dict)
     """Extra environment variables."""
     pass_reply: Literal["stdin", "file", "none"] = "stdin"
@@ -155,6 +170,11 @@ class CommandCheckSpec(_CheckSpec):
     """How much of the end of the output goes into the feedback."""
     category: FailCategory = Field(default=FailCategory.INCOMPLETE, strict=False)
     """The category of a failure."""
+
+    @field_validator("cwd")
+    @classmethod
+    def _cwd_inside(cls, value: str | None) -> str | None:
+        return None if value is None else relative_inside(value, "cwd")
 
     @model_validator(mode="after")
     def _shell_needs_string(self) -> CommandCheckSpec:
