@@ -21,6 +21,7 @@ import pytest
 import replyguard  # noqa: F401 - sets the offline env defaults before litellm is imported
 from provider_server import ProviderServer
 from replyguard import VerifierConfig
+from replyguard.answer_cap import close_every_session
 
 JUDGE_MODEL = "anthropic/claude-sonnet-4-5"
 AGENT_MODEL = "openai/gpt-4o"
@@ -169,6 +170,7 @@ async def _close_litellm_clients() -> AsyncIterator[None]:
     litellm = sys.modules.get("litellm")
     if litellm is not None:
         await litellm.close_litellm_async_clients()
+    await close_every_session()  # the byte-capped sessions of verifiers a test did not close
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import Sequence
@@ -159,7 +160,8 @@ class Assessor:
             return failed(Reason.COST_BUDGET, "maxCostUsd is 0: no judge spend is allowed")
         try:
             heartbeat = self._workspace.read(config.heartbeat_file) if turn.heartbeat else None
-            prompt = build_judge_prompt(
+            build = functools.partial(
+                build_judge_prompt,
                 turn,
                 reply.text,
                 limits=profile.limits,
@@ -169,6 +171,14 @@ class Assessor:
                 meta=reply.meta,
                 redact=self._redact,
             )
+            if len(reply.text) > _INLINE_SCAN_CHARS:  # off the loop, by the turn's deadline
+                async with _until(step.left()):
+                    prompt = await asyncio.to_thread(build)
+            else:
+                prompt = build()
+        except TimeoutError:
+            error = "the turn's deadline passed while the judge prompt was built"
+            return failed(Reason.LATENCY_BUDGET, error)
         except Exception as exc:
             # Only the class: a redactor's own error text may hold the very data it guards.
             events.error("judge_prompt_failed", error_class=type(exc).__name__)
@@ -205,7 +215,11 @@ class Assessor:
             kind = getattr(exc, "last_error_class", None) or type(exc).__name__
             reason = budget.reason if "timeout" in kind.lower() else Reason.JUDGE_ERROR
             return failed(reason, describe_error(exc, events.secrets))
-        verdict = answer.verdict
+        try:
+            async with _until(step.left()):
+                verdict = await answer.parsed()  # a long answer off the loop
+        except TimeoutError:
+            return failed(Reason.LATENCY_BUDGET, "the turn's deadline passed reading the verdict")
         update: dict[str, Any] = {
             "model": answer.model,
             "prompt_tokens": answer.prompt_tokens,
@@ -262,7 +276,12 @@ class Assessor:
             error = "the turn's deadline passed during the checks"
             return _fail_open(Reason.LATENCY_BUDGET, error, started), ()
         self._report_checks(turn, step.attempt, results)
-        suspicion = await _suspicion(reply.text)
+        try:
+            async with _until(step.left()):
+                suspicion = await _suspicion(reply.text)
+        except TimeoutError:
+            error = "the turn's deadline passed during the injection scan"
+            return _fail_open(Reason.LATENCY_BUDGET, error, started), results
         if suspicion:
             self._events.warning(
                 "suspected_injection", turn_id=turn.id, attempt=step.attempt, reasons=suspicion
@@ -318,7 +337,8 @@ class Assessor:
 
 
 async def _suspicion(text: str) -> tuple[str, ...]:
-    """The injection detector's reasons; long replies are scanned off the event loop."""
+    """The injection detector's reasons; long replies are scanned off the event loop (the
+    caller bounds the wait by the turn's deadline)."""
     if len(text) > _INLINE_SCAN_CHARS:
         return tuple(await asyncio.to_thread(suspected_injection, text))
     return tuple(suspected_injection(text))

@@ -54,6 +54,12 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from replyguard.answer_cap import (
+    MAX_ANSWER_BYTES,
+    AnswerSessions,
+    capped_call,
+    is_too_large,
+)
 from replyguard.breaker import CircuitBreaker
 from replyguard.clients import ClientScope, stop_logging_worker
 from replyguard.config import VerifierConfig
@@ -70,7 +76,7 @@ from replyguard.tracing import (
     chat_attributes,
     finish_reasons,
 )
-from replyguard.types import FailCategory, Verdict
+from replyguard.types import FailCategory, Reason, Verdict
 from replyguard.verdict import parse_verdict
 
 Failure = Literal["config", "timeout", "transient"]
@@ -80,6 +86,8 @@ Failure = Literal["config", "timeout", "transient"]
 _BUSY_STATUSES = frozenset({408, 409, 429})
 # How long before the deadline the last model's share ends (at most 1 % of the time).
 _DEADLINE_GUARD = 0.01
+# A judge text longer than this is parsed off the event loop (a verdict is a few hundred).
+_INLINE_PARSE_CHARS = 20_000
 # The HTTP client's own timeout runs this much past the judgement's deadline, so the deadline
 # (enforced here, always first) decides, and a slow call is a timeout, never a client error.
 _CLIENT_TIMEOUT_MARGIN = 2.0
@@ -135,8 +143,27 @@ class JudgeReply(BaseModel):
 
     @functools.cached_property
     def verdict(self) -> Verdict:
-        """The verdict the text reads as, parsed once however often it is asked for."""
+        """The verdict the text reads as, parsed once however often it is asked for.
+
+        A text longer than any answer the byte cap lets through (``MAX_ANSWER_BYTES``) is
+        unreadable unparsed, whatever judge returned it.
+        """
+        if len(self.text) > MAX_ANSWER_BYTES:
+            return Verdict(
+                passed=True,
+                readable=False,
+                error=f"the judge's answer is {len(self.text)} characters, over the "
+                f"{MAX_ANSWER_BYTES} a verdict may take",
+                fail_open_reason=Reason.UNREADABLE_VERDICT,
+            )
         return parse_verdict(self.text)
+
+    async def parsed(self) -> Verdict:
+        """``verdict``, parsed in a worker thread when the text is long, so the event loop
+        never waits on it (the caller's deadline bounds the wait)."""
+        if "verdict" not in self.__dict__ and len(self.text) > _INLINE_PARSE_CHARS:
+            return await asyncio.to_thread(lambda: self.verdict)
+        return self.verdict
 
 
 class Judge(Protocol):
@@ -280,13 +307,17 @@ class LiteLLMJudge:
         tracing: Tracing = NO_TRACING,
         router: JudgeRouter | None = None,
         clients: ClientScope | None = None,
+        sessions: AnswerSessions | None = None,
     ) -> None:
         """``key_owner``: the model whose provider issued ``apiKey`` (default: ``config.model``;
         a run kind's judge passes the verifier's own model, since the key is the verifier's).
         ``router``: the verifier's Router, for the models that name one of its groups (each
         deployment brings its own endpoint and key). ``clients``: the verifier's own share of
-        litellm's HTTP clients, which its ``aclose`` closes (without one, litellm's shared ones)."""
+        litellm's HTTP clients, which its ``aclose`` closes (without one, litellm's shared ones).
+        ``sessions``: the verifier's byte-capped aiohttp sessions (``replyguard.answer_cap``),
+        handed to litellm on every call (without them, answers are read uncapped)."""
         self._config = config
+        self._sessions = sessions
         self._clients = clients
         self._events = events
         self._breaker = breaker
@@ -394,7 +425,13 @@ class LiteLLMJudge:
                 if tracing.enabled
                 else None
             )
-            with tracing.span(f"chat {model}", attributes, client=True) as span:
+            if self._sessions is not None and model not in self._routed:
+                self._capped(litellm, model, params)
+            oversized: JudgeReply | None = None
+            with (
+                tracing.span(f"chat {model}", attributes, client=True) as span,
+                capped_call() as ticket,
+            ):
                 try:
                     call = (
                         await self._caller(litellm, model)
@@ -412,14 +449,18 @@ class LiteLLMJudge:
                     span.fail(TimeoutError() if loop.time() >= deadline else exc)
                     raise
                 except Exception as exc:
-                    secrets = self._secrets(api_key)
-                    span.fail(exc, secrets)
-                    self._failed(model, exc, secrets)
-                    failures.append(f"{model}: {describe_error(exc, secrets)}")
-                    last = exc
-                    continue
-                answer = read_response(response, model)
-                if tracing.enabled:
+                    if not (ticket.too_large or is_too_large(exc)):
+                        secrets = self._secrets(api_key)
+                        span.fail(exc, secrets)
+                        self._failed(model, exc, secrets)
+                        failures.append(f"{model}: {describe_error(exc, secrets)}")
+                        last = exc
+                        continue
+                    # The model answered, at a length no verdict needs: unreadable.
+                    note = f"the answer passed {MAX_ANSWER_BYTES} bytes and was not read"
+                    oversized = JudgeReply(text="", model=model, note=note)
+                answer = oversized or read_response(response, model)
+                if tracing.enabled and oversized is None:
                     span.set(
                         answer_attributes(
                             answer.model,
@@ -432,7 +473,7 @@ class LiteLLMJudge:
             if self._breaker is not None:
                 self._breaker.record_success(model)
             reply = answer if spent is None else _added(answer, spent)
-            if reply.verdict.readable:
+            if (await reply.parsed()).readable:
                 return reply
             self._events.info("judge_model_unreadable", model=model, note=reply.note)
             spent = unreadable = reply
@@ -444,6 +485,18 @@ class LiteLLMJudge:
         if classify_failure(last) == "timeout":
             raise TimeoutError(message)
         raise JudgeError(message, last_error_class=type(last).__name__)
+
+    def _capped(self, litellm: Any, model: str, params: dict[str, Any]) -> None:
+        """Have ``params`` read the answer through the byte-capped session (``answer_cap``)."""
+        assert self._sessions is not None
+        session = self._sessions.session(litellm)
+        if session is None:
+            return
+        params["shared_session"] = session
+        if _provider(model) == "anthropic":  # its route takes a client, not a session
+            handler = self._sessions.handler(litellm, self.client_timeout)
+            if handler is not None:
+                params["client"] = handler
 
     def _own_clients(self, litellm: Any) -> contextlib.AbstractAsyncContextManager[Any]:
         """The verifier's own clients for one call (litellm's shared ones without a scope)."""

@@ -4,14 +4,24 @@ Each line is written with a single ``write`` on a file opened with ``O_APPEND`` 
 exclusive ``flock``, in a worker thread, so lines never interleave or tear, across processes
 too. A failure to write is logged and never reaches the turn. Feedback texts are recorded only
 with ``logContent``.
+
+The ledger never delays delivery for long: what is not a regular file (a FIFO, a device) is
+refused without blocking (opened ``O_NONBLOCK``), a lock held elsewhere is tried again without
+blocking until the time limit, and the wait for the write is bounded by that limit too (a
+write stuck in the kernel, say on a hung network mount, finishes or fails in its thread, after
+the turn). Each failure logs ``ledger_write_failed``. Every line is valid UTF-8 JSON whatever
+the characters: lone surrogates (from a turn id, an agent id, feedback) become U+FFFD. Where
+``fcntl`` does not exist (Windows), lines are appended without the lock.
 """
 
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import json
 import os
+import re
+import stat
+import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -58,15 +68,48 @@ def ledger_record(
     return record
 
 
-def _append(path: str, data: bytes) -> None:
-    descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+_SURROGATES = re.compile("[\ud800-\udfff]")
+_LOCK_PAUSE = 0.005
+"""Seconds between two tries of a lock held elsewhere."""
+TIME_LIMIT = 0.5
+"""The longest a ledger write may hold up a turn, in seconds."""
+
+
+def _lock(descriptor: int, until: float) -> None:
+    """Take the exclusive ``flock`` by ``until`` (``time.monotonic``), never blocking on it."""
     try:
-        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        import fcntl
+    except ImportError:  # no flock here (Windows): one O_APPEND write per line still
+        return
+    while True:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= until:
+                raise BlockingIOError("the ledger is locked by another writer") from None
+            time.sleep(_LOCK_PAUSE)
+
+
+def _append(path: str, data: bytes, until: float) -> None:
+    # O_NONBLOCK: opening a FIFO with no reader fails at once instead of waiting for one.
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NONBLOCK", 0)
+    descriptor = os.open(path, flags, 0o600)
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        _lock(descriptor, until)
         view = memoryview(data)
         while view:
             view = view[os.write(descriptor, view) :]
     finally:
         os.close(descriptor)  # closing releases the lock
+
+
+def ledger_line(record: dict[str, Any]) -> bytes:
+    """One record as one line of UTF-8 JSON (lone surrogates become U+FFFD)."""
+    line = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str)
+    return (_SURROGATES.sub("\ufffd", line) + "\n").encode("utf-8")
 
 
 class Ledger:
@@ -76,11 +119,20 @@ class Ledger:
         self.path = path
         self._events = events
 
-    async def append(self, record: dict[str, Any]) -> None:
-        """Append one record as one line; log, never raise, on failure."""
-        line = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str) + "\n"
+    async def append(self, record: dict[str, Any], *, time_limit: float = TIME_LIMIT) -> None:
+        """Append one record as one line within ``time_limit`` seconds; log, never raise, on
+        failure (the line is then lost, or written late by its thread)."""
         try:
-            await asyncio.to_thread(_append, self.path, line.encode("utf-8"))
+            data = ledger_line(record)
+            async with asyncio.timeout(time_limit):
+                until = time.monotonic() + time_limit
+                await asyncio.to_thread(_append, self.path, data, until)
+        except TimeoutError:
+            self._events.warning(
+                "ledger_write_failed",
+                path=self.path,
+                error=f"the write did not finish within {time_limit:g} s",
+            )
         except (OSError, ValueError) as exc:
             self._events.warning(
                 "ledger_write_failed",

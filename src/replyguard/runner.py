@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from replyguard.agents import Agent, Messages, as_reply, call_agent
+from replyguard.answer_cap import AnswerSessions
 from replyguard.assessment import Assessor, Profile, Step
 from replyguard.breaker import CircuitBreaker
 from replyguard.checks.base import Check, as_check
@@ -34,6 +35,7 @@ from replyguard.families import model_family
 from replyguard.feedback import feedback_message
 from replyguard.hooks import Hook, Hooks
 from replyguard.judge import Judge, LiteLLMJudge, import_litellm
+from replyguard.ledger import TIME_LIMIT as LEDGER_TIME_LIMIT
 from replyguard.ledger import Ledger, ledger_record
 from replyguard.limiter import ConcurrencyLimiter
 from replyguard.prechecks import skip_reason
@@ -64,6 +66,7 @@ class Verifier:
     """Verifies agent replies with checks and a judge model. Immutable; share it freely."""
 
     __slots__ = (
+        "_answer_sessions",
         "_assessor",
         "_clients",
         "_config",
@@ -77,6 +80,7 @@ class Verifier:
         "_warned",
         "_warned_lock",
     )
+    _answer_sessions: AnswerSessions
     _assessor: Assessor
     _clients: ClientScope
     _config: VerifierConfig
@@ -126,6 +130,7 @@ class Verifier:
         kinds = [config.for_run_kind(name) for name in config.run_kinds]
         longest = max(c.timeout_seconds for c in (config, *kinds))
         clients = ClientScope(events, drain_seconds=longest + _DRAIN_MARGIN)
+        answer_sessions = AnswerSessions()
 
         def judge_for(profile_config: VerifierConfig) -> Judge:
             return judge or LiteLLMJudge(
@@ -136,6 +141,7 @@ class Verifier:
                 tracing=tracing,
                 router=router,
                 clients=clients,
+                sessions=answer_sessions,
             )
 
         profiles: dict[str | None, Profile] = {None: Profile.build(None, config, judge_for(config))}
@@ -150,6 +156,7 @@ class Verifier:
         set_(self, "_hooks", Hooks(on_verdict, on_retry, on_exhausted, on_fail_open, on_skip))
         set_(self, "_ledger", Ledger(config.ledger_path, events) if config.ledger_path else None)
         set_(self, "_clients", clients)
+        set_(self, "_answer_sessions", answer_sessions)
         set_(self, "_sync", SyncLoop(self._close_loop_clients))
         set_(self, "_tracing", tracing)
         set_(self, "_router", router)
@@ -215,6 +222,7 @@ class Verifier:
 
     async def _close_loop_clients(self) -> None:
         await self._clients.aclose()
+        await self._answer_sessions.aclose()
         await stop_logging_worker()
 
     # -- model families and run kinds --------------------------------------------------------
@@ -438,7 +446,10 @@ class _Run:
                 with_content=self.config.log_content,
                 configured_models=self.config.judge_models,
             )
-            await v._ledger.append(record)
+            # Bounded: by the time the turn has left, at least a moment, at most the default.
+            left = self.time_left()
+            limit = LEDGER_TIME_LIMIT if left is None else min(LEDGER_TIME_LIMIT, max(left, 0.05))
+            await v._ledger.append(record, time_limit=limit)
         hook = _FINAL_HOOKS.get(status)
         if hook is not None:
             await self.hook(hook, outcome)
