@@ -2,18 +2,26 @@
 rules; it tells the agent every problem it found (up to ten), quoting little of the reply.
 
 It reads the reply with ``replyguard.checks.json_repair`` first.
+
+Operator patterns (a field rule's ``pattern``; a JSON Schema's ``pattern``,
+``patternProperties`` and the ``additionalProperties`` that depends on them) run with the time
+limit of ``replyguard.checks.patterns``, in a worker thread; one that runs out of time is not
+applied, and when nothing else is wrong the check passes with an ``error`` naming it (it fails
+open). Not covered: ``unevaluatedProperties`` next to ``patternProperties`` (jsonschema's own
+``re`` search).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from itertools import islice
 from typing import Any, Literal
 
 import pydantic
 
+from replyguard.checks import patterns
 from replyguard.checks.base import CheckResult, failed, passed
 from replyguard.checks.json_repair import (
     JSON_TYPES,
@@ -63,6 +71,10 @@ class JsonCheck:
         self.fields = dict(fields or {})
         self.deliver_repaired = deliver_repaired
         self._validator = _schema_validator(schema) if schema is not None else None
+        self._has_patterns = _uses_patterns(schema) or any(
+            isinstance(rule, FieldRule) and rule.pattern is not None
+            for rule in self.fields.values()
+        )
 
     async def check(self, turn: Turn, reply: Reply) -> CheckResult:
         expected, shape = _EXPECTED[self.expect], _SHAPES[self.expect]
@@ -80,11 +92,26 @@ class JsonCheck:
                 result = self.model.model_validate(value)
             except pydantic.ValidationError as exc:
                 problems = [_model_problem(error) for error in exc.errors(include_url=False)]
-        problems.extend(islice(self._problems(value), MAX_PROBLEMS + 1))
+        timed_out: dict[str, Any] = {}
+        if self._has_patterns:  # off the loop, by the patterns' time limit
+            try:
+                until = patterns.deadline()
+                problems.extend(await asyncio.to_thread(self._bounded_problems, value, until))
+            except patterns.PatternTimeout as exc:
+                timed_out = {"error": str(exc)}
+        else:
+            problems.extend(islice(self._problems(value), MAX_PROBLEMS + 1))
         if problems:
             return failed(self.name, self.category, problems_feedback("Fix the JSON:", problems))
         deliver = text if self.deliver_repaired and text != reply.text else None
-        return passed(self.name, value=result, deliver_text=deliver)
+        return passed(self.name, value=result, deliver_text=deliver, **timed_out)
+
+    def _bounded_problems(self, value: Any, until: float) -> list[str]:
+        token = patterns.within(until)
+        try:
+            return list(islice(self._problems(value), MAX_PROBLEMS + 1))
+        finally:
+            patterns.reset(token)
 
     def _problems(self, value: Any) -> Iterator[str]:
         if self._validator is not None:
@@ -103,7 +130,67 @@ def _schema_validator(schema: Mapping[str, Any]) -> Any:
         validator_class.check_schema(schema)
     except exceptions.SchemaError as exc:
         raise ValueError(f"invalid JSON Schema at {exc.json_path}: {exc.message}") from None
-    return validator_class(schema)
+    additional = validator_class.VALIDATORS.get("additionalProperties")
+
+    def pattern(validator: Any, source: str, instance: Any, schema: Any) -> Iterator[Any]:
+        if validator.is_type(instance, "string") and not patterns.search_source(source, instance):
+            yield exceptions.ValidationError(f"{instance!r} does not match {source!r}")
+
+    def pattern_properties(validator: Any, by_pattern: Any, instance: Any, schema: Any) -> Any:
+        if not validator.is_type(instance, "object"):
+            return
+        for source, subschema in by_pattern.items():
+            for key, item in instance.items():
+                if patterns.search_source(source, key):
+                    yield from validator.descend(item, subschema, path=key, schema_path=source)
+
+    def additional_properties(validator: Any, allowed: Any, instance: Any, schema: Any) -> Any:
+        by_pattern = schema.get("patternProperties")
+        if not by_pattern or not validator.is_type(instance, "object"):
+            if additional is not None:
+                yield from additional(validator, allowed, instance, schema)
+            return
+        properties = schema.get("properties", {})
+        extras = [
+            key
+            for key in instance
+            if key not in properties
+            and not any(patterns.search_source(source, key) for source in by_pattern)
+        ]
+        if validator.is_type(allowed, "object"):
+            for extra in extras:
+                yield from validator.descend(instance[extra], allowed, path=extra)
+        elif allowed is False and extras:
+            listed = ", ".join(repr(key) for key in sorted(extras))
+            sources = ", ".join(repr(source) for source in sorted(by_pattern))
+            yield exceptions.ValidationError(
+                f"{listed} {'does' if len(extras) == 1 else 'do'} not match any of the "
+                f"regexes: {sources}"
+            )
+
+    bounded = validators.extend(
+        validator_class,
+        {
+            "pattern": pattern,
+            "patternProperties": pattern_properties,
+            "additionalProperties": additional_properties,
+        },
+    )
+    return bounded(schema)
+
+
+def _uses_patterns(schema: Any) -> bool:
+    """Whether a JSON Schema holds a ``pattern`` or ``patternProperties`` keyword anywhere."""
+    if isinstance(schema, Mapping):
+        return any(
+            (key == "pattern" and isinstance(item, str))
+            or key == "patternProperties"
+            or _uses_patterns(item)
+            for key, item in schema.items()
+        )
+    if isinstance(schema, list):
+        return any(_uses_patterns(item) for item in schema)
+    return False
 
 
 def _where(path: Iterable[str | int]) -> str:
@@ -164,7 +251,7 @@ def _rule_problems(field: str, rule: FieldRule, value: Any) -> Iterator[str]:
     if rule.pattern is not None:
         if kind != "string":
             yield f"{field} must be a string, got {kind}."
-        elif not re.search(rule.pattern, value):
+        elif not patterns.search_source(rule.pattern, value):
             yield f"{field} must match the pattern {clip(rule.pattern, 100)!r}."
     if rule.minimum is not None or rule.maximum is not None:
         if kind in ("integer", "number"):

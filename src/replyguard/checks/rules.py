@@ -6,8 +6,11 @@ after its rule (``max_length``, ``min_length``, ``must_match``, ``must_not_match
 
 - **Lengths** count the characters (code points) of the reply as delivered, whitespace
   included.
-- **Patterns** (``must_match``, ``must_not_match``) are regular expressions, compiled once at
-  construction and applied with ``re.search``; an invalid one raises ``ValueError`` there.
+- **Patterns** (``must_match``, ``must_not_match``) are regular expressions (``re`` syntax),
+  compiled once at construction with the ``regex`` module and searched with a time limit, in a
+  worker thread (see ``replyguard.checks.patterns``); an invalid one raises ``ValueError``
+  there. A pattern that runs out of time is not applied: if nothing else is wrong, the check
+  passes with an ``error`` naming the pattern (it fails open).
 - **Forbidden phrases** are literal text, found anywhere in the reply with any run of
   whitespace between their words, straight and curly apostrophes alike. A phrase whose edge is
   a letter, digit or underscore matches only as a whole word at that edge: "hell" does not
@@ -23,9 +26,12 @@ after its rule (``max_length``, ``min_length``, ``must_match``, ``must_not_match
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
+from replyguard.checks import patterns
 from replyguard.checks.base import CheckResult, failed, passed
 from replyguard.types import FailCategory, Reply, Turn
 
@@ -67,12 +73,21 @@ class RuleCheck:
         self._rules = dict(rules or {})
         self._max_length = max_length
         self._min_length = min_length
-        self._must_match = [(p, _compile(p, flags)) for p in must_match]
-        self._must_not_match = [(p, _compile(p, flags)) for p in must_not_match]
+        self._must_match = [(p, patterns.compile_pattern(p, flags)) for p in must_match]
+        self._must_not_match = [(p, patterns.compile_pattern(p, flags)) for p in must_not_match]
         self._phrases = [(p, _phrase_pattern(p, flags)) for p in forbidden_phrases]
 
     def violations(self, text: str) -> list[tuple[str, str]]:
-        """Every rule ``text`` breaks, as ``(rule name, message)``, in a fixed order."""
+        """Every rule ``text`` breaks, as ``(rule name, message)``, in a fixed order.
+
+        Raises ``PatternTimeout`` when a pattern runs out of time (``check`` fails open then).
+        """
+        found = self._length_violations(text)
+        found += self._pattern_violations(text, patterns.deadline())
+        found += self._phrase_and_named_violations(text)
+        return found
+
+    def _length_violations(self, text: str) -> list[tuple[str, str]]:
         found: list[tuple[str, str]] = []
         length = len(text)
         if self._max_length is not None and length > self._max_length:
@@ -90,13 +105,17 @@ class RuleCheck:
                     f"it must be at least {self._min_length:,}.",
                 )
             )
+        return found
+
+    def _pattern_violations(self, text: str, until: float) -> list[tuple[str, str]]:
+        found: list[tuple[str, str]] = []
         for source, pattern in self._must_match:
-            if pattern.search(text) is None:
+            if patterns.search(pattern, text, until) is None:
                 found.append(
                     ("must_match", f"The reply does not match the required pattern '{source}'.")
                 )
         for source, pattern in self._must_not_match:
-            if (match := pattern.search(text)) is not None:
+            if (match := patterns.search(pattern, text, until)) is not None:
                 found.append(
                     (
                         "must_not_match",
@@ -104,6 +123,10 @@ class RuleCheck:
                         f"(at '{_shorten(match.group())}').",
                     )
                 )
+        return found
+
+    def _phrase_and_named_violations(self, text: str) -> list[tuple[str, str]]:
+        found: list[tuple[str, str]] = []
         for phrase, pattern in self._phrases:
             if pattern.search(text) is not None:
                 found.append(
@@ -116,20 +139,27 @@ class RuleCheck:
         return found
 
     async def check(self, turn: Turn, reply: Reply) -> CheckResult:
-        """Fail ``reply`` with every rule it breaks."""
-        found = self.violations(reply.text)
+        """Fail ``reply`` with every rule it breaks; operator patterns run off the loop."""
+        text = reply.text
+        found = self._length_violations(text)
+        timed_out: patterns.PatternTimeout | None = None
+        if self._must_match or self._must_not_match:
+            try:
+                found += await asyncio.to_thread(
+                    self._pattern_violations, text, patterns.deadline()
+                )
+            except patterns.PatternTimeout as exc:
+                timed_out = exc
+        found += self._phrase_and_named_violations(text)
         if not found:
-            return passed(self.name)
+            return passed(self.name, **_error(timed_out))
         count = "1 rule" if len(found) == 1 else f"{len(found)} rules"
         lines = "\n".join(f"- {rule}: {message}" for rule, message in found)
         return failed(self.name, self.category, f"The reply breaks {count}:\n{lines}")
 
 
-def _compile(pattern: str, flags: int) -> re.Pattern[str]:
-    try:
-        return re.compile(pattern, flags)
-    except re.error as exc:
-        raise ValueError(f"{pattern!r} is not a valid regular expression: {exc}") from None
+def _error(timed_out: Exception | None) -> dict[str, Any]:
+    return {} if timed_out is None else {"error": str(timed_out)}
 
 
 def _phrase_pattern(phrase: str, flags: int) -> re.Pattern[str]:
