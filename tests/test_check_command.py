@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import os
 import shlex
 import stat
@@ -353,3 +354,85 @@ def test_a_configured_cwd_linking_out_of_the_workspace_is_a_config_error(tmp_pat
         Verifier(_command_config(workspace, "escape"))
     assert [key for key, _ in caught.value.problems] == ["checks.0.cwd"]
     assert "leaves workspaceDir" in str(caught.value)
+
+
+# -- detached descendants (Linux: the command runs under a child-subreaper helper) -------------
+
+# Starts a descendant that leaves the command's session and process group, writes its pid to
+# argv[1], then exits at once ("exit") or hangs ("hang"). argv[2] says how the descendant
+# leaves: "setsid" (a child in a new session) or "daemon" (a double fork, the middle one gone).
+DETACH = """
+import os, subprocess, sys, time
+def record(pid):
+    with open(sys.argv[1] + ".tmp", "w") as f:
+        f.write(str(pid))
+    os.replace(sys.argv[1] + ".tmp", sys.argv[1])
+if sys.argv[2] == "setsid":
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True,
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    record(child.pid)
+else:
+    read, write = os.pipe()
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            devnull = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(devnull, fd)
+            os.write(write, str(os.getpid()).encode())
+            time.sleep(60)
+        os._exit(0)
+    record(int(os.read(read, 20)))
+if sys.argv[3] == "hang":
+    time.sleep(60)
+"""
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="child subreaper")
+
+
+@linux_only
+@pytest.mark.parametrize("how", ["setsid", "daemon"])
+async def test_a_detached_descendant_of_a_passing_command_is_killed(
+    tmp_path: Path, how: str
+) -> None:
+    pid_file = tmp_path / "pid"
+    ok, _ = await run(CommandCheck(python(DETACH, str(pid_file), how, "exit"), timeout_seconds=30))
+    assert ok
+    assert await wait_gone(int(read(pid_file)))
+
+
+@linux_only
+@pytest.mark.parametrize("how", ["setsid", "daemon"])
+async def test_a_detached_descendant_is_killed_when_the_command_times_out(
+    tmp_path: Path, how: str
+) -> None:
+    pid_file = tmp_path / "pid"
+    check = CommandCheck(python(DETACH, str(pid_file), how, "hang"), timeout_seconds=1)
+    ok, feedback = await run(check)
+    assert not ok and "did not finish" in feedback
+    assert await wait_gone(int(read(pid_file)))
+
+
+@linux_only
+async def test_a_detached_descendant_is_killed_when_the_check_is_cancelled(
+    tmp_path: Path,
+) -> None:
+    pid_file = tmp_path / "pid"
+    check = CommandCheck(python(DETACH, str(pid_file), "setsid", "hang"), timeout_seconds=30)
+    task = asyncio.create_task(check.check(TURN, Reply(text="r")))
+    detached = int(await wait_for_file(pid_file))
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await wait_gone(detached)
+
+
+@linux_only
+async def test_the_host_process_is_never_made_a_subreaper(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    await run(CommandCheck(python(DETACH, str(pid_file), "setsid", "exit"), timeout_seconds=30))
+    libc = ctypes.CDLL(None, use_errno=True)
+    flag = ctypes.c_int(-1)
+    assert libc.prctl(37, ctypes.byref(flag), 0, 0, 0) == 0  # PR_GET_CHILD_SUBREAPER
+    assert flag.value == 0

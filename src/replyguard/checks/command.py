@@ -7,9 +7,15 @@ two) reaches the command as the invalid bytes it is, rather than crashing the ch
 quietly replaced, so a command that validates text can refuse it.
 
 - No shell unless ``shell=True``, and then ``command`` is one string (``/bin/sh -c``).
-- The command leads its own session. Its whole process group gets ``SIGKILL`` when the check
-  ends, however it ends: exit, timeout, or cancellation (which is then re-raised). A check
-  leaves no processes behind, not even background children of a command that succeeded.
+- When the check ends, however it ends (exit, timeout, or cancellation, which is then
+  re-raised), every process the command started is killed (``SIGKILL``), even background
+  children of a command that succeeded. On Linux the command runs under a small helper process
+  (``replyguard.checks.reaper``) that is a child subreaper (``prctl(PR_SET_CHILD_SUBREAPER)``,
+  set on the helper, never on the host): every descendant, a detached one (``setsid``, a double
+  fork) included, is killed, and the helper kills them too if the host dies. Elsewhere (or when
+  the helper cannot start) the command leads its own session and its process group is killed:
+  a descendant that leaves the group (``setsid``, ``setpgid``) survives there. A process handed
+  to another service (``systemd-run``, ``docker``, ``at``) is that service's, on any platform.
 - stdout and stderr share one pipe of our own (not the process's), read as data arrives and cut
   to its last ``tail_chars`` characters, so a flood cannot grow memory and a process that
   escaped the group while holding the pipe cannot hang the check.
@@ -18,16 +24,20 @@ quietly replaced, so a command that validates text can refuse it.
   check's error (a FAIL when ``required``). Through a shell, a missing program is the shell's
   exit 127, an ordinary failure.
 
-POSIX only (process groups). ``env`` is merged over ``os.environ`` and never shown.
+POSIX only. ``env`` is merged over ``os.environ`` and never shown.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import importlib.resources
 import os
 import shlex
 import signal
+import socket
+import sys
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Literal
@@ -42,6 +52,11 @@ _ENCODING_ERRORS = "surrogatepass"
 # After the process group is killed, how long to wait for the output pipe to reach its end (a
 # process that left the group may still hold it open).
 _DRAIN_SECONDS = 1.0
+# How long the helper may take to report that the command started, and to end the command's
+# tree when told to (it gives up on a process after 5 s of killing).
+_HELPER_SECONDS = 10.0
+# A child subreaper needs Linux's prctl, and a Python to run the helper with.
+_REAPER_PLATFORM = sys.platform.startswith("linux") and bool(sys.executable)
 
 
 class _Tail(asyncio.Protocol):
@@ -173,13 +188,13 @@ class CommandCheck:
             raise
         try:
             try:
-                process = await self._start(arguments, write_fd)
+                process, control = await self._start(arguments, write_fd)
             finally:
                 os.close(write_fd)
             try:
                 returncode = await self._wait(process, reply_text)
             finally:
-                await _kill_group(process)
+                await _end(process, control)
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(_DRAIN_SECONDS):
                     await output.closed.wait()
@@ -188,7 +203,19 @@ class CommandCheck:
             transport.close()
             await output.closed.wait()
 
-    async def _start(self, arguments: tuple[str, ...], output: int) -> asyncio.subprocess.Process:
+    async def _start(
+        self, arguments: tuple[str, ...], output: int
+    ) -> tuple[asyncio.subprocess.Process, socket.socket | None]:
+        """The process to wait for, and the helper's control socket (None without a helper)."""
+        if _REAPER_PLATFORM:
+            started = await self._start_under_reaper(arguments, output)
+            if started is not None:
+                return started
+        return await self._spawn(arguments, output), None
+
+    async def _spawn(
+        self, arguments: tuple[str, ...], output: int, pass_fds: tuple[int, ...] = ()
+    ) -> asyncio.subprocess.Process:
         stdin = (
             asyncio.subprocess.PIPE if self.pass_reply == "stdin" else asyncio.subprocess.DEVNULL
         )
@@ -201,11 +228,43 @@ class CommandCheck:
                 cwd=self.cwd,
                 env={**os.environ, **self.env} if self.env else None,
                 start_new_session=True,
+                pass_fds=pass_fds,
             )
         except OSError as exc:
-            where = f" in {self.cwd!r}" if self.cwd is not None else ""
-            message = f"check {self.name!r} cannot start {arguments[0]!r}{where}: {exc.strerror}"
-            raise OSError(exc.errno, message) from exc
+            raise self._cannot_start(arguments[0], exc.errno, exc.strerror) from exc
+
+    def _cannot_start(self, program: str, number: int | None, reason: str | None) -> OSError:
+        where = f" in {self.cwd!r}" if self.cwd is not None else ""
+        message = f"check {self.name!r} cannot start {program!r}{where}: {reason}"
+        return OSError(number, message)
+
+    async def _start_under_reaper(
+        self, arguments: tuple[str, ...], output: int
+    ) -> tuple[asyncio.subprocess.Process, socket.socket] | None:
+        """The helper running the command (see ``replyguard.checks.reaper``), or None when the
+        helper itself could not run."""
+        ours, theirs = socket.socketpair()
+        try:
+            with theirs:
+                helper = (sys.executable, "-I", "-S", "-c", _reaper_source(), str(theirs.fileno()))
+                process = await self._spawn((*helper, *arguments), output, (theirs.fileno(),))
+            ours.setblocking(False)
+            try:
+                async with asyncio.timeout(_HELPER_SECONDS):
+                    report = await asyncio.get_running_loop().sock_recv(ours, 64)
+            except (TimeoutError, OSError):
+                report = b""
+        except BaseException:
+            ours.close()
+            raise
+        if report == b"ok":
+            return process, ours
+        ours.close()
+        await _kill_group(process)
+        if report.startswith(b"errno:"):
+            number = int(report.removeprefix(b"errno:"))
+            raise self._cannot_start(arguments[0], number, os.strerror(number))
+        return None  # the helper did not run: the command runs in its own process group
 
     async def _wait(self, process: asyncio.subprocess.Process, reply_text: str) -> int | None:
         """Feed the reply (stdin mode) and wait for the exit code; None when time runs out."""
@@ -232,8 +291,30 @@ async def _feed(stdin: asyncio.StreamWriter, data: bytes) -> None:
         stdin.close()
 
 
+async def _end(process: asyncio.subprocess.Process, control: socket.socket | None) -> None:
+    """End the command and everything it started, and reap it.
+
+    With a helper: closing its control socket tells it to kill the command's whole tree, and it
+    exits once that is done; its process group is killed only if it does not. Without one: the
+    command's process group is killed.
+    """
+    if control is not None:
+        control.close()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(_HELPER_SECONDS):
+                await process.wait()
+                return
+    await _kill_group(process)
+
+
 async def _kill_group(process: asyncio.subprocess.Process) -> None:
     """SIGKILL the process's group (it leads its own session), then reap the process."""
     with contextlib.suppress(ProcessLookupError):  # the whole group is already gone
         os.killpg(process.pid, signal.SIGKILL)
     await process.wait()
+
+
+@functools.cache
+def _reaper_source() -> str:
+    """The helper's source, run with ``python -c`` (from a wheel, a zip or a checkout)."""
+    return importlib.resources.files("replyguard.checks").joinpath("reaper.py").read_text("utf-8")
