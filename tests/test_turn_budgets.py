@@ -169,6 +169,49 @@ async def test_same_failure_twice_stops_as_stagnant(make_config: Any) -> None:
     )
 
 
+def one_test_fails_until(fixed: str) -> Any:
+    """A check that says only "1 test failed" (a coarse message) until the reply is ``fixed``."""
+
+    def tests(turn: Turn, reply: Reply) -> tuple[bool, str]:
+        return reply.text == fixed, "1 test failed"
+
+    return tests
+
+
+@pytest.mark.parametrize("judge_after_checks", ["on_pass", "always"])
+async def test_a_check_repeating_its_message_while_the_reply_changes_is_not_stagnant(
+    make_config: Any, judge_after_checks: str
+) -> None:
+    judge = ScriptedJudge(["PASS"] * (3 if judge_after_checks == "always" else 1))
+    guarded = Verifier(
+        make_config(verifyAll=True, maxAttempts=3, judgeAfterChecks=judge_after_checks),
+        judge=judge,
+        checks=[one_test_fails_until("fix 3")],
+    )
+    outcome = await guarded.run(ScriptedAgent(["fix 1", "fix 2", "fix 3"]), TURN)
+    assert (outcome.status, outcome.response, len(outcome.attempts)) == (
+        Status.PASSED,
+        "fix 3",
+        3,
+    )
+
+
+async def test_a_check_repeating_its_message_on_the_same_reply_is_stagnant(
+    make_config: Any,
+) -> None:
+    guarded = Verifier(
+        make_config(verifyAll=True, maxAttempts=5),
+        judge=ScriptedJudge([]),
+        checks=[one_test_fails_until("fixed")],
+    )
+    outcome = await guarded.run(ScriptedAgent(["not yet", "not\n  yet "]), TURN)
+    assert (outcome.status, outcome.reason, len(outcome.attempts)) == (
+        Status.EXHAUSTED,
+        Reason.STAGNANT,
+        2,
+    )
+
+
 @pytest.mark.parametrize(("policy", "delivered"), [("last", "r3"), ("first", "r1"), ("best", "r2")])
 async def test_deliver_policy_chooses_the_exhausted_reply(
     make_config: Any, policy: str, delivered: str

@@ -539,7 +539,7 @@ class _Run:
                 span.record(verdict_attributes, verdict, tracing.log_content)
             if verdict.model is not None:
                 self.last_judge_cost = verdict.cost_usd
-            previous = self.attempts[-1].verdict if self.attempts else None
+            previous = self.attempts[-1] if self.attempts else None
             attempt = Attempt(number=number, reply=reply, verdict=verdict, checks=results)
             self.attempts.append(attempt)
             await self.hook("on_verdict", attempt)
@@ -551,7 +551,7 @@ class _Run:
                 return await self.finish(Status.PASSED, reply)
             if config.mode == "shadow":  # judged and logged; the reply goes out unchanged
                 return await self.finish(Status.FLAGGED, reply)
-            if _same_failure(previous, verdict):
+            if _stagnant(previous, attempt):
                 return await self.finish(Status.EXHAUSTED, self.delivery(reply), Reason.STAGNANT)
             if number == config.max_attempts:
                 return await self.finish(Status.EXHAUSTED, self.delivery(reply))
@@ -612,10 +612,26 @@ class _Run:
         return retry
 
 
-def _same_failure(previous: Verdict | None, current: Verdict) -> bool:
-    """The same category failed again with the same feedback: retrying will not help."""
-    if previous is None or previous.passed or current.passed:
+def _stagnant(previous: Attempt | None, current: Attempt) -> bool:
+    """The same category failed again with the same feedback: retrying will not help.
+
+    The judge's FAIL repeated is enough. A deterministic FAIL (a check's, or the injection
+    rule's: ``decisive``) may repeat a coarse message ("1 test failed") while the agent's
+    replies change and get closer, so it counts only when the reply did not change either
+    (the same text once whitespace is normalised).
+    """
+    if previous is None:
         return False
-    return previous.category == current.category and _normal(previous.feedback or "") == _normal(
-        current.feedback or ""
-    )
+    before, now = previous.verdict, current.verdict
+    if before is None or now is None or before.passed or now.passed:
+        return False
+    if before.category != now.category or _normal(before.feedback or "") != _normal(
+        now.feedback or ""
+    ):
+        return False
+    return not now.decisive or _spaced(previous.reply.text) == _spaced(current.reply.text)
+
+
+def _spaced(text: str) -> str:
+    """``text`` with every run of whitespace one space, and none at its ends."""
+    return " ".join(text.split())
