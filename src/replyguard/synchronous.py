@@ -5,17 +5,71 @@ would strand them; one long-lived loop keeps them usable. Closing it runs the ve
 closer there (its HTTP clients of that loop), then cancels whatever is left on it, as
 ``asyncio.run`` would. Calls in flight when it is closed finish first: the last of them stops
 the loop; a call made after ``close`` starts a new one.
+
+litellm's logging worker is one task, on the loop of the latest litellm call: a call on another
+loop starts a new task there and strands the old one, pending, to be "destroyed but pending"
+(printed by asyncio) when collected. So each ``run_sync`` call first stops the worker on the
+loop it runs on (waiting for that at most ``_HANDOVER_SECONDS``), and stops it on its own loop
+before it returns: mixing ``run_sync`` (from threads) and ``await`` in one process prints
+nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import sys
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+
+_HANDOVER_SECONDS = 0.25
+"""The longest a ``run_sync`` call waits for litellm's logging worker to stop on another loop."""
+
+
+def _logging_worker() -> Any:
+    module = sys.modules.get("litellm.litellm_core_utils.logging_worker")
+    return getattr(module, "GLOBAL_LOGGING_WORKER", None)
+
+
+async def _stop_worker_elsewhere() -> None:
+    """Stop litellm's logging worker on the other loop it runs on, if any (bounded wait)."""
+    worker = _logging_worker()
+    bound = getattr(worker, "_bound_loop", None)
+    task = getattr(worker, "_worker_task", None)
+    if bound is None or bound is asyncio.get_running_loop() or task is None or task.done():
+        return
+    try:
+        future = asyncio.run_coroutine_threadsafe(worker.stop(), bound)
+    except RuntimeError:  # that loop is closed: nothing runs there any more
+        return
+    try:
+        async with asyncio.timeout(_HANDOVER_SECONDS):
+            await asyncio.wrap_future(future)
+    except Exception:  # a busy or stopped loop: litellm moves the worker as it always did
+        future.cancel()
+
+
+async def _stop_worker_here() -> None:
+    # litellm hands a finished call's success logging to the worker from a task of its own,
+    # a loop iteration or two after the call returns: let it run first.
+    for _ in range(3):
+        await asyncio.sleep(0)
+    worker = _logging_worker()
+    if worker is not None and getattr(worker, "_bound_loop", None) is asyncio.get_running_loop():
+        await worker.stop()
+
+
+async def _isolated(coroutine: Coroutine[Any, Any, T]) -> T:
+    """``coroutine`` with litellm's logging worker brought here first and stopped after."""
+    await _stop_worker_elsewhere()
+    try:
+        return await coroutine
+    finally:
+        await _stop_worker_here()
+
 
 Closer = Callable[[], Awaitable[None]]
 """What to run on the loop before it stops (the verifier's clients of that loop)."""
@@ -62,7 +116,9 @@ class SyncLoop:
             loop = self._loop
             self._in_flight[loop] = self._in_flight.get(loop, 0) + 1
         try:
-            future: concurrent.futures.Future[T] = asyncio.run_coroutine_threadsafe(coroutine, loop)
+            future: concurrent.futures.Future[T] = asyncio.run_coroutine_threadsafe(
+                _isolated(coroutine), loop
+            )
             return future.result()
         finally:
             with self._lock:
