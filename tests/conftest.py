@@ -44,6 +44,9 @@ KNOWN_KEYS: tuple[str, ...] = (
     "anthropic-own-key-0000",  # test_judge_http, ANTHROPIC_API_KEY of a fallback provider
     "first-value",  # test_config, an env: key's value
     "rotated-value",  # test_config, an env: key's value after rotation
+    "AIzaSyD-shaped-0123456789abcdefghijklmno",  # test_judge_answer_secrets, a Google key shape
+    "ghp_shaped0123456789abcdefghijklmnopqrstu",  # test_judge_answer_secrets, a GitHub token shape
+    "router-deployment-value-0001",  # test_judge_answer_secrets, a router deployment's key
 )
 
 

@@ -18,7 +18,7 @@ import httpx
 import pytest
 import respx
 
-from conftest import API_KEY
+from conftest import API_KEY, SecretsGuard
 from provider_server import OPENAI, Step
 from replyguard.cli import main
 from replyguard.insights import Report, percentile, read_ledger, summarise, themes
@@ -480,6 +480,21 @@ def test_propose_failure_exits_1_with_the_key_redacted_and_no_traceback(
     assert (code, out) == (1, "")
     assert err.startswith("replyguard insights: the proposal failed: ")
     assert "Bad key: [REDACTED]" in err and PLAIN_KEY not in err and "Traceback" not in err
+
+
+def test_a_key_the_proposal_echoes_is_never_printed(
+    http: respx.MockRouter,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    secrets_guard: SecretsGuard,
+) -> None:
+    http.post(OPENAI.url).mock(return_value=answering(f"{PROPOSAL}\n(sent with {PLAIN_KEY})"))
+    config = config_file(tmp_path, apiKey=PLAIN_KEY)
+    code, out, _ = run(capsys, str(SUPPORT), "--json", "--propose", "--config", config)
+    assert code == 0 and PLAIN_KEY not in out
+    assert json.loads(out)["proposal"]["text"] == f"{PROPOSAL}\n(sent with [REDACTED])"
+    # litellm's own DEBUG record of the raw answer is outside replyguard's reach (README)
+    assert {leak.logger for leak in secrets_guard.forgive()} <= {"LiteLLM"}
 
 
 def test_propose_of_an_empty_answer_exits_1(

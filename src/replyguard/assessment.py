@@ -31,13 +31,15 @@ from replyguard.errors import CircuitOpenError, JudgeConfigError
 from replyguard.injection import injection_feedback, suspected_injection
 from replyguard.judge import Judge, JudgeReply
 from replyguard.limiter import ConcurrencyLimiter
-from replyguard.telemetry import Events, describe_error
+from replyguard.telemetry import Events, describe_error, redact
 from replyguard.tracing import NO_TRACING, Tracing
 from replyguard.triggers import TriggerMatcher
 from replyguard.types import CheckResult, FailCategory, Reason, Reply, Turn, Verdict
 from replyguard.workspace import Workspace
 
 _INLINE_SCAN_CHARS = 50_000
+_JUDGE_TEXTS = ("raw", "feedback", "reasoning", "model", "error")
+"""The verdict's fields that hold text from the judge's answer."""
 
 
 @dataclass(frozen=True)
@@ -231,6 +233,13 @@ class Assessor:
             update["fail_open_reason"] = Reason.UNREADABLE_VERDICT
             update["error"] = answer.note or verdict.error
         verdict = verdict.model_copy(update=update)
+        # The one place a judge's answer becomes a verdict: from here on its words are stored,
+        # sent to the agent, printed and logged, so every key is taken out of them now.
+        secrets = (*events.secrets, *config.secrets())
+        if len(answer.text) > _INLINE_SCAN_CHARS:
+            verdict = await asyncio.to_thread(redacted_verdict, verdict, secrets)
+        else:
+            verdict = redacted_verdict(verdict, secrets)
         if events.enabled(logging.INFO):
             self._report_verdict(step, verdict, prompt)
         return verdict
@@ -342,6 +351,19 @@ async def _suspicion(text: str) -> tuple[str, ...]:
     if len(text) > _INLINE_SCAN_CHARS:
         return tuple(await asyncio.to_thread(suspected_injection, text))
     return tuple(suspected_injection(text))
+
+
+def redacted_verdict(verdict: Verdict, secrets: Sequence[str]) -> Verdict:
+    """``verdict`` with every text that came from the judge's answer (its raw text, feedback,
+    reasoning, model name, and the note on an empty answer) redacted: ``secrets`` (the
+    configured and ``env:`` keys, the router's keys) and anything shaped like a key."""
+    texts = {
+        name: redact(value, secrets)
+        for name in _JUDGE_TEXTS
+        if isinstance(value := getattr(verdict, name), str)
+    }
+    changed = {name: text for name, text in texts.items() if text != getattr(verdict, name)}
+    return verdict.model_copy(update=changed) if changed else verdict
 
 
 def _spend(verdict: Verdict) -> dict[str, Any]:

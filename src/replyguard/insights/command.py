@@ -27,7 +27,7 @@ from replyguard.insights.stats import (
     Report,
 )
 from replyguard.judge import close_litellm_clients, import_litellm, read_response
-from replyguard.telemetry import describe_error
+from replyguard.telemetry import describe_error, redact
 
 # -- printing ----------------------------------------------------------------------------------
 
@@ -122,7 +122,7 @@ async def propose(report: Report, config: VerifierConfig) -> str:
     reply = read_response(response, config.model)
     if not reply.text.strip():
         raise JudgeError(reply.note or "the model answered with no text")
-    return reply.text.strip()
+    return redact(reply.text.strip(), config.secrets())  # a key it echoes is never printed
 
 
 def _positive(value: str) -> int:
