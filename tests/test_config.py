@@ -55,6 +55,7 @@ CHECK_KEYS = {
     "onExhausted": "on_exhausted",
     "ledgerPath": "ledger_path",
     "hookTimeoutSeconds": "hook_timeout_seconds",
+    "agentThreads": "agent_threads",
     "onSuspectedInjection": "on_suspected_injection",
     "mode": "mode",
     "router": "router",

@@ -1,9 +1,17 @@
-"""Calling the caller's agent: sync or async, on a private copy of the messages."""
+"""Calling the caller's agent: sync or async, on a private copy of the messages.
+
+A sync agent runs in the verifier's own ``AgentPool`` (``agentThreads`` threads), not in
+asyncio's default executor, so slow sync agents queue behind each other, never in front of the
+checks' and the host's own work there.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextvars
 import inspect
+import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -46,15 +54,46 @@ def copy_messages(messages: Messages) -> Messages:
     ]
 
 
-async def call_agent(agent: Agent, messages: Messages) -> Reply:
-    """Call a sync or async agent on a copy of ``messages``; a sync one runs in a thread."""
+class AgentPool:
+    """A bounded pool of threads for sync agents, started on first use; ``close`` shuts it
+    down (agents already running or queued there still finish), and a later call starts a new
+    one."""
+
+    def __init__(self, threads: int) -> None:
+        self.threads = threads
+        self._lock = threading.Lock()
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+
+    def executor(self) -> concurrent.futures.ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                self._pool = concurrent.futures.ThreadPoolExecutor(
+                    self.threads, thread_name_prefix="replyguard-agent"
+                )
+            return self._pool
+
+    def close(self) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False)  # agents queued or running still finish
+
+
+async def call_agent(agent: Agent, messages: Messages, pool: AgentPool | None = None) -> Reply:
+    """Call a sync or async agent on a copy of ``messages``; a sync one runs in a thread of
+    ``pool`` (asyncio's default executor without one), in a copy of the caller's context."""
     private = copy_messages(messages)
     if inspect.iscoroutinefunction(agent) or inspect.iscoroutinefunction(
         getattr(agent, "__call__", None)  # noqa: B004 - an async __call__ method, not callability
     ):
         result: Any = await agent(private)  # type: ignore[misc]
     else:
-        result = await asyncio.to_thread(agent, private)
+        if pool is None:
+            result = await asyncio.to_thread(agent, private)
+        else:
+            context = contextvars.copy_context()
+            loop = asyncio.get_running_loop()
+            result = await loop.run_in_executor(pool.executor(), context.run, agent, private)
         if inspect.isawaitable(result):
             result = await result
     return as_reply(result)

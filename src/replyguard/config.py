@@ -184,6 +184,9 @@ class VerifierConfig(BaseModel):
     ``"fail"`` makes the attempt a ``rule_violation`` FAIL without asking the judge."""
     hook_timeout_seconds: float = Field(default=2.0, gt=0, le=60)
     """How long a hook may run before it is abandoned (it never changes the outcome)."""
+    agent_threads: int = Field(default=32, ge=1, le=1024)
+    """Threads of the verifier's own pool for sync agent callables (asyncio's default executor
+    stays free for checks and the host); more sync agents at once wait for a thread."""
 
     @model_validator(mode="before")
     @classmethod

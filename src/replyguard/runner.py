@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from replyguard.agents import Agent, Messages, as_reply, call_agent
+from replyguard.agents import Agent, AgentPool, Messages, as_reply, call_agent
 from replyguard.answer_cap import AnswerSessions
 from replyguard.assessment import Assessor, Profile, Step
 from replyguard.breaker import CircuitBreaker
@@ -66,6 +66,7 @@ class Verifier:
     """Verifies agent replies with checks and a judge model. Immutable; share it freely."""
 
     __slots__ = (
+        "_agent_pool",
         "_answer_sessions",
         "_assessor",
         "_clients",
@@ -80,6 +81,7 @@ class Verifier:
         "_warned",
         "_warned_lock",
     )
+    _agent_pool: AgentPool
     _answer_sessions: AnswerSessions
     _assessor: Assessor
     _clients: ClientScope
@@ -157,6 +159,7 @@ class Verifier:
         set_(self, "_ledger", Ledger(config.ledger_path, events) if config.ledger_path else None)
         set_(self, "_clients", clients)
         set_(self, "_answer_sessions", answer_sessions)
+        set_(self, "_agent_pool", AgentPool(config.agent_threads))
         set_(self, "_sync", SyncLoop(self._close_loop_clients))
         set_(self, "_tracing", tracing)
         set_(self, "_router", router)
@@ -203,7 +206,8 @@ class Verifier:
 
         Its judge Router; its HTTP clients of the running loop, once its judge calls in flight
         there have finished (turns in flight go on); its ``run_sync`` loop, once the
-        ``run_sync`` calls in flight have returned; its idle hook threads. A verifier used
+        ``run_sync`` calls in flight have returned; its idle hook threads; its sync agents'
+        thread pool (``agentThreads``; agents running there finish). A verifier used
         after ``aclose`` opens what it needs again and logs one ``verifier_reopened`` warning.
         """
         if self._router is not None:
@@ -211,12 +215,14 @@ class Verifier:
         await self._close_loop_clients()
         await asyncio.to_thread(self._sync.close)
         self._hooks.close()
+        self._agent_pool.close()
 
     def close(self) -> None:
         """Close the ``run_sync`` loop and its HTTP clients, the Router and the hook threads
         (for code without an event loop; ``aclose`` also closes the running loop's clients)."""
         self._sync.close()
         self._hooks.close()
+        self._agent_pool.close()
         if self._router is not None:
             self._router.close()
 
@@ -304,7 +310,7 @@ class Verifier:
             span.record(turn_attributes, turn, profile.name, profile.config.mode)
             messages: Messages = [*turn.history, {"role": "user", "content": turn.user_message}]
             try:
-                reply = await call_agent(agent, messages)
+                reply = await call_agent(agent, messages, self._agent_pool)
                 outcome = await _Run(self, turn, profile, started).verify(agent, messages, reply)
             except VerificationExhausted as exc:
                 span.record(outcome_attributes, exc.outcome)
@@ -587,7 +593,7 @@ class _Run:
         events, left = self.v._events, self.time_left()
         try:
             async with asyncio.timeout(left):
-                retry = await call_agent(agent, messages)
+                retry = await call_agent(agent, messages, self.v._agent_pool)
         except TimeoutError:
             events.warning("agent_retry_timed_out", turn_id=self.turn.id, attempt=number)
             delivered = self.delivery(previous)
