@@ -134,6 +134,23 @@ def test_a_complete_part_of_truncated_json_is_not_taken_for_the_answer(text: str
 
 
 @pytest.mark.parametrize(
+    ("text", "repaired"),
+    [
+        ('Note [1]: see below.\n{"ok": true}', '{"ok": true}'),
+        ('See [1] and [2] for the format.\n\n{"ok": true}\nThanks.', '{"ok": true}'),
+        ('As in [1]. The answer: {"ok": true}', '{"ok": true}'),
+        ('Note [1]: see below.\n[{"ok": true}]', '[{"ok": true}]'),
+        ("Totals [1, 2] are in the table.", "[1, 2]"),  # nothing else: the first span
+    ],
+    ids=["footnote-line", "two-footnotes", "footnote-same-line", "array-answer", "only-inline"],
+)
+def test_a_footnote_marker_in_prose_yields_to_the_json_that_ends_its_line(
+    text: str, repaired: str
+) -> None:
+    assert repair_json(text) == repaired
+
+
+@pytest.mark.parametrize(
     "text",
     [
         'See [1]. {"a": [1, 2',

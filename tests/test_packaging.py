@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -72,3 +74,11 @@ def test_installed_wheel_renders_its_own_prompts(wheel: Path, tmp_path: Path) ->
     )
     where, rendered = result.stdout.split()
     assert Path(where).is_relative_to(target) and rendered == "True"
+
+
+def test_the_json_checks_schema_library_is_a_declared_dependency() -> None:
+    """The JSON check imports jsonschema: it must not depend on litellm happening to need it."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    declared = {re.split(r"[\s<>=!~;\[]", dep, maxsplit=1)[0] for dep in project["dependencies"]}
+    assert "jsonschema" in declared
+    assert "from jsonschema import" in (ROOT / "src/replyguard/checks/json_check.py").read_text()

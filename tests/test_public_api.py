@@ -5,8 +5,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
+
+import pytest
 
 import replyguard
+from replyguard.testing import ScriptedAgent, ScriptedJudge
 
 EXPECTED = {
     "Attempt",
@@ -37,6 +41,7 @@ EXPECTED = {
     "ToolCallRecord",
     "Turn",
     "Verdict",
+    "VerificationExhausted",
     "Verifier",
     "VerifierConfig",
     "__version__",
@@ -129,3 +134,18 @@ def test_import_builds_no_validator_and_reads_no_source_until_needed() -> None:
     assert loaded == 0
     assert parsed_for_schema
     assert description.startswith("Verdict length limit")
+
+
+async def test_verification_exhausted_comes_from_the_front_door_with_the_delivered_reply(
+    make_config: Callable[..., replyguard.VerifierConfig],
+) -> None:
+    fails = ["FAIL [incomplete]: add the date.", "FAIL [incomplete]: add the time."]
+    verifier = replyguard.Verifier(
+        make_config(verifyAll=True, maxAttempts=2, onExhausted="raise"),
+        judge=ScriptedJudge(fails),
+    )
+    with pytest.raises(replyguard.VerificationExhausted) as caught:
+        await verifier.run(ScriptedAgent(["r1", "r2"]), replyguard.Turn(user_message="Plan it."))
+    assert caught.value.last_reply == caught.value.outcome.attempts[-1].reply
+    assert isinstance(caught.value.last_reply, replyguard.Reply)
+    assert caught.value.last_reply.text == "r2"

@@ -586,3 +586,26 @@ async def test_judge_warmup_is_not_counted_in_the_judgement_deadline(make_config
         ScriptedAgent(["Done."]), TURN
     )
     assert outcome.status == Status.PASSED
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "FAIL [formatting]: use a table.",
+        '{"verdict": "FAIL", "category": "formatting", "feedback": "use a table."}',
+    ],
+    ids=["text", "json"],
+)
+async def test_a_fail_with_an_unknown_category_reaches_the_agent_readably(
+    make_config: Any, answer: str
+) -> None:
+    agent = ScriptedAgent(["Done: a list.", "Done: a table."])
+    verifier = Verifier(make_config(verifyAll=True), judge=ScriptedJudge([answer, "PASS"]))
+    outcome = await verifier.run(agent, Turn(user_message="Compare the plans."))
+    first = outcome.attempts[0].verdict
+    assert first is not None and (first.category, first.feedback) == (
+        None,
+        "[formatting] use a table.",
+    )
+    retry_message = agent.calls[1][-1]["content"]
+    assert "Reviewer's feedback: [formatting] use a table.\n" in retry_message

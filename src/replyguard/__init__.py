@@ -30,6 +30,7 @@ from replyguard.errors import (  # noqa: E402
     CrossFamilyError,
     JudgeError,
     ReplyguardError,
+    VerificationExhausted,
 )
 from replyguard.judge import Judge, JudgeReply, LiteLLMJudge  # noqa: E402
 from replyguard.prechecks import skip_reason  # noqa: E402
@@ -79,6 +80,7 @@ __all__ = [
     "ToolCallRecord",
     "Turn",
     "Verdict",
+    "VerificationExhausted",
     "Verifier",
     "VerifierConfig",
     "__version__",

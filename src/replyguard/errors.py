@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from replyguard.types import Outcome, Reply
+    from replyguard.types import Attempt, Outcome, Reply
 
 
 class ReplyguardError(Exception):
@@ -83,7 +83,22 @@ class VerificationExhausted(ReplyguardError):
 
     Carries the whole ``outcome`` (attempts, verdicts, cost, the last reply). The message
     holds only counts, categories and cost: never the judge's or the agent's text.
+
+    Attributes:
+        outcome: the turn's ``Outcome`` (status ``exhausted``), as ``run`` would have returned.
+        attempts: ``outcome.attempts``, every reply with its verdict.
+        categories: each verdict's category value (``str``), None for an uncategorised FAIL.
+        cost_usd: ``outcome.cost_usd``.
+        last_reply: the ``Reply`` (``.text`` and ``.meta``, not a ``str``) that the
+            ``deliver`` policy chose, the one ``run`` would have delivered; None only for an
+            outcome without attempts.
     """
+
+    outcome: Outcome
+    attempts: tuple[Attempt, ...]
+    categories: tuple[str | None, ...]
+    cost_usd: float
+    last_reply: Reply | None
 
     def __init__(self, outcome: Outcome, last_reply: Reply | None = None) -> None:
         self.outcome = outcome
@@ -94,7 +109,6 @@ class VerificationExhausted(ReplyguardError):
         self.cost_usd = outcome.cost_usd
         fallback = outcome.attempts[-1].reply if outcome.attempts else None
         self.last_reply = last_reply if last_reply is not None else fallback
-        """The reply the ``deliver`` policy would have delivered."""
         reason = f", {outcome.reason.value}" if outcome.reason is not None else ""
         named = ", ".join(c or "uncategorised" for c in self.categories) or "none"
         super().__init__(

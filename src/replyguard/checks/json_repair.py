@@ -7,8 +7,10 @@
    that parse; a fence closes only on a line of its own, so a string value containing
    ``````` does not end it. A fence tagged with another language (```bash, ```python) is code,
    never the answer: ``curl -d '{"a": 1}'`` or ``print([1, 2])`` are not mined for JSON;
-3. a span from a ``{`` or ``[`` to its matching bracket, in order of start, inside the JSON
-   fences if any hold a bracket, else in the text outside every fence. An ``re`` scan over
+3. a span from a ``{`` or ``[`` to its matching bracket, inside the JSON fences if any hold a
+   bracket, else in the text outside every fence: in order of start, but a span with more
+   prose after it on its line (a footnote marker, as ``[1]`` in "Note [1]: see below.") comes
+   after every span that ends its line (the answer itself). An ``re`` scan over
    strings and brackets finds the match, so strings and escapes are respected. A span that
    does not parse even without its trailing commas is skipped with all it encloses. A bracket
    that never closes is skipped, unless the JSON from it is merely cut short: then neither
@@ -45,6 +47,8 @@ _OPENER = re.compile(r"[{\[]")
 _JSON_LANGUAGES = frozenset({"", "json", "jsonc"})
 _CLOSER = {"{": "}", "[": "]"}
 _CUT = re.compile(r"[\w.+\\-]*\s*")  # the start of a literal, number or escape, then the end
+_PROSE_AFTER = re.compile(r"[^\n\w]*\w")  # a word before the line ends
+_PROSE_REACH = 1000  # how far after a span that word is looked for
 _DECODER = json.JSONDecoder()
 
 _Parsed = tuple[str, Any]
@@ -179,21 +183,24 @@ def _outside(text: str, fences: Sequence[_Fence]) -> list[str]:
 
 
 def _bracketed(stretches: Iterable[str]) -> list[_Parsed]:
-    """The spans that parse in each stretch of text, in order; none at all when some JSON is
-    cut short, since the JSON that was cut, not what came before it, was the answer."""
-    found: list[_Parsed] = []
+    """The spans that parse in each stretch of text, those that end their line first, each
+    kind in order; none at all when some JSON is cut short, since the JSON that was cut, not
+    what came before it, was the answer."""
+    ending: list[_Parsed] = []
+    inline: list[_Parsed] = []
     for stretch in stretches:
         spans = _spans(stretch)
         if spans is None:
             return []
-        found.extend(spans)
-    return found
+        for parsed, in_prose in spans:
+            (inline if in_prose else ending).append(parsed)
+    return ending + inline
 
 
-def _spans(text: str) -> list[_Parsed] | None:
-    """Spans from an opening bracket to its match that parse, in order of their start; None
-    when the text ends in JSON cut short."""
-    found: list[_Parsed] = []
+def _spans(text: str) -> list[tuple[_Parsed, bool]] | None:
+    """Spans from an opening bracket to its match that parse, in order of their start, each
+    with whether prose follows it on its line; None when the text ends in JSON cut short."""
+    found: list[tuple[_Parsed, bool]] = []
     ends: dict[int, int] = {}
     skip_to = tries = 0
     for opener in _OPENER.finditer(text):
@@ -217,7 +224,8 @@ def _spans(text: str) -> list[_Parsed] | None:
         without_commas = _STRING_OR_TRAILING_COMMA.sub(lambda m: m.group(1) or "", span)
         parsed = _loads(span) or (_loads(without_commas) if without_commas != span else None)
         if parsed is not None:
-            found.append(parsed)
+            in_prose = _PROSE_AFTER.match(text, end, end + _PROSE_REACH) is not None
+            found.append((parsed, in_prose))
         skip_to = end
     return found
 
