@@ -592,3 +592,40 @@ BENIGN: tuple[Sample, ...] = tuple(
         ),
     ]
 )
+
+
+# -- history of any JSON shape ---------------------------------------------------------------------
+
+
+def _deep(depth: int) -> list[object]:
+    value: list[object] = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+ODD_HISTORY: dict[str, dict[str, object]] = {
+    "tool-calls-number": {"role": "assistant", "content": None, "tool_calls": 5},
+    "tool-calls-string": {"role": "assistant", "content": "ok", "tool_calls": "read_file"},
+    "tool-calls-object": {"role": "assistant", "tool_calls": {"function": {"name": "f"}}},
+    "tool-calls-odd-entries": {
+        "role": "assistant",
+        "tool_calls": [None, 3, "x", {"function": "f"}, {"function": {"name": ["a"]}}],
+    },
+    "content-number": {"role": "user", "content": 42},
+    "content-false": {"role": "user", "content": False},
+    "content-object": {"role": "tool", "tool_call_id": 7, "content": {"rows": [1, 2]}},
+    "content-odd-parts": {
+        "role": "user",
+        "content": [1, None, {"type": ["x"]}, {"type": "text", "text": {"a": 1}}, ["nested"]],
+    },
+    "role-and-name-odd": {"role": ["system"], "name": {"first": "Ana"}, "content": "hi"},
+    "no-role": {"content": "hi"},
+    "empty": {},
+    "nested-too-deep": {"role": "user", "content": {"a": _deep(5000)}},
+    "keys-not-strings": {"role": "user", "content": {(1, 2): "x", 3: None}},
+}
+"""History messages of odd shape (``Turn.history`` is whatever the caller keeps): each must be
+rendered for the judge and judged, never stop the prompt build."""
+PYTHON_ONLY_HISTORY = frozenset({"nested-too-deep", "keys-not-strings"})
+"""The ``ODD_HISTORY`` messages no JSON text decodes to (nesting too deep, keys not strings)."""

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from injection_corpus import HOSTILE, Sample
+from injection_corpus import HOSTILE, ODD_HISTORY, Sample
 from replyguard import tokens
 from replyguard._prompts import fill, render
 from replyguard.context import (
@@ -993,3 +993,23 @@ def test_the_filled_template_is_the_rendered_template(present: int) -> None:
         },
     }
     assert fill("judge_context.j2", **values) == render("judge_context.j2", **values)
+
+
+# -- history of any JSON shape --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("message", ODD_HISTORY.values(), ids=ODD_HISTORY.keys())
+def test_a_history_message_of_any_shape_is_rendered(message: dict[str, Any]) -> None:
+    rendered = render_message(message)
+    assert rendered.startswith("[")
+    prompt = _build(turn=_full_turn(history=[message]))
+    assert rendered.split("\n")[0][:40] in _section(prompt, "conversation_history")
+
+
+def test_odd_tool_calls_are_shown_as_they_are() -> None:
+    assert render_message(ODD_HISTORY["tool-calls-number"]) == "[assistant] [tool call: 5]"
+    assert render_message(ODD_HISTORY["tool-calls-odd-entries"]) == (
+        "[assistant] [tool call: null]\n[tool call: 3]\n[tool call: x]\n"
+        '[tool call: {"function": "f"}]\n[calls tool ["a"]()]'
+    )
+    assert render_message(ODD_HISTORY["content-false"]) == "[user] false"

@@ -171,6 +171,7 @@ def _system_tokens() -> int:
 
 
 def _content_text(content: Any) -> str:
+    """A message's content as text: a string, content parts, or any other JSON value."""
     if content is None:
         return ""
     if isinstance(content, str):
@@ -181,38 +182,63 @@ def _content_text(content: Any) -> str:
             if isinstance(part, str):
                 parts.append(part)
             elif isinstance(part, dict):
-                kind = str(part.get("type", "part"))
+                kind = _text(part.get("type", "part"))
                 text = part.get("text")
-                parts.append(str(text) if kind == "text" and text is not None else f"[{kind}]")
+                parts.append(_text(text) if kind == "text" and text is not None else f"[{kind}]")
             else:
                 parts.append(f"[{type(part).__name__}]")
         return "\n".join(parts)
-    return str(content)
+    return _text(content)
 
 
 def _text(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
+    """``value`` as text: itself when a string, else JSON, else its ``repr`` (never raises for
+    an odd value: keys that are not strings, cycles, nesting too deep)."""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, default=str, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        try:
+            return repr(value)
+        except Exception:  # a repr that fails (or recurses) itself
+            return f"[{type(value).__name__}]"
 
 
 def _short(text: str) -> str:
     return text if len(text) <= _ARGUMENT_CHARS else text[:_ARGUMENT_CHARS] + "…"
 
 
+def _tool_call(call: Any, redact: Redact) -> str:
+    """One entry of ``tool_calls``: ``[calls tool name(arguments)]`` for an OpenAI-style call,
+    the entry itself for anything else."""
+    function = call.get("function") if isinstance(call, dict) else None
+    if not isinstance(function, dict):
+        return f"[tool call: {_short(redact(_text(call)))}]"
+    name = function.get("name", "?")
+    arguments = function.get("arguments", "")
+    return f"[calls tool {redact(_text(name))}({_short(redact(_text(arguments)))})]"
+
+
 def render_message(message: Any, *, redact: Redact = _same) -> str:
-    """One history message as text, whatever its shape; ``redact`` sees each piece whole."""
+    """One history message as text, whatever its JSON shape; ``redact`` sees each piece whole.
+
+    A history comes from the caller as it is: ``tool_calls`` may be a list, one call or a
+    number, ``content`` any JSON value, ``role`` and ``name`` anything. Each is shown, none
+    stops the judgement.
+    """
     if not isinstance(message, dict):
         return f"[unknown] {_short(redact(_text(message)))}"
-    role = str(message.get("role") or "unknown")
+    role = _text(message.get("role") or "unknown")
     label = message.get("name") or message.get("tool_call_id")
     content = message.get("content")
-    lines = [redact(_content_text(content))] if content else []
-    for call in message.get("tool_calls") or []:
-        function = call.get("function", {}) if isinstance(call, dict) else {}
-        name = function.get("name", "?") if isinstance(function, dict) else "?"
-        arguments = function.get("arguments", "") if isinstance(function, dict) else ""
-        lines.append(f"[calls tool {redact(str(name))}({_short(redact(_text(arguments)))})]")
+    lines = [redact(_content_text(content))] if content not in (None, "", [], {}) else []
+    calls = message.get("tool_calls")
+    if calls not in (None, [], ""):
+        for call in calls if isinstance(calls, list) else [calls]:
+            lines.append(_tool_call(call, redact))
     body = "\n".join(line for line in lines if line) or "(no content)"
-    header = f"[{role} {redact(str(label))}]" if label else f"[{role}]"
+    header = f"[{role} {redact(_text(label))}]" if label else f"[{role}]"
     return f"{header} {body}"
 
 
