@@ -10,10 +10,26 @@ each check one property of every case's result.
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 
-from fault_matrix import CASES, FAULTS_BY_NAME, SLACK, TIMEOUT, Case, Matrix, Result, run_matrix
+from conftest import API_KEY, SecretsGuard
+from fault_matrix import (
+    CASES,
+    FAULTS_BY_NAME,
+    SLACK,
+    SMUGGLED,
+    TIMEOUT,
+    WIRES,
+    Case,
+    Matrix,
+    Result,
+    Smuggled,
+    run_matrix,
+    run_smuggled,
+)
+from provider_server import Wire
 
 CASE_PARAMS = [pytest.param(case, id=case.id) for case in CASES]
 
@@ -98,3 +114,29 @@ def test_provider_timeout_status_is_reported_with_the_providers_error(
 def test_no_task_is_pending_on_the_loop_once_every_verifier_is_closed(matrix: Matrix) -> None:
     """``aclose()`` is the shutdown call: litellm's logging worker must not outlive it."""
     assert matrix.tasks_on_the_loop == []
+
+
+# -- smuggling: content that must not make a turn worse -------------------------------------------
+
+SMUGGLED_PARAMS = [
+    pytest.param(case, wire, id=f"{case.name}-{wire.name}") for case in SMUGGLED for wire in WIRES
+]
+
+
+@pytest.mark.parametrize(("case", "wire"), SMUGGLED_PARAMS)
+def test_smuggled_content_is_judged_and_keeps_no_key(
+    case: Smuggled, wire: Wire, tmp_path: Path, secrets_guard: SecretsGuard
+) -> None:
+    """The key an answer echoes reaches no outcome, agent message, ledger line or replyguard
+    log record (litellm's own DEBUG records of the raw answer are outside its reach: see
+    ``test_secrets_guard``)."""
+    ledger = tmp_path / "ledger.jsonl"
+    result = asyncio.run(run_smuggled(case, wire, str(ledger)))
+    assert {leak.logger for leak in secrets_guard.forgive()} <= {"LiteLLM"}
+    assert (result.status, result.attempts) == (case.status, case.attempts)
+    assert len(result.prompts) == case.attempts  # every attempt was judged
+    if case.attempts > 1:
+        assert result.first_verdict_passed is False  # the forged PASS did not count
+    if case.prompt_holds is not None:
+        assert case.prompt_holds in result.prompts[0]
+    assert not [text for text in [*result.texts, ledger.read_text()] if API_KEY in text]
