@@ -1,0 +1,463 @@
+"""Nothing the judge, the disk, the host or an operator's pattern does can stall a turn.
+
+Each test drives the public API into one hostile condition and asserts the turn is delivered,
+in time (generous bounds, in seconds), and with the event loop free (a ticker task that is
+never late by much): a huge or oddly shaped judge answer, a ledger that is a FIFO or locked, a
+10 MB reply, run_sync mixed with await, slow sync agents, a catastrophic regex.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import API_KEY
+from provider_server import ANTHROPIC, OPENAI, ProviderServer, Step, Wire
+from replyguard import Reason, Status, Turn, Verifier, VerifierConfig
+from replyguard.answer_cap import MAX_ANSWER_BYTES
+from replyguard.testing import ScriptedAgent, ScriptedJudge
+
+WIRES = [pytest.param(OPENAI, id="openai"), pytest.param(ANTHROPIC, id="anthropic")]
+REPLY = "Done: here is the checklist."
+
+
+class Ticker:
+    """A task that wakes every 5 ms and records how late it ever was (the loop's longest stall,
+    give or take one tick)."""
+
+    def __init__(self) -> None:
+        self.worst = 0.0
+        self._last = time.monotonic()
+
+    async def run(self) -> None:
+        while True:
+            await asyncio.sleep(0.005)
+            self.mark()
+
+    def reset(self) -> None:
+        """Forget what happened so far (set-up, warm-up): measure from now."""
+        self.worst, self._last = 0.0, time.monotonic()
+
+    def mark(self) -> None:
+        now = time.monotonic()
+        self.worst = max(self.worst, now - self._last - 0.005)
+        self._last = now
+
+
+@pytest.fixture
+async def ticker() -> AsyncIterator[Ticker]:
+    ticker = Ticker()
+    task = asyncio.create_task(ticker.run())
+    yield ticker
+    task.cancel()
+
+
+async def stopped(ticker: Ticker) -> float:
+    """The ticker's worst lateness, counting the stretch up to now."""
+    await asyncio.sleep(0)
+    ticker.mark()
+    return ticker.worst
+
+
+def loopback_config(wire: Wire, url: str, **keys: Any) -> VerifierConfig:
+    data = {
+        "enabled": True,
+        "verifyAll": True,
+        "model": wire.judge_model,
+        "agentModel": wire.agent_model,
+        "apiKey": API_KEY,
+        "apiBase": url,
+        "timeoutSeconds": 1,
+        "maxLatencyMs": 1500,
+        **keys,
+    }
+    return VerifierConfig.from_dict(data)
+
+
+def answer_body(wire: Wire, text: str) -> bytes:
+    """A whole answer's bytes, made before the request, so the server thread serialises
+    nothing while the client reads (its GIL time would show as the client's loop lag)."""
+    return json.dumps(wire.answer(Step(text=text), wire.judge_model.split("/", 1)[1])).encode()
+
+
+async def warm(verifier: Verifier) -> None:
+    """litellm's first call to a provider pays for its set-up; not the case under test."""
+    await verifier.warmup()
+    await verifier.verify(Turn(user_message="warm up"), REPLY)
+
+
+# -- 1. a judge answer of any size or shape -----------------------------------------------------
+
+
+@pytest.mark.parametrize("wire", WIRES)
+async def test_an_answer_over_the_byte_cap_is_not_read_and_fails_open_unreadable(
+    wire: Wire, ticker: Ticker
+) -> None:
+    lines = "x\n" * (25 * 1024 * 1024)  # 50 MB of short lines: the costliest shape to parse
+    body = answer_body(wire, lines)
+    with ProviderServer(default=Step(text="PASS")) as server:
+        verifier = Verifier(loopback_config(wire, server.url))
+        await warm(verifier)
+        server.push(Step(body=body))
+        ticker.reset()
+        started = time.monotonic()
+        outcome = await verifier.run(ScriptedAgent([REPLY]), Turn(user_message="q"))
+        seconds = time.monotonic() - started
+        worst = await stopped(ticker)
+        await verifier.aclose()
+    assert outcome.response == REPLY
+    assert (outcome.status, outcome.reason) == (Status.FAILED_OPEN, Reason.UNREADABLE_VERDICT)
+    verdict = outcome.attempts[-1].verdict
+    assert verdict is not None
+    assert f"passed {MAX_ANSWER_BYTES} bytes" in (verdict.error or "")
+    assert seconds < 1.5
+    # Read whole, this answer blocked the loop for over half a second.
+    assert worst < 0.25, worst
+
+
+@pytest.mark.parametrize("wire", WIRES)
+async def test_an_answer_under_the_byte_cap_is_read_whole(wire: Wire) -> None:
+    filler = "The checklist covers every step asked for. " * 12_000  # about 500 KB
+    with ProviderServer(default=Step(text="PASS")) as server:
+        verifier = Verifier(loopback_config(wire, server.url))
+        await warm(verifier)
+        server.push(Step(body=answer_body(wire, filler + "\nPASS")))
+        outcome = await verifier.run(ScriptedAgent([REPLY]), Turn(user_message="q"))
+        await verifier.aclose()
+    assert outcome.status == Status.PASSED
+
+
+async def test_a_long_answer_from_any_judge_is_parsed_off_the_loop(
+    make_config: Callable[..., VerifierConfig], ticker: Ticker
+) -> None:
+    """A custom judge bypasses the HTTP cap: its text is still parsed in a thread, and a text
+    past the cap is unreadable without being parsed."""
+    config = make_config(verifyAll=True, maxLatencyMs=2000)
+    ticker.reset()
+    for text in ("x\n" * 400_000, "x\n" * MAX_ANSWER_BYTES):
+        verifier = Verifier(config, judge=ScriptedJudge([text]))
+        started = time.monotonic()
+        outcome = await verifier.run(ScriptedAgent([REPLY]), Turn(user_message="q"))
+        assert time.monotonic() - started < 2.5
+        assert outcome.status == Status.FAILED_OPEN
+        assert outcome.reason in (Reason.UNREADABLE_VERDICT, Reason.LATENCY_BUDGET)
+    assert await stopped(ticker) < 0.25
+
+
+# -- 2. the ledger ------------------------------------------------------------------------------
+
+
+async def ledger_turn(config: VerifierConfig, turn: Turn | None = None) -> tuple[Any, float]:
+    verifier = Verifier(config, judge=ScriptedJudge(["PASS"]))
+    started = time.monotonic()
+    outcome = await verifier.run(ScriptedAgent([REPLY]), turn or Turn(user_message="q"))
+    return outcome, time.monotonic() - started
+
+
+def failed_writes(logs: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in logs.records if "ledger_write_failed" in r.getMessage()]
+
+
+async def test_a_ledger_that_is_a_fifo_without_reader_is_refused_at_once(
+    make_config: Callable[..., VerifierConfig],
+    tmp_path: Path,
+    replyguard_logs: pytest.LogCaptureFixture,
+) -> None:
+    fifo = tmp_path / "ledger.fifo"
+    os.mkfifo(fifo)
+    config = make_config(verifyAll=True, ledgerPath=str(fifo), maxLatencyMs=1000)
+    outcome, seconds = await asyncio.wait_for(ledger_turn(config), timeout=10)
+    assert outcome.status == Status.PASSED
+    assert seconds < 1.5
+    assert failed_writes(replyguard_logs)
+
+
+async def test_a_ledger_that_is_a_fifo_with_a_reader_is_refused_as_not_a_regular_file(
+    make_config: Callable[..., VerifierConfig],
+    tmp_path: Path,
+    replyguard_logs: pytest.LogCaptureFixture,
+) -> None:
+    fifo = tmp_path / "ledger.fifo"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        config = make_config(verifyAll=True, ledgerPath=str(fifo))
+        outcome, _ = await asyncio.wait_for(ledger_turn(config), timeout=10)
+    finally:
+        os.close(reader)
+    assert outcome.status == Status.PASSED
+    assert any("not a regular file" in message for message in failed_writes(replyguard_logs))
+
+
+@pytest.mark.parametrize("deadline", [None, 1000])
+async def test_a_ledger_locked_by_another_writer_never_holds_the_turn(
+    make_config: Callable[..., VerifierConfig],
+    tmp_path: Path,
+    replyguard_logs: pytest.LogCaptureFixture,
+    deadline: int | None,
+) -> None:
+    path = tmp_path / "ledger.jsonl"
+    holder = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    fcntl.flock(holder, fcntl.LOCK_EX)  # another open file: flock conflicts even in-process
+    try:
+        config = make_config(verifyAll=True, ledgerPath=str(path), maxLatencyMs=deadline)
+        outcome, seconds = await asyncio.wait_for(ledger_turn(config), timeout=10)
+    finally:
+        os.close(holder)
+    assert outcome.status == Status.PASSED
+    assert seconds < 1.5
+    assert any("locked" in message for message in failed_writes(replyguard_logs))
+    assert path.read_text() == ""
+
+
+async def test_lone_surrogates_give_one_valid_line_with_replacement_characters(
+    make_config: Callable[..., VerifierConfig], tmp_path: Path
+) -> None:
+    path = tmp_path / "ledger.jsonl"
+    config = make_config(verifyAll=True, ledgerPath=str(path), logContent=True)
+    verifier = Verifier(config, judge=ScriptedJudge(["FAIL [incomplete]: add \udc80 it", "PASS"]))
+    turn = Turn(user_message="q", id="turn-\ud800", agent_id="agent-\udfff")
+    outcome = await verifier.run(ScriptedAgent([REPLY, REPLY + " And more."]), turn)
+    assert outcome.status == Status.PASSED
+    raw = path.read_bytes()
+    assert raw.count(b"\n") == 1
+    record = json.loads(raw.decode("utf-8"))  # strict UTF-8: no surrogate survived
+    assert record["turnId"] == "turn-\ufffd"
+    assert record["agentId"] == "agent-\ufffd"
+    assert record["feedback"] == ["add \ufffd it"]
+
+
+def test_replyguard_imports_and_writes_its_ledger_where_fcntl_does_not_exist(
+    tmp_path: Path,
+) -> None:
+    script = textwrap.dedent(
+        f"""
+        import asyncio, json, sys
+        sys.modules["fcntl"] = None  # as on Windows: importing it raises ImportError
+        import replyguard
+        from replyguard import Turn, Verifier, VerifierConfig
+        from replyguard.testing import ScriptedAgent, ScriptedJudge
+
+        config = VerifierConfig.from_dict({{
+            "enabled": True, "verifyAll": True, "agentModel": "openai/gpt-4o",
+            "ledgerPath": {str(tmp_path / "ledger.jsonl")!r},
+        }})
+        verifier = Verifier(config, judge=ScriptedJudge(["PASS"]))
+        outcome = asyncio.run(verifier.run(ScriptedAgent(["Done"]), Turn(user_message="q")))
+        print(outcome.status.value)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "passed"
+    lines = (tmp_path / "ledger.jsonl").read_text().splitlines()
+    assert [json.loads(line)["status"] for line in lines] == ["passed"]
+
+
+# -- 3. a huge reply ----------------------------------------------------------------------------
+
+
+async def test_a_ten_megabyte_reply_of_short_lines_keeps_the_turn_deadline(
+    make_config: Callable[..., VerifierConfig], ticker: Ticker
+) -> None:
+    reply = "a short line of the reply\n" * (10 * 1024 * 1024 // 26)
+    config = make_config(verifyAll=True, maxLatencyMs=100)
+    verifier = Verifier(config, judge=ScriptedJudge(["PASS"]))
+    await verifier.warmup()
+    started = time.monotonic()
+    outcome = await verifier.run(ScriptedAgent([reply]), Turn(user_message="q"))
+    seconds = time.monotonic() - started
+    assert (outcome.status, outcome.reason) == (Status.FAILED_OPEN, Reason.LATENCY_BUDGET)
+    assert outcome.response == reply
+    assert seconds < 0.1 + 0.5
+
+
+# -- 4. run_sync and await in one process -------------------------------------------------------
+
+
+MIXED = """
+import asyncio, sys, threading
+sys.path.insert(0, {tests!r})
+from provider_server import OPENAI, ProviderServer, Step
+from replyguard import Turn, Verifier, VerifierConfig
+from replyguard.testing import ScriptedAgent
+
+async def main(url):
+    config = VerifierConfig.from_dict({{
+        "enabled": True, "verifyAll": True, "model": OPENAI.judge_model,
+        "agentModel": OPENAI.agent_model, "apiKey": "sk-test-SECRETKEY-0123456789abcdef",
+        "apiBase": url,
+    }})
+    verifier = Verifier(config)
+    statuses = []
+    def sync_turn():
+        statuses.append(verifier.run_sync(ScriptedAgent(["Done"]), Turn(user_message="q")).status)
+    for _ in range(2):
+        await asyncio.to_thread(sync_turn)
+        statuses.append(await verifier.run(ScriptedAgent(["Done"]), Turn(user_message="q")))
+        await asyncio.gather(*(asyncio.to_thread(sync_turn) for _ in range(3)))
+        verdict = await verifier.verify(Turn(user_message="q"), "Done")
+        statuses.append("passed" if verdict.passed and verdict.readable else verdict.error)
+    print(len(statuses), sorted({{str(getattr(s, "status", s)) for s in statuses}}))
+    {close}
+
+with ProviderServer(default=Step(text="PASS")) as server:
+    asyncio.run(main(server.url))
+"""
+
+
+@pytest.mark.parametrize("closed", [True, False], ids=["aclose", "no-aclose"])
+def test_run_sync_from_threads_mixed_with_await_is_silent_and_correct(closed: bool) -> None:
+    close = "await verifier.aclose()" if closed else "pass  # a host that never closes"
+    script = MIXED.format(tests=str(Path(__file__).parent), close=close)
+    done = subprocess.run(
+        [sys.executable, "-X", "dev", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env={**os.environ, "PYTHONWARNINGS": "default"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert "12 ['passed'" in done.stdout or "12 ['Status.PASSED'" in done.stdout, done.stdout
+    for noise in ("Task was destroyed", "Exception ignored", "Traceback", "never awaited"):
+        assert noise not in done.stderr, done.stderr
+
+
+# -- 5. sync agents get their own bounded pool --------------------------------------------------
+
+
+async def test_sync_agents_share_only_the_agent_threads_of_their_verifier(
+    make_config: Callable[..., VerifierConfig],
+) -> None:
+    config = make_config(verifyAll=True, agentThreads=2)
+    verifier = Verifier(config, judge=ScriptedJudge(["PASS"] * 3))
+    release = threading.Event()
+    lock = threading.Lock()
+    running: list[str] = []
+    most = 0
+    two_running = threading.Event()
+
+    def slow_agent(messages: list[dict[str, Any]]) -> str:
+        nonlocal most
+        with lock:
+            running.append(threading.current_thread().name)
+            most = max(most, len(running))
+            if len(running) == 2:
+                two_running.set()
+        release.wait(timeout=30)
+        with lock:
+            running.remove(threading.current_thread().name)
+        return REPLY
+
+    turns = [
+        asyncio.create_task(verifier.run(slow_agent, Turn(user_message=f"q{n}"))) for n in range(3)
+    ]
+    assert await asyncio.to_thread(two_running.wait, 10)
+    # Both agent threads are taken; asyncio's default executor (checks, hosts) is not.
+    assert await asyncio.wait_for(asyncio.to_thread(lambda: "free"), timeout=5) == "free"
+    assert all(name.startswith("replyguard-agent") for name in running)
+    release.set()
+    outcomes = await asyncio.wait_for(asyncio.gather(*turns), timeout=30)
+    assert [o.status for o in outcomes] == [Status.PASSED] * 3
+    assert most == 2
+    await verifier.aclose()
+    agent_threads = [t for t in threading.enumerate() if t.name.startswith("replyguard-agent")]
+    for thread in agent_threads:
+        thread.join(timeout=5)
+    assert not any(t.is_alive() for t in agent_threads)
+
+
+def test_agent_threads_has_a_documented_default() -> None:
+    assert VerifierConfig().agent_threads == 32
+    assert "agentThreads" in Path(__file__).parent.parent.joinpath("README.md").read_text()
+
+
+# -- 6. operator regexes ------------------------------------------------------------------------
+
+CATASTROPHIC = "(a|a)+$"
+"""Backtracks exponentially in re and in the regex module alike (not rescued by regex's
+optimiser, as ``(a+)+$`` is)."""
+VICTIM = "a" * 40 + "b"
+
+
+@pytest.mark.parametrize(
+    "check",
+    [
+        pytest.param({"type": "rules", "mustNotMatch": [CATASTROPHIC]}, id="rules-must-not-match"),
+        pytest.param({"type": "rules", "mustMatch": [CATASTROPHIC]}, id="rules-must-match"),
+        pytest.param(
+            {"type": "json", "fields": {"code": {"pattern": CATASTROPHIC}}}, id="json-field"
+        ),
+        pytest.param(
+            {
+                "type": "json",
+                "schema": {"type": "object", "properties": {"code": {"pattern": CATASTROPHIC}}},
+            },
+            id="json-schema-pattern",
+        ),
+        pytest.param(
+            {
+                "type": "json",
+                "schema": {"type": "object", "patternProperties": {CATASTROPHIC: {}}},
+            },
+            id="json-schema-pattern-properties",
+        ),
+    ],
+)
+async def test_a_catastrophic_operator_pattern_fails_its_check_open_within_the_deadline(
+    make_config: Callable[..., VerifierConfig], ticker: Ticker, check: dict[str, Any]
+) -> None:
+    reply = json.dumps({"code": VICTIM, VICTIM: 1}) if check["type"] == "json" else VICTIM
+    config = make_config(verifyAll=True, maxLatencyMs=3000, checks=[check])
+    verifier = Verifier(config, judge=ScriptedJudge(["PASS"]))
+    ticker.reset()
+    started = time.monotonic()
+    outcome = await verifier.run(ScriptedAgent([reply]), Turn(user_message="q"))
+    seconds = time.monotonic() - started
+    assert outcome.status == Status.PASSED
+    result = outcome.attempts[0].checks[0]
+    assert result.passed
+    assert "did not finish within" in (result.error or "")
+    assert CATASTROPHIC in (result.error or "")
+    assert seconds < 3.0
+    assert await stopped(ticker) < 0.25
+
+
+async def test_a_pattern_still_out_of_time_when_the_turn_deadline_passes_fails_the_turn_open(
+    make_config: Callable[..., VerifierConfig],
+) -> None:
+    check = {"type": "rules", "mustNotMatch": [CATASTROPHIC]}
+    config = make_config(verifyAll=True, maxLatencyMs=200, checks=[check])
+    verifier = Verifier(config, judge=ScriptedJudge([]))
+    started = time.monotonic()
+    outcome = await verifier.run(ScriptedAgent([VICTIM]), Turn(user_message="q"))
+    assert (outcome.status, outcome.reason) == (Status.FAILED_OPEN, Reason.LATENCY_BUDGET)
+    assert time.monotonic() - started < 0.2 + 0.5
+
+
+async def test_ordinary_operator_patterns_still_decide(
+    make_config: Callable[..., VerifierConfig],
+) -> None:
+    check = {"type": "rules", "mustNotMatch": [r"\bTODO\b"], "mustMatch": [r"^Done"]}
+    config = make_config(verifyAll=True, maxAttempts=1, checks=[check])
+    verifier = Verifier(config, judge=ScriptedJudge([]))
+    outcome = await verifier.run(ScriptedAgent(["Done, but TODO: tests"]), Turn(user_message="q"))
+    assert outcome.status == Status.EXHAUSTED
+    verdict = outcome.attempts[0].verdict
+    assert verdict is not None
+    assert "forbidden pattern" in (verdict.feedback or "")
