@@ -23,9 +23,11 @@ Which verdict counts (a reply may try to make the judge quote a forged PASS):
 1. An answer that is only a fenced block is read as that block's contents.
 2. An answer that is a JSON object is read as JSON alone.
 3. Otherwise verdict-shaped text that is quoted never counts: a line inside a fenced block
-   (but the closing block of rule "fenced" above), a block-quote line (``> PASS``), a line
-   whose verdict starts with a quotation mark (``"PASS"``). Fences and block quotes are found
-   by ``replyguard.quoting``, the scanner every part of replyguard shares.
+   (but the block that ends the answer and holds only the verdict), a block-quote line
+   (``> PASS``), a line whose verdict starts with a quotation mark (``"PASS"``: never a verdict
+   line, since the token must start it). A fence never closed quotes nothing: it must not hide
+   the verdict after it. Fences and block quotes are found by ``replyguard.quoting``, the
+   scanner every part of replyguard shares. docs/verdicts.md has examples.
 4. Of the verdict lines and JSON verdict objects left, the last wins, except that a FAIL
    stands: when any of them is a FAIL, the last FAIL is the verdict, whatever PASS lines or
    echoed PASS objects come after it (a judge changing its mind is rarer than a reply that
