@@ -10,6 +10,7 @@ each check one property of every case's result.
 from __future__ import annotations
 
 import asyncio
+import sys
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,7 @@ from fault_matrix import (
     run_matrix,
     run_smuggled,
 )
+from host_faults import HOST_FAULTS, LINUX_ONLY, run_host_fault
 from provider_server import Wire
 
 CASE_PARAMS = [pytest.param(case, id=case.id) for case in CASES]
@@ -140,3 +142,19 @@ def test_smuggled_content_is_judged_and_keeps_no_key(
     if case.prompt_holds is not None:
         assert case.prompt_holds in result.prompts[0]
     assert not [text for text in [*result.texts, ledger.read_text()] if API_KEY in text]
+
+
+# -- the host's faults (``host_faults``): a careless host never makes a turn worse ---------------
+
+
+@pytest.mark.parametrize("wire", WIRES, ids=lambda wire: wire.name)
+@pytest.mark.parametrize("name", list(HOST_FAULTS))
+async def test_a_careless_host_gets_every_turn_judged_and_nothing_left_behind(
+    name: str, wire: Wire
+) -> None:
+    if name in LINUX_ONLY and not sys.platform.startswith("linux"):
+        pytest.skip("a child subreaper is Linux's")
+    result = await run_host_fault(name, wire)
+    assert result.outcomes and set(result.outcomes) == {("passed", None)}, result.outcomes
+    assert result.connections_left == 0
+    assert result.processes_left == []
