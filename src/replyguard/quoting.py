@@ -139,9 +139,15 @@ def code_blocks(text: str, limit: int | None = None) -> list[Block]:
     return blocks
 
 
+_QUOTE_LINE = re.compile(r"^[ \t]*>", re.M)
+
+
 def kinds(text: str) -> list[Kind]:
     """The kind of each line of ``text`` (aligned with ``text.split("\\n")``)."""
-    blocks = iter(code_blocks(text))
+    found = code_blocks(text)
+    if not found and _QUOTE_LINE.search(text) is None:
+        return [Kind.TEXT] * (text.count("\n") + 1)  # the common case, without a loop
+    blocks = iter(found)
     block = next(blocks, None)
     result: list[Kind] = []
     position = 0

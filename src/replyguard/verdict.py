@@ -46,8 +46,8 @@ why. Pure, linear in the text's length, and never raises.
 
 from __future__ import annotations
 
-import bisect
 import json
+import re
 import unicodedata
 from dataclasses import dataclass
 from typing import Any
@@ -63,6 +63,8 @@ _SEPARATORS = ":.-" + _DASHES
 _LABELS = ("final verdict", "final answer", "verdict")
 _JSON_TRIES = 64  # '{' positions tried, from the end, when looking for JSON verdicts
 _DECODER = json.JSONDecoder()
+_PASS = re.compile("pass", re.IGNORECASE)  # a PASS line holds it (re finds a superset)
+_FAIL = re.compile("fail", re.IGNORECASE)
 
 __all__ = ["parse_verdict"]
 
@@ -96,7 +98,12 @@ def parse_verdict(text: str) -> Verdict:
         return _from_json(text, whole, None)
     lines = body.split("\n")
     kinds = _counted_kinds(body, lines)
-    found = _verdict_lines(lines, kinds)
+    # The last FAIL line and the last PASS line are all rule 4 needs of the lines.
+    found = [
+        piece
+        for passed in (False, True)
+        if (piece := _last_line(body, lines, kinds, passed)) is not None
+    ]
     found += _json_verdicts(body, lines, kinds)
     found.sort(key=lambda piece: piece.at)
     valid = [piece for piece in found if piece.token is not None]
@@ -176,18 +183,23 @@ def _counted_kinds(text: str, lines: list[str]) -> list[Kind]:
     ]
 
 
-def _verdict_lines(lines: list[str], kinds: list[Kind]) -> list[_Found]:
-    found: list[_Found] = []
-    at = 0
-    for i, line in enumerate(lines):
-        if kinds[i] is Kind.TEXT:
-            read = _read_line(line)
-            if read is not None:
-                passed, category, inline = read
-                token = "PASS" if passed else "FAIL"
-                found.append(_Found(at, token, i, category, inline))
-        at += len(line) + 1
-    return found
+def _last_line(text: str, lines: list[str], kinds: list[Kind], passed: bool) -> _Found | None:
+    """The last counted verdict line that passes (or fails). Only lines holding the word are
+    read, from the end, so a long answer costs one regex scan."""
+    word = _PASS if passed else _FAIL
+    index, after = len(lines) - 1, len(text)
+    tried = -1
+    for position in reversed([match.start() for match in word.finditer(text)]):
+        index -= text.count("\n", position, after)
+        after = position
+        if index == tried or kinds[index] is not Kind.TEXT:
+            continue
+        tried = index
+        read = _read_line(lines[index])
+        if read is not None and read[0] is passed:
+            start = text.rfind("\n", 0, position) + 1
+            return _Found(start, "PASS" if passed else "FAIL", index, read[1], read[2])
+    return None
 
 
 def _json_verdicts(text: str, lines: list[str], kinds: list[Kind]) -> list[_Found]:
@@ -202,9 +214,6 @@ def _json_verdicts(text: str, lines: list[str], kinds: list[Kind]) -> list[_Foun
     first = text.find("{")
     if first >= 0 and first not in starts:
         starts.append(first)
-    line_starts = [0]
-    for line in lines[:-1]:
-        line_starts.append(line_starts[-1] + len(line) + 1)
     spans: list[tuple[int, int]] = []
     found: list[_Found] = []
     for start in sorted(starts):
@@ -217,7 +226,7 @@ def _json_verdicts(text: str, lines: list[str], kinds: list[Kind]) -> list[_Foun
         fields = _verdict_fields(obj)
         if fields is None:
             continue
-        index = bisect.bisect_right(line_starts, start) - 1
+        index = text.count("\n", 0, start)
         if kinds[index] is not Kind.TEXT:
             continue
         spans.append((start, end))
