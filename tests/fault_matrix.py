@@ -145,6 +145,11 @@ def _huge_content(wire: Wire) -> Step:
     return Step(text=filler * (HUGE_CHARACTERS // len(filler)))
 
 
+def _huge_lines(wire: Wire) -> Step:
+    """50 MB of short lines: the costliest shape to parse, past the 1 MiB read cap."""
+    return Step(text="x\n" * (25 * 1024 * 1024))
+
+
 def _invalid_utf8(wire: Wire) -> Step:
     body = json.dumps(wire.answer(Step(text="MARK"), _model(wire))).encode()
     return Step(body=body.replace(b"MARK", b"PASS \xff\xfe\xc3\x28 \xed\xa0\x80"))
@@ -207,6 +212,7 @@ FAULTS: tuple[Fault, ...] = (
     Fault("content-null", UNREADABLE, _null_content, reason_by_wire={"anthropic": JUDGE_ERROR}),
     Fault("tool-call-only", UNREADABLE, _tool_call_only),
     Fault("content-10mb", UNREADABLE, _huge_content),
+    Fault("content-50mb-short-lines", UNREADABLE, _huge_lines),
     Fault("invalid-utf8", JUDGE_ERROR, _invalid_utf8),
     Fault("html-content-type", JUDGE_ERROR, _html),
 )

@@ -123,8 +123,9 @@ async def test_an_answer_over_the_byte_cap_is_not_read_and_fails_open_unreadable
     assert verdict is not None
     assert f"passed {MAX_ANSWER_BYTES} bytes" in (verdict.error or "")
     assert seconds < 1.5
-    # Read whole, this answer blocked the loop for over half a second.
-    assert worst < 0.25, worst
+    # Read whole, this answer blocked the loop for 0.6-0.65 s; capped, the worst stall seen
+    # was 0.03-0.2 s (litellm's error path, and the server thread of this same process).
+    assert worst < 0.35, worst
 
 
 @pytest.mark.parametrize("wire", WIRES)
