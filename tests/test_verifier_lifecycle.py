@@ -86,7 +86,7 @@ async def test_a_turn_in_flight_finishes_when_its_verifier_is_closed(
 
     outcome = await turn
     assert (outcome.status, outcome.reason) == (Status.PASSED, None)
-    assert provider.open_connections == 0  # closed once the call in flight had finished
+    assert await provider.wait_for_open_connections(0) == 0  # closed once the call had ended
 
 
 @pytest.mark.parametrize("wire", WIRES)
