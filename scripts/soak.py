@@ -15,7 +15,8 @@ so its own tables are in the baseline; its peak is taken over the turns after th
 The same figures are taken after the last batch, and again after ``Verifier.aclose()``.
 
 Exit status 1 when resident memory grew by more than ``--max-growth-mb`` after the warm-up,
-the open file descriptors grew, or a turn did not end as expected (every turn must end
+the memory Python holds grew by more than ``--max-traced-growth-mb``, the open file
+descriptors grew, or a turn did not end as expected (every turn must end
 ``passed``: a FAIL is always followed by a PASS on the retry).
 """
 
@@ -79,6 +80,9 @@ class SoakReport:
     end: Sample
     closed: Sample
     traced_peak_bytes: int
+    litellm_callbacks: list[str] = field(default_factory=list)
+    """The callbacks registered in litellm when the soak began: each runs on every judge call
+    (a Router that was never retired leaves its strategy's handlers there)."""
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -105,6 +109,18 @@ def rss_bytes() -> int:
 
 def open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
+
+
+def litellm_callbacks() -> list[str]:
+    """The type names of what litellm's global callback lists hold now."""
+    import litellm
+
+    lists = ("callbacks", "success_callback", "_async_success_callback", "failure_callback",
+             "_async_failure_callback", "input_callback")  # fmt: skip
+    return sorted(
+        {type(c).__name__ for name in lists for c in getattr(litellm, name, None) or []
+         if not isinstance(c, str)}
+    )  # fmt: skip
 
 
 def sample() -> Sample:
@@ -191,6 +207,7 @@ async def soak(
         )
         verifier = Verifier(config)
         await verifier.warmup()
+        callbacks = litellm_callbacks()
         # Tracing from the start, so that its own tables are part of the baseline.
         tracemalloc.start()
         began = time.perf_counter()
@@ -221,12 +238,17 @@ async def soak(
         end=end,
         closed=closed,
         traced_peak_bytes=traced_peak,
+        litellm_callbacks=callbacks,
     )
     return report
 
 
 def problems(
-    report: SoakReport, *, max_growth_mb: float = 5.0, max_fd_growth: int = 0
+    report: SoakReport,
+    *,
+    max_growth_mb: float = 5.0,
+    max_traced_growth_mb: float = 3.0,
+    max_fd_growth: int = 0,
 ) -> list[str]:
     """What is wrong with a soak's figures (empty when it passed)."""
     found: list[str] = []
@@ -234,6 +256,11 @@ def problems(
         found.append(
             f"resident memory grew by {report.rss_growth_mb:.1f} MB after the warm-up "
             f"(limit {max_growth_mb} MB)"
+        )
+    if report.traced_growth_mb > max_traced_growth_mb:
+        found.append(
+            f"memory Python holds grew by {report.traced_growth_mb:.1f} MB after the warm-up "
+            f"(limit {max_traced_growth_mb} MB)"
         )
     if report.fd_growth > max_fd_growth:
         found.append(
@@ -269,6 +296,7 @@ def describe(report: SoakReport) -> str:
             f"({report.traced_growth_mb:+.2f} MB)",
             f"open fds: {report.start.open_fds} at start, {report.baseline.open_fds} after "
             f"warm-up, {report.end.open_fds} at the end, {report.closed.open_fds} after close",
+            f"litellm callbacks run on every call: {', '.join(report.litellm_callbacks) or 'none'}",
         ]
     )
 
@@ -281,6 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fail-every", type=int, default=4, help="every Nth turn gets a FAIL")
     parser.add_argument("--wire", choices=sorted(WIRES), default="openai")
     parser.add_argument("--max-growth-mb", type=float, default=5.0)
+    parser.add_argument("--max-traced-growth-mb", type=float, default=3.0)
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     args = parser.parse_args(argv)
     report = asyncio.run(
@@ -292,7 +321,11 @@ def main(argv: list[str] | None = None) -> int:
             wire=args.wire,
         )
     )
-    report.problems = problems(report, max_growth_mb=args.max_growth_mb)
+    report.problems = problems(
+        report,
+        max_growth_mb=args.max_growth_mb,
+        max_traced_growth_mb=args.max_traced_growth_mb,
+    )
     if args.json:
         print(json.dumps(asdict(report), indent=2))
     else:

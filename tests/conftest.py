@@ -8,6 +8,7 @@ every log record of every logger, DEBUG included, and fails the test at teardown
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import threading
 import traceback
@@ -222,3 +223,16 @@ def replyguard_logs(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixtur
     """Every record of the ``replyguard`` logger, DEBUG included."""
     caplog.set_level(logging.DEBUG, logger="replyguard")
     return caplog
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """In CI (``CI`` set, as ``.ci/run`` runs), a skipped test is a failure: a test skips only
+    where a system server, browser or platform is missing, and ``.ci/run`` installs what the
+    suite needs before it runs, so a skip there would hide a test that never ran."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and not hasattr(report, "wasxfail") and os.environ.get("CI"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        report.outcome = "failed"
+        report.longrepr = f"skipped in CI, where nothing may skip: {reason}"

@@ -5,6 +5,13 @@ loopback provider over litellm's real network path; every fourth turn's first re
 and retried. After the warm-up, open file descriptors must stay where they were, the memory
 Python holds must stay flat, and resident memory may grow only within a generous bound
 (allocator noise, not a leak). ``python scripts/soak.py`` runs the full 10,000 turns.
+
+Memory held after the warm-up is counted whole, whoever holds it: litellm's objects and the
+test runner's too. That is how this soak found, under litellm 1.110, Routers that earlier tests
+could not retire: their strategy handlers stayed in litellm's callback lists and logged an
+error with a traceback on every later judge call, and pytest's log capture kept each record
+and the request objects its traceback reached (about 28 KB a call). A canary below proves that
+a leak of replyguard's own makes the soak fail.
 """
 
 from __future__ import annotations
@@ -15,6 +22,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+
+from replyguard import runner
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 
@@ -51,7 +60,24 @@ def test_closing_the_verifier_releases_every_file_descriptor(report: soak.SoakRe
 
 
 def test_memory_python_holds_stays_flat_after_the_warm_up(report: soak.SoakReport) -> None:
-    assert report.traced_growth_mb < TRACED_BOUND_MB
+    assert report.traced_growth_mb < TRACED_BOUND_MB, report.litellm_callbacks
+
+
+def test_a_leak_of_replyguards_own_fails_the_soak(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The canary: the verifier keeps every outcome it reports with a 20 KB copy of its reply,
+    as a cache that is never emptied would; the soak's verdict must name the growth."""
+    kept: list[object] = []
+    report_outcome = runner._Run.report
+
+    def keep(self: runner._Run, outcome: runner.Outcome) -> None:
+        report_outcome(self, outcome)
+        kept.append((outcome, outcome.response * (20_000 // max(len(outcome.response), 1))))
+
+    monkeypatch.setattr(runner._Run, "report", keep)
+    leaky = asyncio.run(soak.soak(TURNS, batch=50, warmup=WARMUP, wire="openai"))
+    assert leaky.statuses == {"passed": TURNS}
+    assert leaky.traced_growth_mb > TRACED_BOUND_MB
+    assert any("memory Python holds grew" in p for p in soak.problems(leaky))
 
 
 def test_resident_memory_growth_after_the_warm_up_is_bounded(report: soak.SoakReport) -> None:
@@ -81,6 +107,11 @@ def test_the_script_passes_a_flat_soak() -> None:
 def test_the_script_fails_a_soak_whose_resident_memory_grew() -> None:
     grown = soak.Sample(rss_bytes=306 * MB, open_fds=113, traced_bytes=20 * MB)
     assert len(soak.problems(_report(end=grown), max_growth_mb=5.0)) == 1
+
+
+def test_the_script_fails_a_soak_whose_python_memory_grew() -> None:
+    grown = soak.Sample(rss_bytes=300 * MB, open_fds=113, traced_bytes=24 * MB)
+    assert len(soak.problems(_report(end=grown))) == 1
 
 
 def test_the_script_fails_a_soak_whose_file_descriptors_grew() -> None:
