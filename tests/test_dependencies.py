@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 
 import check_dependencies
+
+ROOT = check_dependencies.ROOT
 
 
 def _declared() -> list[Requirement]:
