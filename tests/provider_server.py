@@ -21,7 +21,7 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -373,3 +373,48 @@ class ProviderServer:
         writer.write(head_out.encode("latin-1") + b"\r\n" + payload)
         await writer.drain()
         return not step.stop_listening
+
+
+@contextlib.contextmanager
+def provider_process(answer: str, *, first: str = "PASS", times: int = 1) -> Iterator[str]:
+    """A ``ProviderServer`` in a child process, answering ``first`` to the first request and
+    ``answer`` repeated ``times`` times to every later one; yields its URL.
+
+    For tests of the client's event loop: a server thread in the same process would compete
+    for the GIL while it writes a large answer, and its time would show as the client's lag.
+    """
+    import subprocess
+    import sys
+
+    child = subprocess.Popen(
+        [sys.executable, __file__, first, answer, str(times)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert child.stdout is not None
+        url = child.stdout.readline().strip()
+        if not url.startswith("http://"):
+            raise RuntimeError("the provider process did not start")
+        yield url
+    finally:
+        with child:  # closes its pipes; the child serves until its stdin closes
+            if child.stdin is not None:
+                child.stdin.close()
+            try:
+                child.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                child.kill()
+
+
+def _serve_until_stdin_closes(first: str, answer: str, times: int) -> None:
+    import sys
+
+    with ProviderServer([Step(text=first)], default=Step(text=answer * times)) as server:
+        print(server.url, flush=True)
+        sys.stdin.read()
+
+
+if __name__ == "__main__":
+    import sys
+
+    _serve_until_stdin_closes(sys.argv[1], sys.argv[2], int(sys.argv[3]))
