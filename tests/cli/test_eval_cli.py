@@ -4,20 +4,21 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-from conftest import API_KEY
-from provider_server import ANTHROPIC, ProviderServer, Step
-from replyguard.cli import main
-from replyguard.evaluation.command import progress_printer
 from test_cli_verify import BrokenPipe
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import API_KEY
+from replyguard.cli import main
+from replyguard.evaluation.command import progress_printer
+from support.provider_server import ANTHROPIC, ProviderServer, Step
+
+ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "examples" / "eval" / "sample.jsonl"
 
 
@@ -180,7 +181,81 @@ def test_the_html_report_is_self_contained_and_escapes_dataset_text(
     assert "&lt;img src=x onerror=alert(2)&gt;" in page
     assert "<script" not in page and "<img" not in page and "<link" not in page
     assert "https://evil.example" not in page.replace("&quot;https://evil.example&quot;", "")
-    assert page.count("<svg") == 3  # confusion matrix, categories, latency histogram
+    assert page.count("<svg") == 2  # confusion matrix, categories; no histogram under replay
+
+
+def test_the_report_opens_with_a_headline_and_lists_disagreements_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _, report = run_eval(capsys, str(SAMPLE), "--replay", "--out", str(tmp_path))
+    assert code == 0 and report is not None
+    sentence = (
+        "the judge agrees with the labels on 22 of 24 (kappa 0.83); 1 false FAIL, 1 false PASS; "
+        "1 unreadable verdict counted as PASS"
+    )
+    assert report["headline"] == sentence
+    assert out.splitlines()[1] == sentence[0].upper() + sentence[1:] + "."
+    assert (report["replay"], report["judgeModel"], report["dataset"]) == (
+        True,
+        "anthropic/claude-sonnet-4-5",
+        str(SAMPLE),
+    )
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", report["createdAt"])
+    disagreeing = [row["id"] for row in report["results"] if row["agrees"] is False]
+    assert disagreeing == ["coding-refactor-disagreement", "refusal-dosage-disagreement"]
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "The judge agrees with the labels on 22 of 24 (kappa 0.83)" in page
+    assert "replayed from recorded judge outputs" in page
+    disagreements, records = page.index("Disagreements (2)"), page.index("Records (26)")
+    assert disagreements < page.index("Show the two functions calling validate_amount()") < records
+    first_row = page.index("<tbody><tr", records)
+    assert page.index("coding-refactor-disagreement", first_row) < page.index(
+        "support-refund-window", first_row
+    )
+    assert "failed open" in page and "failed_open" not in page.replace('"failed_open"', "")
+
+
+def test_a_long_text_is_clipped_in_the_table_with_the_whole_text_behind_a_toggle(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dataset = write_dataset(tmp_path / "d.jsonl", [record("PASS", "PASS", reply="x" * 1000)])
+    run_eval(capsys, dataset, "--replay", "--out", str(tmp_path / "r"))
+    page = (tmp_path / "r" / "report.html").read_text(encoding="utf-8")
+    assert "show all 1000 characters" in page
+    assert ">" + "x" * 160 + "…<" in page  # the table shows the first 160 characters
+    assert ">" + "x" * 1000 + "<" in page  # and holds the whole text behind the toggle
+
+
+def test_an_unlabelled_dataset_says_agreement_is_not_measured(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    records = [record(None, "FAIL [refusal]: answer it"), record(None, "PASS")]
+    dataset = write_dataset(tmp_path / "d.jsonl", records)
+    _, _, _, report = run_eval(capsys, dataset, "--replay", "--out", str(tmp_path / "r"))
+    assert report is not None
+    assert report["headline"] == (
+        "no record is labelled, so agreement is not measured; the judge failed 1 of 2 records"
+    )
+
+
+def test_every_bad_line_is_reported_at_once_up_to_a_cap(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = [record("PASS", None), record("maybe", "PASS"), record("PASS", "PASS", runKind="x")]
+    records = [record("PASS", "PASS"), *bad, *[record("PASS", None)] * 30]
+    dataset = write_dataset(tmp_path / "d.jsonl", records)
+    code, out, err, report = run_eval(capsys, dataset, "--replay", "--out", str(tmp_path / "r"))
+    assert (code, out, report) == (2, "", None)
+    lines = err.splitlines()
+    assert lines[0] == f"replyguard eval: {dataset}: 33 invalid records:"
+    assert lines[1:4] == [
+        f"  {dataset}:2: invalid record: judgeOutput: required under --replay",
+        f"  {dataset}:3: invalid record: label: Input should be 'PASS' or 'FAIL'",
+        f"  {dataset}:4: invalid record: runKind: run kind 'x' is not in the config's runKinds "
+        "(known: none)",
+    ]
+    assert len(lines) == 1 + 20 + 1
+    assert lines[-1] == "  ... and 13 more invalid lines"
 
 
 def test_replay_without_a_judge_output_names_the_line(

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from replyguard.records import (
+from replyguard._cli.turn_file import (
+    MAX_REPORTED,
+    DatasetError,
     EvalRecord,
     RecordError,
     TurnRecord,
@@ -180,3 +182,26 @@ def test_a_dataset_given_as_text_names_its_source_in_errors() -> None:
     with pytest.raises(RecordError, match=r"<stdin>:2: invalid record: reply: required key"):
         parse_dataset(text, name="<stdin>")
     assert [n for n, _ in parse_dataset(text.splitlines()[0], name="<stdin>")] == [1]
+
+
+def test_every_bad_line_of_a_dataset_is_reported_in_one_error(tmp_path: Path) -> None:
+    path = tmp_path / "d.jsonl"
+    good = '{"userMessage": "a", "reply": "b"}\n'
+    path.write_text(good + '{"userMessage": "c"}\n' + good + "not json\n" + good)
+    with pytest.raises(DatasetError) as caught:
+        read_dataset(path)
+    assert ([e.line for e in caught.value.errors], caught.value.total) == ([2, 4], 2)
+    assert str(caught.value).splitlines() == [
+        f"{path}: 2 invalid records:",
+        f"  {path}:2: invalid record: reply: required key missing",
+        f"  {path}:4: invalid record: not valid JSON: Expecting value at column 1",
+    ]
+
+
+def test_a_dataset_error_lists_the_first_bad_lines_and_counts_the_rest(tmp_path: Path) -> None:
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"userMessage": "c"}\n' * (MAX_REPORTED + 5))
+    with pytest.raises(DatasetError) as caught:
+        read_dataset(path)
+    assert (len(caught.value.errors), caught.value.total) == (MAX_REPORTED, MAX_REPORTED + 5)
+    assert str(caught.value).endswith("\n  ... and 5 more invalid lines")

@@ -6,19 +6,23 @@ datasets) and the key. ``reply`` is a string or ``{"text": ..., "meta": {...}}``
 ``RunMeta`` fields in camelCase (``stopReason``, ``pendingToolCalls``, ``toolCalls``, ...).
 An eval record adds ``label`` (``"PASS"`` or ``"FAIL"``), ``labelCategory`` (only with a FAIL
 label) and ``judgeOutput`` (a recorded raw judge text, for ``eval --replay``).
+
+A dataset is read whole before it is refused: every bad line is reported at once (the first
+``MAX_REPORTED`` of them, then how many more) in one ``DatasetError``.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self, TypeVar
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from replyguard.checks.specs import FILE_MODEL
+from replyguard.config._checks import FILE_MODEL
 from replyguard.errors import ReplyguardError
-from replyguard.prechecks import skip_reason
+from replyguard.gate._prechecks import skip_reason
 from replyguard.types import FailCategory, Reply, RunMeta, ToolCallRecord, Turn
 
 RECORD_MODEL = ConfigDict(**{**FILE_MODEL, "validate_by_name": False})
@@ -38,6 +42,26 @@ class RecordError(ReplyguardError, ValueError):
         where = f"{path}:{line}" if line is not None else path
         shown = "; ".join(f"{key}: {message}" if key else message for key, message in problems)
         super().__init__(f"{where}: invalid record: {shown}")
+
+
+MAX_REPORTED = 20
+"""The most bad lines of a dataset a ``DatasetError`` lists (it counts the rest)."""
+
+
+class DatasetError(RecordError):
+    """Lines of a dataset are invalid: ``errors`` holds one ``RecordError`` per bad line (the
+    first ``MAX_REPORTED``), ``total`` how many lines are bad. ``line`` and ``problems`` are
+    the first bad line's; with one bad line the message is that line's own."""
+
+    def __init__(self, path: str, errors: list[RecordError], total: int) -> None:
+        self.errors = errors
+        self.total = total
+        super().__init__(path, errors[0].line, errors[0].problems)
+        if total > 1:
+            shown = "".join(f"\n  {error}" for error in errors)
+            more = total - len(errors)
+            rest = f"\n  ... and {more} more invalid line{'s' if more != 1 else ''}" if more else ""
+            self.args = (f"{path}: {total} invalid records:{shown}{rest}",)
 
 
 class _ToolCall(ToolCallRecord):
@@ -136,7 +160,13 @@ def read_record(kind: type[R], text: str, *, path: str, line: int | None = None)
     return parse_record(kind, data, path=path, line=line)
 
 
-def read_dataset(path: str | Path, *, replay: bool = False) -> list[tuple[int, EvalRecord]]:
+RecordCheck = Callable[["EvalRecord"], list[tuple[str, str]]]
+"""More problems of a valid record, as ``(key, message)`` pairs (none: the record is fine)."""
+
+
+def read_dataset(
+    path: str | Path, *, replay: bool = False, check: RecordCheck | None = None
+) -> list[tuple[int, EvalRecord]]:
     """Every record of the JSONL dataset file at ``path``, as ``parse_dataset`` reads them.
 
     An unreadable file is a ``RecordError`` without a line.
@@ -148,26 +178,43 @@ def read_dataset(path: str | Path, *, replay: bool = False) -> list[tuple[int, E
         raise RecordError(name, None, [("", "file not found")]) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise RecordError(name, None, [("", f"cannot read: {type(exc).__name__}")]) from None
-    return parse_dataset(text, name=name, replay=replay)
+    return parse_dataset(text, name=name, replay=replay, check=check)
 
 
-def parse_dataset(text: str, *, name: str, replay: bool = False) -> list[tuple[int, EvalRecord]]:
+def parse_dataset(
+    text: str, *, name: str, replay: bool = False, check: RecordCheck | None = None
+) -> list[tuple[int, EvalRecord]]:
     """Every record of a JSONL dataset with its line number; blank lines are ignored.
 
     Lines end at a line feed only (a carriage return before it is dropped): U+2028, U+2029,
     U+0085 and other line breaks may stand raw inside a JSON string. With ``replay`` every
     record must carry ``judgeOutput``, but for those the pre-checks skip (they are never
-    judged). Raises ``RecordError``.
+    judged). ``check`` finds more problems in each valid record. Every bad line is reported
+    at once in a ``DatasetError``; a dataset without records is a ``RecordError``.
     """
     records: list[tuple[int, EvalRecord]] = []
+    errors: list[RecordError] = []
+    bad = 0
     for number, raw in enumerate(text.split("\n"), start=1):
         line = raw.removesuffix("\r")
         if not line.strip():
             continue
-        record = read_record(EvalRecord, line, path=name, line=number)
-        if replay and record.judge_output is None and skip_reason(record.agent_reply()) is None:
-            raise RecordError(name, number, [("judgeOutput", "required under --replay")])
-        records.append((number, record))
+        try:
+            record = read_record(EvalRecord, line, path=name, line=number)
+        except RecordError as exc:
+            problems = exc.problems
+        else:
+            problems = check(record) if check is not None else []
+            if replay and record.judge_output is None and skip_reason(record.agent_reply()) is None:
+                problems = [*problems, ("judgeOutput", "required under --replay")]
+            if not problems:
+                records.append((number, record))
+                continue
+        bad += 1
+        if len(errors) < MAX_REPORTED:
+            errors.append(RecordError(name, number, problems))
+    if errors:
+        raise DatasetError(name, errors, bad)
     if not records:
         raise RecordError(name, None, [("", "the dataset holds no records")])
     return records

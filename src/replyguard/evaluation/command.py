@@ -1,6 +1,7 @@
 """The ``eval`` command: judge a labelled dataset, print a summary, write the two reports.
 
-Exit codes: 0 when the eval ran (disagreements included), 2 on a bad dataset, config or usage.
+Exit codes: 0 when the eval ran (disagreements included), 2 on a bad dataset (every bad line is
+reported at once, up to a cap), config or usage.
 The dataset is read from stdin when its argument is ``-`` or absent. Progress goes to stderr: a
 bar redrawn in place on a terminal, otherwise a plain line at each tenth of the dataset (ten
 lines at most).
@@ -14,11 +15,11 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from replyguard.commands import UsageError, check_run_kind, load_config, read_text, run_command
-from replyguard.config import VerifierConfig
+from replyguard._cli.turn_file import EvalRecord, parse_dataset, read_dataset
+from replyguard._cli.verify import UsageError, check_run_kind, load_config, read_text, run_command
+from replyguard.config._schema import VerifierConfig
 from replyguard.evaluation.report import build_report, summary, write_reports
 from replyguard.evaluation.run import Progress, judge_records
-from replyguard.records import EvalRecord, RecordError, parse_dataset, read_dataset
 
 DEFAULT_OUT = "replyguard-eval"
 DEFAULT_CONCURRENCY = 4
@@ -76,19 +77,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _records(
     dataset: str | None, config: VerifierConfig, *, replay: bool
 ) -> tuple[str, list[tuple[int, EvalRecord]]]:
-    """The dataset's name and records (stdin for ``-`` or none); a record's ``runKind`` must
-    be one of the config's."""
-    if dataset is None or dataset == "-":
-        text, name = read_text(None, "dataset")
-        records = parse_dataset(text, name=name, replay=replay)
-    else:
-        name, records = dataset, read_dataset(dataset, replay=replay)
-    for line, record in records:
+    """The dataset's name and records (stdin for ``-`` or none); every bad line is reported at
+    once, a ``runKind`` that is not one of the config's included."""
+
+    def check(record: EvalRecord) -> list[tuple[str, str]]:
         try:
             check_run_kind(config, record.run_kind)
         except UsageError as exc:
-            raise RecordError(name, line, [("runKind", str(exc))]) from None
-    return name, records
+            return [("runKind", str(exc))]
+        return []
+
+    if dataset is None or dataset == "-":
+        text, name = read_text(None, "dataset")
+        return name, parse_dataset(text, name=name, replay=replay, check=check)
+    return dataset, read_dataset(dataset, replay=replay, check=check)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -108,7 +110,9 @@ def _eval(args: argparse.Namespace) -> int:
             progress=progress_printer(sys.stderr),
         )
     )
-    report = build_report(results, dataset=dataset, replay=args.replay, mode=config.mode)
+    report = build_report(
+        results, dataset=dataset, replay=args.replay, mode=config.mode, judge_model=config.model
+    )
     try:
         json_path, html_path = write_reports(report, Path(args.out))
     except OSError as exc:

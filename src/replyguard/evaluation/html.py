@@ -1,34 +1,112 @@
-"""``report.html``: one self-contained page (inline CSS and SVG, no script, no external asset).
+"""``report.html``: one self-contained page (inline CSS and SVG; no script, no external asset).
 
-Charts: the confusion matrix, judged and labelled FAILs per category, and a latency
-histogram; then a table of every record. Every text from the dataset or the judge is escaped.
+In order: a headline (dataset, judge, replay or live, date, records, and the agreement
+sentence), the figures with readable names and rounded values, the disagreements with the
+judge's feedback, the confusion matrix and FAILs by category, a latency histogram with labelled
+axes (live runs only: under replay the latencies measure parsing), then every record in a table
+that fits the page width. Long texts are clipped in the table, with the whole text one click away
+(``<details>``). Every text from the dataset or the judge is escaped.
+
+The charts are drawn by hand as SVG: a 2x2 matrix and a few bars need no plotting library, and
+the page stays small, deterministic and readable without one.
 """
 
 from __future__ import annotations
 
+import math
 from html import escape
 from typing import Any
 
 _BINS = 10
-_BAR = 200  # width in pixels of the longest bar
-_CSS = (
-    "body{font-family:system-ui,sans-serif;margin:2em;color:#222}"
-    "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;"
-    "text-align:left;vertical-align:top}td.text{max-width:32em;white-space:pre-wrap}"
-    ".FAIL{color:#b00020}.PASS{color:#1b5e20}svg{display:block;margin:1em 0}"
-    "svg text{font-size:12px;font-family:system-ui,sans-serif}"
-)
+_CLIP = 160  # characters of a text shown in the records table before "show all"
+_CSS = """
+*{box-sizing:border-box}
+body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#1f2328;margin:0;
+  background:#f6f8fa}
+main{max-width:1200px;margin:0 auto;padding:24px 28px 48px}
+h1{font-size:1.6em;margin:0 0 .2em}h2{font-size:1.2em;margin:1.8em 0 .6em}
+.lead{font-size:1.2em;margin:.4em 0 1em}
+.meta{display:flex;flex-wrap:wrap;gap:.4em 1.6em;margin:0;padding:0;list-style:none;
+  color:#57606a}
+.meta b{color:#1f2328;font-weight:600}
+.cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(190px,1fr));gap:12px}
+.card,.panel{background:#fff;border:1px solid #d0d7de;border-radius:8px;padding:12px 14px}
+.card .value{font-size:1.5em;font-weight:600}.card .name{color:#57606a}
+.card .note{color:#57606a;font-size:.85em}
+.charts{display:flex;flex-wrap:wrap;gap:16px}.charts .panel{flex:1 1 340px}
+.charts .panel.wide{flex-basis:100%}
+.panel h3{margin:0 0 .4em;font-size:1em}
+svg{display:block;max-width:100%;height:auto}
+svg text{font:12px system-ui,sans-serif;fill:#1f2328}
+.disagreement{margin:0 0 12px}
+.disagreement h3{margin:0 0 .4em;font-size:1em}
+.disagreement dl{display:grid;grid-template-columns:9em minmax(0,1fr);gap:.3em 1em;margin:0}
+.disagreement dt{color:#57606a}.disagreement dd{margin:0}
+table{width:100%;table-layout:fixed;border-collapse:collapse;background:#fff}
+th,td{border:1px solid #d0d7de;padding:6px 8px;text-align:left;vertical-align:top}
+th{background:#eef1f4;font-weight:600}
+td,dd{overflow-wrap:anywhere;word-break:break-word}
+.text{white-space:pre-wrap}
+tr.disagrees td{background:#fff5f5}
+details summary{cursor:pointer;list-style-position:inside}
+details summary::marker{color:#0969da}.more{color:#0969da}
+details[open]>summary>span{display:none}
+details[open]>summary::after{content:"(show less)";color:#0969da}
+details[open] summary{margin-bottom:.3em}
+.FAIL{color:#b42318;font-weight:600}.PASS{color:#1a7f37;font-weight:600}
+.muted{color:#57606a}
+"""
+
+_STATUS_NAMES = {
+    "passed": "passed",
+    "failed": "failed",
+    "flagged": "flagged (shadow)",
+    "failed_open": "failed open",
+    "skipped": "skipped",
+    "exhausted": "exhausted",
+    "not_triggered": "not triggered",
+    "disabled": "disabled",
+}
+
+
+def readable(value: Any) -> str:
+    """A status, category or reason for people: ``failed_open`` as "failed open"."""
+    if value is None:
+        return ""
+    return _STATUS_NAMES.get(str(value), str(value).replace("_", " "))
 
 
 def _text(value: Any) -> str:
     return "" if value is None else escape(str(value))
 
 
+def clipped(value: Any, limit: int = _CLIP) -> str:
+    """``value`` escaped; when longer than ``limit``, its start with the whole text behind a
+    "show all" toggle."""
+    if value is None or value == "":
+        return '<span class="muted">-</span>'
+    text = str(value)
+    if len(text) <= limit:
+        return f'<span class="text">{escape(text)}</span>'
+    return (
+        f'<details><summary><span class="text">{escape(text[:limit].rstrip())}…</span> '
+        f'<span class="more">(show all {len(text)} characters)</span></summary>'
+        f'<span class="text">{escape(text)}</span></details>'
+    )
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f} %"
+
+
 def _svg(width: int, height: int, body: list[str], title: str) -> str:
     return (
-        f'<svg width="{width}" height="{height}" '
-        f'role="img" aria-label="{escape(title)}">{"".join(body)}</svg>'
+        f'<svg viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
+        f'aria-label="{escape(title)}"><title>{escape(title)}</title>{"".join(body)}</svg>'
     )
+
+
+# -- charts -------------------------------------------------------------------------------------
 
 
 def confusion_svg(confusion: dict[str, int]) -> str:
@@ -40,99 +118,271 @@ def confusion_svg(confusion: dict[str, int]) -> str:
         ("FAIL", "FAIL", confusion["labelFailJudgedFail"]),
     ]
     body = [
-        '<text x="110" y="15">judged PASS</text><text x="210" y="15">judged FAIL</text>',
-        '<text x="0" y="65">labelled PASS</text><text x="0" y="165">labelled FAIL</text>',
+        '<text x="160" y="16" text-anchor="middle">judged PASS</text>',
+        '<text x="260" y="16" text-anchor="middle">judged FAIL</text>',
+        '<text x="102" y="76" text-anchor="end">labelled PASS</text>',
+        '<text x="102" y="176" text-anchor="end">labelled FAIL</text>',
     ]
     for index, (label, judged, count) in enumerate(cells):
-        x, y = 100 + 100 * (index % 2), 25 + 100 * (index // 2)
-        fill = "#c8e6c9" if label == judged else "#ffcdd2"
+        x, y = 112 + 100 * (index % 2), 26 + 100 * (index // 2)
+        agree = label == judged
+        fill = "#d1f0d9" if agree else "#fbd5d0"
+        name = "agree" if agree else f"false {judged}"
         body.append(
-            f'<rect x="{x}" y="{y}" width="96" height="96" fill="{fill}"/>'
-            f'<text x="{x + 40}" y="{y + 52}">{count}</text>'
+            f'<rect x="{x}" y="{y}" width="96" height="96" rx="4" fill="{fill}"/>'
+            f'<text x="{x + 48}" y="{y + 50}" text-anchor="middle" '
+            f'style="font-size:22px;font-weight:600">{count}</text>'
+            f'<text x="{x + 48}" y="{y + 72}" text-anchor="middle">{name}</text>'
         )
-    return _svg(300, 225, body, "confusion matrix")
+    return _svg(320, 228, body, "confusion matrix of the labelled records")
 
 
 def categories_svg(by_category: dict[str, dict[str, int]]) -> str:
-    """Per category, a bar of judged FAILs and one of labelled FAILs."""
-    most = max((max(n["judged"], n["labelled"]) for n in by_category.values()), default=0)
-    body: list[str] = []
+    """Per category, a bar of judged FAILs and one of labelled FAILs, with a legend."""
+    if not by_category:
+        return '<p class="muted">No FAIL, judged or labelled.</p>'
+    most = max(max(n["judged"], n["labelled"]) for n in by_category.values()) or 1
+    bar = 180
+    body = [
+        '<rect x="130" y="4" width="12" height="12" fill="#5c6bc0"/>'
+        '<text x="147" y="14">judged FAIL</text>'
+        '<rect x="240" y="4" width="12" height="12" fill="#f4a340"/>'
+        '<text x="257" y="14">labelled FAIL</text>'
+    ]
     for row, (name, counts) in enumerate(by_category.items()):
-        y = 10 + row * 40
-        body.append(f'<text x="0" y="{y + 12}">{escape(name)}</text>')
-        for offset, (key, fill) in enumerate((("judged", "#5c6bc0"), ("labelled", "#ffa726"))):
-            width = round(_BAR * counts[key] / most) if most else 0
+        y = 28 + row * 40
+        body.append(f'<text x="122" y="{y + 20}" text-anchor="end">{escape(readable(name))}</text>')
+        for offset, (key, fill) in enumerate((("judged", "#5c6bc0"), ("labelled", "#f4a340"))):
+            width = round(bar * counts[key] / most)
             bar_y = y + offset * 16
             body.append(
-                f'<rect x="140" y="{bar_y}" width="{width}" height="14" fill="{fill}"/>'
-                f'<text x="{145 + width}" y="{bar_y + 12}">{key} {counts[key]}</text>'
+                f'<rect x="130" y="{bar_y}" width="{max(width, 1)}" height="14" fill="{fill}">'
+                f"<title>{escape(readable(name))}: {key} {counts[key]}</title></rect>"
+                f'<text x="{135 + width}" y="{bar_y + 12}">{counts[key]}</text>'
             )
-    return _svg(140 + _BAR + 110, 20 + 40 * len(by_category), body, "FAILs by category")
+    return _svg(130 + bar + 40, 36 + 40 * len(by_category), body, "FAILs by category")
+
+
+def _ticks(high: int) -> list[int]:
+    """Whole-number ticks from 0 to at least ``high``, at most about five."""
+    step = max(1, math.ceil(high / 5))
+    return list(range(0, high + step, step))
 
 
 def latency_svg(latencies: list[float]) -> str:
-    """A histogram of judgement latencies in ``_BINS`` equal bins."""
+    """A histogram of judgement latencies, with both axes ticked and labelled."""
     if not latencies:
-        return "<p>No judgement latencies.</p>"
+        return '<p class="muted">No record was judged by a model.</p>'
+    bins = max(1, min(_BINS, len(latencies)))
     low, high = min(latencies), max(latencies)
-    step = (high - low) / _BINS or 1.0
-    counts = [0] * _BINS
+    step = (high - low) / bins or 1.0
+    counts = [0] * bins
     for value in latencies:
-        counts[min(int((value - low) / step), _BINS - 1)] += 1
-    most = max(counts)
-    body = []
-    for index, count in enumerate(counts):
-        height = round(120 * count / most)
-        x = 10 + index * 30
+        counts[min(int((value - low) / step), bins - 1)] += 1
+    ticks = _ticks(max(counts))
+    top = ticks[-1]
+    left, bottom, plot_w, plot_h = 56, 170, 440, 150
+    width = plot_w / bins
+    body = [
+        f'<line x1="{left}" y1="{bottom}" x2="{left + plot_w}" y2="{bottom}" stroke="#57606a"/>',
+        f'<line x1="{left}" y1="{bottom - plot_h}" x2="{left}" y2="{bottom}" stroke="#57606a"/>',
+    ]
+    for tick in ticks:
+        y = bottom - plot_h * tick / top
         body.append(
-            f'<rect x="{x}" y="{130 - height}" width="26" height="{height}" fill="#26a69a">'
-            f"<title>{low + index * step:.1f}-{low + (index + 1) * step:.1f} ms: {count}</title>"
-            "</rect>"
+            f'<line x1="{left - 4}" y1="{y:.1f}" x2="{left}" y2="{y:.1f}" stroke="#57606a"/>'
+            f'<text x="{left - 7}" y="{y + 4:.1f}" text-anchor="end">{tick}</text>'
         )
-    body.append(f'<text x="10" y="148">{low:.1f} ms</text>')
-    body.append(f'<text x="{10 + 30 * _BINS - 60}" y="148">{high:.1f} ms</text>')
-    return _svg(20 + 30 * _BINS, 155, body, "latency histogram")
+    for index, count in enumerate(counts):
+        height = plot_h * count / top
+        x = left + index * width
+        body.append(
+            f'<rect x="{x + 1:.1f}" y="{bottom - height:.1f}" width="{width - 2:.1f}" '
+            f'height="{height:.1f}" fill="#2a9d8f"><title>{low + index * step:.0f}-'
+            f"{low + (index + 1) * step:.0f} ms: {count}</title></rect>"
+        )
+    for index in range(0, bins + 1, max(1, bins // 5)):
+        x = left + index * width
+        body.append(
+            f'<line x1="{x:.1f}" y1="{bottom}" x2="{x:.1f}" y2="{bottom + 4}" stroke="#57606a"/>'
+            f'<text x="{x:.1f}" y="{bottom + 17}" text-anchor="middle">'
+            f"{low + index * step:.0f}</text>"
+        )
+    body.append(
+        f'<text x="{left + plot_w / 2}" y="{bottom + 36}" text-anchor="middle">'
+        "judgement latency (ms)</text>"
+        f'<text transform="translate(14 {bottom - plot_h / 2}) rotate(-90)" '
+        'text-anchor="middle">records</text>'
+    )
+    return _svg(left + plot_w + 24, bottom + 44, body, "histogram of judgement latencies")
+
+
+# -- sections -----------------------------------------------------------------------------------
+
+
+def _header(report: dict[str, Any]) -> str:
+    judging = (
+        "replayed from recorded judge outputs (no model called)"
+        if report["replay"]
+        else "live calls to the judge model"
+    )
+    records = f"{report['records']} ({report['labelled']} labelled)"
+    items = [
+        ("Dataset", report["dataset"]),
+        ("Judge model", report["judgeModel"] + (" (not called)" if report["replay"] else "")),
+        ("Judging", judging),
+        ("Mode", report["mode"]),
+        ("Date", report["createdAt"].replace("T", " ").replace("Z", " UTC")),
+        ("Records", records),
+    ]
+    meta = "".join(f"<li>{escape(k)}: <b>{_text(v)}</b></li>" for k, v in items)
+    sentence = report["headline"]
+    return (
+        f"<header><h1>replyguard eval: {escape(report['dataset'])}</h1>"
+        f'<p class="lead">{escape(sentence[0].upper() + sentence[1:])}.</p>'
+        f'<ul class="meta">{meta}</ul></header>'
+    )
+
+
+def _card(name: str, value: str, note: str = "") -> str:
+    shown = f'<div class="note">{escape(note)}</div>' if note else ""
+    return (
+        f'<div class="card"><div class="name">{escape(name)}</div>'
+        f'<div class="value">{escape(value)}</div>{shown}</div>'
+    )
 
 
 def _figures(report: dict[str, Any]) -> str:
-    keys = ("records", "labelled", "accuracy", "kappa", "falseFailRate", "falsePassRate")
-    rows = [(key, report[key]) for key in keys]
-    rows += [("unreadable", report["unreadable"]), ("costUsd", report["costUsd"])]
-    rows += [(f"latencyMs {p}", report["latencyMs"][p]) for p in ("p50", "p95")]
-    shown = "".join(
-        f"<tr><th>{escape(k)}</th><td>{'-' if v is None else _text(v)}</td></tr>" for k, v in rows
+    c = report["confusion"]
+    labelled_pass = c["labelPassJudgedPass"] + c["labelPassJudgedFail"]
+    labelled_fail = c["labelFailJudgedPass"] + c["labelFailJudgedFail"]
+    agreed = c["labelPassJudgedPass"] + c["labelFailJudgedFail"]
+    kappa = report["kappa"]
+    cards = [
+        _card("Agreement", _percent(report["accuracy"]), f"{agreed} of {report['labelled']}"),
+        _card("Cohen's kappa", "-" if kappa is None else f"{kappa:.2f}", "1 is perfect, 0 chance"),
+        _card(
+            "False FAIL rate",
+            _percent(report["falseFailRate"]),
+            f"{c['labelPassJudgedFail']} of {labelled_pass} labelled PASS judged FAIL",
+        ),
+        _card(
+            "False PASS rate",
+            _percent(report["falsePassRate"]),
+            f"{c['labelFailJudgedPass']} of {labelled_fail} labelled FAIL judged PASS",
+        ),
+        _card("Unreadable verdicts", str(report["unreadable"]), "counted as PASS (fail open)"),
+    ]
+    latency = report["latencyMs"]
+    if report["replay"]:
+        cards.append(_card("Judge cost", "$0", "replayed: no model called"))
+    else:
+        cards.append(_card("Judge cost", f"${report['costUsd']:.4f}", "all records"))
+        if latency["p50"] is not None:
+            cards.append(
+                _card("Latency", f"{latency['p50']:.0f} ms", f"median; p95 {latency['p95']:.0f} ms")
+            )
+    statuses = ", ".join(f"{readable(k)} {v}" for k, v in report["statuses"].items())
+    return (
+        f'<h2>Figures</h2><div class="cards">{"".join(cards)}</div>'
+        f'<p class="muted">Outcomes: {escape(statuses)}.</p>'
     )
-    return f"<table>{shown}</table>"
 
 
-def _verdict_class(value: Any) -> str:
-    return f' class="{value}"' if value in ("PASS", "FAIL") else ""
+def _verdict(value: Any, category: Any = None) -> str:
+    if value not in ("PASS", "FAIL"):
+        return '<span class="muted">unlabelled</span>'
+    shown = f' <span class="muted">({escape(readable(category))})</span>' if category else ""
+    return f'<span class="{value}">{value}</span>{shown}'
 
 
-_COLUMNS = ("line", "id", "label", "judged", "category", "status", "reason")
-_TEXTS = ("userMessage", "reply", "feedback")
+def _name(row: dict[str, Any]) -> str:
+    return f"{row['id']} (line {row['line']})" if row["id"] else f"line {row['line']}"
+
+
+def _disagreements(rows: list[dict[str, Any]]) -> str:
+    wrong = [row for row in rows if row["agrees"] is False]
+    if not wrong:
+        return "<h2>Disagreements</h2><p>None: the judge agrees with every labelled record.</p>"
+    cards = []
+    for row in wrong:
+        kind = "false FAIL" if row["judged"] == "FAIL" else "false PASS"
+        said = row["feedback"] or (f"({readable(row['reason'])})" if row["reason"] else None)
+        status = row["status"]
+        shown = "" if status in ("passed", "failed") else escape(readable(status))
+        cards.append(
+            f'<section class="panel disagreement"><h3>{escape(_name(row))}: {kind}</h3><dl>'
+            f"<dt>Label</dt><dd>{_verdict(row['label'], row['labelCategory'])}</dd>"
+            f"<dt>Judged</dt><dd>{_verdict(row['judged'], row['category'])} "
+            f'<span class="muted">{shown}</span></dd>'
+            f"<dt>Judge feedback</dt><dd>{clipped(said, 600)}</dd>"
+            f"<dt>Judge reasoning</dt><dd>{clipped(row['reasoning'], 600)}</dd>"
+            f"<dt>User message</dt><dd>{clipped(row['userMessage'], 400)}</dd>"
+            f"<dt>Reply</dt><dd>{clipped(row['reply'], 400)}</dd></dl></section>"
+        )
+    return f"<h2>Disagreements ({len(wrong)})</h2>{''.join(cards)}"
+
+
+def _charts(report: dict[str, Any]) -> str:
+    panels = [
+        ("Confusion matrix (labelled records)", confusion_svg(report["confusion"])),
+        ("FAILs by category", categories_svg(report["byCategory"])),
+    ]
+    if not report["replay"]:
+        latencies = [r["latencyMs"] for r in report["results"] if r["latencyMs"] is not None]
+        panels.append(("Judgement latency", latency_svg(latencies)))
+    shown = "".join(
+        f'<div class="panel{" wide" if index == 2 else ""}"><h3>{escape(title)}</h3>{svg}</div>'
+        for index, (title, svg) in enumerate(panels)
+    )
+    return f'<h2>Charts</h2><div class="charts">{shown}</div>'
+
+
+# (heading, width) of each column of the records table
+_COLUMNS = (
+    ("Record", "12%"),
+    ("Label", "11%"),
+    ("Judged", "11%"),
+    ("Outcome", "9%"),
+    ("User message", "19%"),
+    ("Reply", "19%"),
+    ("Judge feedback", "19%"),
+)
 
 
 def _records(rows: list[dict[str, Any]]) -> str:
-    head = "".join(f"<th>{name}</th>" for name in (*_COLUMNS, *_TEXTS))
+    head = "".join(f'<th style="width:{w}">{escape(name)}</th>' for name, w in _COLUMNS)
     body = []
-    for row in rows:
-        cells = [f"<td{_verdict_class(row[c])}>{_text(row[c])}</td>" for c in _COLUMNS]
-        cells += [f'<td class="text">{_text(row[c])}</td>' for c in _TEXTS]
-        body.append(f"<tr>{''.join(cells)}</tr>")
-    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+    for row in sorted(rows, key=lambda r: (r["agrees"] is not False, r["line"])):
+        outcome = readable(row["status"]) + (
+            f": {readable(row['reason'])}" if row["reason"] else ""
+        )
+        cells = [
+            _text(_name(row)),
+            _verdict(row["label"], row["labelCategory"]),
+            _verdict(row["judged"], row["category"]),
+            escape(outcome),
+            clipped(row["userMessage"]),
+            clipped(row["reply"]),
+            clipped(row["feedback"]),
+        ]
+        mark = ' class="disagrees"' if row["agrees"] is False else ""
+        body.append(f"<tr{mark}>{''.join(f'<td>{cell}</td>' for cell in cells)}</tr>")
+    return (
+        f"<h2>Records ({len(rows)})</h2>"
+        '<p class="muted">Disagreements first (shaded), then in dataset order. Long texts are '
+        "clipped: open one to read it all.</p>"
+        f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    )
 
 
 def render_html(report: dict[str, Any]) -> str:
     """The whole page for ``report`` (as built by ``build_report``)."""
-    latencies = [r["latencyMs"] for r in report["results"] if r["latencyMs"] is not None]
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>replyguard eval: {escape(report['dataset'])}</title><style>{_CSS}</style>"
-        f"</head><body><h1>replyguard eval</h1><p>{escape(report['dataset'])}</p>"
-        f"{_figures(report)}<h2>Confusion matrix (labelled records)</h2>"
-        f"{confusion_svg(report['confusion'])}<h2>FAILs by category</h2>"
-        f"{categories_svg(report['byCategory'])}<h2>Judgement latency</h2>"
-        f"{latency_svg(latencies)}<h2>Records</h2>{_records(report['results'])}"
-        "</body></html>\n"
+        f"</head><body><main>{_header(report)}{_figures(report)}"
+        f"{_disagreements(report['results'])}{_charts(report)}{_records(report['results'])}"
+        "</main></body></html>\n"
     )

@@ -3,7 +3,10 @@ summary table printed by ``replyguard eval``, and writing both report files.
 
 Agreement is over labelled records. A record skipped by a pre-check, or failed open (an
 unreadable verdict included), counts as judged PASS: its reply would be delivered as it is.
-Latency percentiles (nearest rank) are over the records that got a verdict.
+Latency percentiles (nearest rank) are over the records that got a verdict; under replay they
+measure parsing alone (no model is called), so the page leaves them out.
+
+Every key is documented in ``docs/eval-report.md``.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -50,8 +54,10 @@ def _row(result: RecordResult) -> dict[str, Any]:
         "mode": result.judgement.mode,
         "reason": result.judgement.reason,
         "feedback": verdict.feedback if verdict is not None else None,
+        "reasoning": verdict.reasoning if verdict is not None else None,
         "costUsd": verdict.cost_usd if verdict is not None else 0.0,
         "latencyMs": round(verdict.latency_ms, 2) if verdict is not None else None,
+        "agrees": None if record.label is None else record.label == result.judged,
     }
 
 
@@ -64,17 +70,58 @@ def _confusion_json(matrix: Confusion) -> dict[str, int]:
     }
 
 
+def _plural(count: int, word: str, plural: str | None = None) -> str:
+    return f"{count} {word if count == 1 else plural or word + 's'}"
+
+
+def headline(report: dict[str, Any]) -> str:
+    """One sentence on how far the judge agrees with the labels (lower case, no full stop).
+
+    "the judge agrees with the labels on 22 of 24 (kappa 0.83); 1 false FAIL, 1 false PASS"
+    """
+    c, labelled = report["confusion"], report["labelled"]
+    if not labelled:
+        failed = sum(row["judged"] == "FAIL" for row in report["results"])
+        return (
+            f"no record is labelled, so agreement is not measured; the judge failed "
+            f"{failed} of {_plural(report['records'], 'record')}"
+        )
+    agreed = c["labelPassJudgedPass"] + c["labelFailJudgedFail"]
+    kappa_value = report["kappa"]
+    shown = (
+        "kappa undefined: one answer throughout"
+        if kappa_value is None
+        else (f"kappa {kappa_value:.2f}")
+    )
+    sentence = (
+        f"the judge agrees with the labels on {agreed} of {labelled} ({shown}); "
+        f"{_plural(c['labelPassJudgedFail'], 'false FAIL')}, "
+        f"{_plural(c['labelFailJudgedPass'], 'false PASS', 'false PASSes')}"
+    )
+    if report["unreadable"]:
+        verdicts = _plural(report["unreadable"], "unreadable verdict")
+        sentence += f"; {verdicts} counted as PASS"
+    return sentence
+
+
 def build_report(
-    results: Sequence[RecordResult], *, dataset: str, replay: bool, mode: str
+    results: Sequence[RecordResult],
+    *,
+    dataset: str,
+    replay: bool,
+    mode: str,
+    judge_model: str,
+    created: datetime | None = None,
 ) -> dict[str, Any]:
-    """The ``report.json`` document."""
+    """The ``report.json`` document (``created``: now, unless given)."""
     labelled = [r for r in results if r.record.label is not None]
     matrix = confusion((r.record.label, r.judged) for r in labelled if r.record.label)
     latencies = [r.judgement.verdict.latency_ms for r in results if r.judgement.verdict]
     categories = [Categorised(r.judged_category, r.labelled_category) for r in results]
     statuses = Counter(r.judgement.status for r in results)
     p50, p95 = percentile(latencies, 50), percentile(latencies, 95)
-    return {
+    when = (created or datetime.now(UTC)).astimezone(UTC).replace(microsecond=0)
+    report: dict[str, Any] = {
         "records": len(results),
         "labelled": len(labelled),
         "accuracy": _rounded(accuracy(matrix)),
@@ -95,8 +142,12 @@ def build_report(
         "dataset": dataset,
         "replay": replay,
         "mode": mode,
+        "judgeModel": judge_model,
+        "createdAt": when.isoformat().replace("+00:00", "Z"),
         "results": [_row(r) for r in results],
     }
+    report["headline"] = headline(report)
+    return report
 
 
 def _figure(value: float | None, form: str = "{:.3f}") -> str:
@@ -106,9 +157,10 @@ def _figure(value: float | None, form: str = "{:.3f}") -> str:
 def summary(report: dict[str, Any]) -> str:
     """The short table ``replyguard eval`` prints."""
     c, latency = report["confusion"], report["latencyMs"]
-    how = "replayed" if report["replay"] else "judged live"
+    how = "replayed" if report["replay"] else f"judged live by {report['judgeModel']}"
     lines = [
         f"replyguard eval: {report['records']} records ({how}), {report['labelled']} labelled",
+        f"{report['headline'][0].upper()}{report['headline'][1:]}.",
         f"{'':16}{'judged PASS':>13}{'judged FAIL':>13}",
         f"{'labelled PASS':16}{c['labelPassJudgedPass']:>13}{c['labelPassJudgedFail']:>13}",
         f"{'labelled FAIL':16}{c['labelFailJudgedPass']:>13}{c['labelFailJudgedFail']:>13}",
