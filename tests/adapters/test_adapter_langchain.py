@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -184,3 +185,45 @@ async def test_callbacks_see_one_chain_run_with_each_attempt_inside(make_config:
     verified = VerifiedRunnable(model(BAD, GOOD), verifier)
     await verified.ainvoke("Write the weekly report.", {"callbacks": [handler]})
     assert handler.started == ["VerifiedRunnable", "chat_model", "chat_model"]
+
+
+async def test_the_delivered_message_carries_the_outcome_as_json(make_config: Any) -> None:
+    judge = ScriptedJudge([FAIL, "PASS"])
+    verified = VerifiedRunnable(
+        model(BAD, GOOD), Verifier(make_config(verifyAll=True), judge=judge)
+    )
+    reply = await verified.ainvoke("Write the weekly report.")
+    assert isinstance(reply, AIMessage) and reply.content == GOOD
+    outcome = reply.response_metadata["replyguard"]
+    assert json.loads(json.dumps(outcome)) == outcome  # JSON-safe as it is
+    assert (outcome["status"], outcome["response"]) == ("passed", GOOD)
+    assert [a["verdict"]["passed"] for a in outcome["attempts"]] == [False, True]
+    assert outcome["attempts"][0]["verdict"]["feedback"] == FEEDBACK
+
+
+def test_a_sync_invoke_also_carries_the_outcome(make_config: Any) -> None:
+    verifier = Verifier(make_config(verifyAll=True), judge=ScriptedJudge(["PASS"]))
+    chat = FakeMessagesListChatModel(responses=[AIMessage(GOOD)])
+    try:
+        reply = VerifiedRunnable(chat, verifier).invoke("Write the weekly report.")
+    finally:
+        verifier.close()
+    assert isinstance(reply, AIMessage)
+    assert reply.response_metadata["replyguard"]["status"] == "passed"
+
+
+async def test_invoke_works_while_an_event_loop_runs_in_the_calling_thread(
+    make_config: Any,
+) -> None:
+    # As in a Jupyter cell, or sync code called from async code.
+    judge = ScriptedJudge([FAIL, "PASS", "PASS"])
+    verifier = Verifier(make_config(verifyAll=True), judge=judge)
+    chat = FakeMessagesListChatModel(responses=[AIMessage(BAD), AIMessage(GOOD)])
+    try:
+        reply = VerifiedRunnable(chat, verifier).invoke("Write the weekly report.")
+        batch = VerifiedRunnable(ParrotFakeChatModel(), verifier).batch(["Done: a"])
+    finally:
+        await verifier.aclose()
+    assert isinstance(reply, AIMessage) and reply.content == GOOD
+    assert [r.text for r in batch if isinstance(r, BaseMessage)] == ["Done: a"]
+    judge.assert_exhausted()

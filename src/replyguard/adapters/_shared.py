@@ -4,22 +4,30 @@ An adapter calls its framework once per attempt and records each result here wit
 was judged as; the ``Outcome`` then names the delivered text, and ``Attempts.delivered`` finds
 the framework result that produced it. Guardrail-style adapters (one judgement, no loop of
 their own) go through ``judge_output``, which fails open like the core.
+
+A sync entry point (``invoke``, ``run_sync``, a sync hook) blocks through ``blocking``: where an
+event loop already runs in the calling thread (a Jupyter cell, sync code called from async
+code) the verifier's ``run_sync`` refuses to run, so the work moves to a worker thread and the
+caller waits for it, as any sync call does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+import asyncio
+import concurrent.futures
+import contextvars
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import pydantic_core
 
-from replyguard.prechecks import skip_reason
-from replyguard.telemetry import Events, describe_error
+from replyguard.gate._prechecks import skip_reason
+from replyguard.telemetry._events import Events, describe_error
 from replyguard.types import Outcome, Reply, Turn, Verdict
 
 if TYPE_CHECKING:
-    from replyguard.runner import Verifier
+    from replyguard.runner._verifier import Verifier
 
 R = TypeVar("R")
 T = TypeVar("T")
@@ -104,6 +112,28 @@ class VerifiedResult(Generic[R]):
         return self.outcome.response
 
 
+def blocking(work: Callable[[], T]) -> T:
+    """``work()``, here, or on a worker thread when an event loop runs in this thread.
+
+    The worker gets a copy of the caller's context variables (callbacks, tracing). The caller's
+    loop is blocked while it waits, as by any sync call made on it; ``work`` must not need that
+    loop.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return work()
+    context = contextvars.copy_context()
+    with concurrent.futures.ThreadPoolExecutor(1, "replyguard-blocking") as pool:
+        return pool.submit(context.run, work).result()
+
+
+def call_blocking(verifier: Verifier, make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """The coroutine ``make()`` run to its end on the verifier's ``run_sync`` loop, from sync
+    code (through ``blocking``)."""
+    return blocking(lambda: verifier._sync.submit(make()))
+
+
 @dataclass(frozen=True)
 class PreparedRun(Generic[T]):
     """A framework run made ready for ``Verifier.run``: the attempt, the turn, and how the
@@ -118,8 +148,8 @@ class PreparedRun(Generic[T]):
         return self.finish(await verifier.run(self.attempt, self.turn))
 
     def run_sync(self, verifier: Verifier) -> T:
-        """Run it on the verifier's ``run_sync`` loop."""
-        return self.finish(verifier.run_sync(self.attempt, self.turn))
+        """Run it on the verifier's ``run_sync`` loop (see ``blocking``)."""
+        return self.finish(blocking(lambda: verifier.run_sync(self.attempt, self.turn)))
 
 
 async def judge_output(verifier: Verifier, turn: Turn, reply: Reply) -> Verdict | None:

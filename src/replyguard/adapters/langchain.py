@@ -5,9 +5,16 @@
 ``StrOutputParser``). ``invoke`` / ``ainvoke`` run it through ``Verifier.run``: on a FAIL the
 previous reply and the feedback are appended to the messages and the runnable is invoked again,
 so each attempt sees every earlier reply and feedback, as ``Verifier.run`` keeps them. It
-returns what the runnable returned for the delivered attempt; ``batch`` and ``abatch`` come from
-the ``Runnable`` base class. It shows in callbacks as one chain run, with each attempt as a
-child run.
+returns what the runnable returned for the delivered attempt: a message comes back as a copy
+carrying the turn's ``Outcome`` as JSON (``Outcome.model_dump(mode="json")``) in
+``response_metadata["replyguard"]``; a ``str`` has nowhere to carry it and comes back as it is.
+``batch`` and ``abatch`` come from the ``Runnable`` base class. ``invoke`` (and so ``batch``)
+also works where an event loop already runs in the calling thread (a Jupyter cell, sync code
+called from async code): the turn then runs from a worker thread while the caller waits. It
+shows in callbacks as one chain run, with each attempt as a child run.
+
+For an agent built with ``langchain.agents.create_agent``, see
+``replyguard.adapters.langchain_agents`` (a middleware judging in the after-model hook).
 
     verified = VerifiedRunnable(chat_model, verifier)
     reply = await verified.ainvoke([SystemMessage(...), HumanMessage("Summarise the notes.")])
@@ -15,7 +22,7 @@ child run.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 try:
     from langchain_core.callbacks import (
@@ -37,11 +44,20 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "replyguard.adapters.langchain needs langchain-core: pip install 'replyguard[langchain]'"
     ) from exc
 
-from replyguard.adapters._shared import Attempts, make_turn, retry_feedback, turn_defaults
-from replyguard.runner import Verifier
-from replyguard.types import Reply, RunMeta, Turn
+from replyguard.adapters._shared import (
+    Attempts,
+    blocking,
+    make_turn,
+    retry_feedback,
+    turn_defaults,
+)
+from replyguard.runner._verifier import Verifier
+from replyguard.types import Outcome, Reply, RunMeta, Turn
 
-__all__ = ["VerifiedRunnable"]
+__all__ = ["METADATA_KEY", "VerifiedRunnable", "with_outcome"]
+
+METADATA_KEY = "replyguard"
+"""The ``response_metadata`` key under which a delivered message carries its ``Outcome``."""
 
 ChatReply = BaseMessage | str
 Messages = list[dict[str, Any]]
@@ -66,6 +82,21 @@ def reply_of(output: ChatReply) -> Reply:
         if output.usage_metadata is not None:
             meta["usage"] = dict(output.usage_metadata)
     return Reply(text=str(output.text), meta=RunMeta(**meta))
+
+
+M = TypeVar("M", bound=BaseMessage)
+
+
+def with_outcome(message: M, outcome: Outcome) -> M:
+    """A copy of ``message`` carrying ``outcome`` (as JSON) in its ``response_metadata``."""
+    metadata = {**message.response_metadata, METADATA_KEY: outcome.model_dump(mode="json")}
+    return message.model_copy(update={"response_metadata": metadata})
+
+
+def delivered(attempts: Attempts[ChatReply], outcome: Outcome) -> ChatReply:
+    """The delivered attempt's output; a message carries the ``outcome``."""
+    output = attempts.delivered(outcome)
+    return with_outcome(output, outcome) if isinstance(output, BaseMessage) else output
 
 
 def turn_of(messages: list[BaseMessage], fields: dict[str, Any]) -> Turn:
@@ -112,7 +143,8 @@ class VerifiedRunnable(Runnable[LanguageModelInput, ChatReply]):
     def invoke(
         self, input: LanguageModelInput, config: RunnableConfig | None = None, **kwargs: Any
     ) -> ChatReply:
-        """Invoke the runnable, verify its reply, retry with the feedback, deliver."""
+        """Invoke the runnable, verify its reply, retry with the feedback, deliver (also where
+        an event loop already runs in this thread: from a worker thread then)."""
 
         def verified(
             value: LanguageModelInput,
@@ -128,7 +160,7 @@ class VerifiedRunnable(Runnable[LanguageModelInput, ChatReply]):
                 attempts.add(reply.text, output)
                 return reply
 
-            return attempts.delivered(self.verifier.run_sync(attempt, turn))
+            return delivered(attempts, blocking(lambda: self.verifier.run_sync(attempt, turn)))
 
         return self._call_with_config(verified, input, config, **kwargs)
 
@@ -152,6 +184,6 @@ class VerifiedRunnable(Runnable[LanguageModelInput, ChatReply]):
                 attempts.add(reply.text, output)
                 return reply
 
-            return attempts.delivered(await self.verifier.run(attempt, turn))
+            return delivered(attempts, await self.verifier.run(attempt, turn))
 
         return await self._acall_with_config(verified, input, config, **kwargs)
