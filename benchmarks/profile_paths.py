@@ -159,14 +159,26 @@ async def hot(turns: int, out: Path, limit: int) -> None:
 
 _STAGES = (
     # (module, class ("" for a module function), function, is it async, label)
-    ("replyguard.runner", "", "call_agent", True, "agent call (fresh copy of the messages)"),
-    ("replyguard.runner", "", "skip_reason", False, "pre-checks"),
-    ("replyguard.assessment", "Assessor", "assess", True, "assessment (checks, scan, judgement)"),
-    ("replyguard.assessment", "", "run_checks", True, "  checks"),
-    ("replyguard.assessment", "", "suspected_injection", False, "  injection scan"),
-    ("replyguard.assessment", "Assessor", "judgement", True, "  judgement"),
-    ("replyguard.assessment", "", "build_judge_prompt", False, "    judge prompt"),
-    ("replyguard.runner", "_Run", "finish", True, "outcome"),
+    (
+        "replyguard.runner._verifier",
+        "",
+        "call_agent",
+        True,
+        "agent call (fresh copy of the messages)",
+    ),
+    ("replyguard.runner._run", "", "skip_reason", False, "pre-checks"),
+    (
+        "replyguard.runner._assessment",
+        "Assessor",
+        "assess",
+        True,
+        "assessment (checks, scan, judgement)",
+    ),
+    ("replyguard.runner._assessment", "", "run_checks", True, "  checks"),
+    ("replyguard.runner._assessment", "", "suspected_injection", False, "  injection scan"),
+    ("replyguard.runner._assessment", "Assessor", "judgement", True, "  judgement"),
+    ("replyguard.runner._assessment", "", "build_judge_prompt", False, "    judge prompt"),
+    ("replyguard.runner._run", "_Run", "finish", True, "outcome"),
 )
 
 
@@ -225,8 +237,8 @@ async def stages(turns: int) -> None:
 
 
 def context(out: Path, limit: int) -> None:
-    from replyguard import tokens
     from replyguard.context import ContextLimits, build_judge_prompt
+    from replyguard.context import _tokens as tokens
     from replyguard.types import RunMeta, ToolCallRecord
 
     meta = RunMeta(stop_reason="stop", tool_calls=(ToolCallRecord(name="search"),))

@@ -173,7 +173,7 @@ async def verified(sizes: Sizes, rows: list[Row], server: JudgeServerProcess) ->
 
 
 async def context(sizes: Sizes, rows: list[Row]) -> None:
-    from replyguard import tokens
+    from replyguard.context import _tokens as tokens
 
     cases = [(n, "prose") for n in sizes.context_reps] + [(128_000, "cjk"), (128_000, "json")]
     encoding = tokens.encoding()

@@ -2,9 +2,10 @@
 
     python scripts/reliability.py
 
-Every fault of ``tests/fault_matrix.py`` (the table ``tests/test_fault_matrix.py`` tests), on
-both wire formats, on the first judgement and on a retry's, through ``Verifier.run`` against a
-loopback provider (no network) with ``timeoutSeconds=1``. One row per case, then a summary.
+Every fault of ``tests/support/fault_matrix.py`` (the table ``tests/runner/test_fault_matrix.py``
+tests), on both wire formats, on the first judgement and on a retry's, through ``Verifier.run``
+against a loopback provider (no network) with ``timeoutSeconds=1``. One row per case, then a
+summary.
 
 Exit status 1 when a reply was not delivered, a status or reason was wrong, a fail-open took
 longer than ``timeoutSeconds`` + 0.5 s, or anything leaked: a task or a client connection a case
@@ -25,7 +26,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import replyguard  # noqa: F401 - sets the offline env defaults before litellm is imported
-from fault_matrix import (
+from support.fault_matrix import (
     ATTEMPTS,
     FAULTS,
     SLACK,

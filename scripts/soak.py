@@ -3,7 +3,7 @@
     python scripts/soak.py                   # 10,000 turns, 50 at a time
     python scripts/soak.py --turns 2000 --batch 20 --wire anthropic
 
-Every turn goes through ``Verifier.run`` with ``verifyAll`` to ``tests/provider_server.py``
+Every turn goes through ``Verifier.run`` with ``verifyAll`` to ``tests/support/provider_server.py``
 over litellm's real network path (no network: loopback only). The judge answers FAIL to the
 first attempt of every ``--fail-every``-th turn and PASS otherwise, so a share of the turns is
 retried with feedback. Turns run in batches of ``--batch`` concurrent turns.
@@ -38,8 +38,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from provider_server import ANTHROPIC, OPENAI, ProviderServer, Seen, Step, Wire
 from replyguard import Turn, Verifier, VerifierConfig
+from support.provider_server import ANTHROPIC, OPENAI, ProviderServer, Seen, Step, Wire
 
 API_KEY = "sk-soak-0123456789abcdefghijklmn"
 RECHECK = "please double-check the totals"

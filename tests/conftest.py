@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 import replyguard  # noqa: F401 - sets the offline env defaults before litellm is imported
-from provider_server import ProviderServer
 from replyguard import VerifierConfig
-from replyguard.answer_cap import close_every_session
+from replyguard.judge._answer_cap import close_every_session
+from support.provider_server import ProviderServer
 
 JUDGE_MODEL = "anthropic/claude-sonnet-4-5"
 AGENT_MODEL = "openai/gpt-4o"

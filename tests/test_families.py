@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from replyguard.families import is_reasoning_model, model_family
+from replyguard._families import is_reasoning_model, model_family
 
 
 @pytest.mark.parametrize(

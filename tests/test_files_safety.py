@@ -23,10 +23,10 @@ from typing import Any, TypeVar
 import pytest
 
 from replyguard import Outcome, Status, Turn, Verifier, VerifierConfig
+from replyguard._workspace import MAX_FILE_BYTES, Workspace
 from replyguard.context import JudgePrompt
 from replyguard.telemetry import Events
 from replyguard.testing import ScriptedAgent, ScriptedJudge
-from replyguard.workspace import MAX_FILE_BYTES, Workspace
 
 RULES = "Always answer in English."
 TASK = "- [ ] check the inbox"

@@ -65,7 +65,7 @@ def test_installed_wheel_renders_its_own_prompts(wheel: Path, tmp_path: Path) ->
         timeout=300,
     )
     script = (
-        "import replyguard, replyguard._prompts as p; "
+        "import replyguard, replyguard._templates as p; "
         "print(p.prompts_dir()); print(len(p.render('judge_system.j2')) > 100)"
     )
     env = {**os.environ, "PYTHONPATH": str(target)}

@@ -22,9 +22,7 @@ from replyguard import (
     Verdict,
     VerifierConfig,
     parse_verdict,
-    tokens,
 )
-from replyguard import context as context_module
 from replyguard.context import (
     MESSAGE_OVERHEAD,
     ContextLimits,
@@ -33,9 +31,11 @@ from replyguard.context import (
     build_judge_prompt,
     render_message,
 )
-from replyguard.injection import neutralise, without_code
-from replyguard.prechecks import skip_reason
-from replyguard.triggers import TriggerKind, TriggerMatcher
+from replyguard.context import _build as context_module
+from replyguard.context import _tokens as tokens
+from replyguard.context._injection import neutralise, without_code
+from replyguard.gate._prechecks import skip_reason
+from replyguard.gate._triggers import TriggerKind, TriggerMatcher
 from replyguard.types import ToolCallRecord
 
 PROPERTY = settings(

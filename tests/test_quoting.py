@@ -11,10 +11,10 @@ from __future__ import annotations
 import pytest
 
 from replyguard import parse_verdict
+from replyguard._quoting import Kind, code_blocks, kinds, lines
 from replyguard.checks.json_repair import repair_json
 from replyguard.checks.markdown import prose_lines
-from replyguard.injection import suspected_injection
-from replyguard.quoting import Kind, code_blocks, kinds, lines
+from replyguard.context._injection import suspected_injection
 
 FENCE = "```"
 

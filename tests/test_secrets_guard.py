@@ -24,9 +24,9 @@ from pathlib import Path
 import pytest
 
 from conftest import API_KEY, KNOWN_KEYS, SecretsGuard, watching_every_record
-from provider_server import ANTHROPIC, OPENAI, ProviderServer, Step, Wire
 from replyguard import Outcome, Turn, Verifier, VerifierConfig
 from replyguard.testing import ScriptedAgent
+from support.provider_server import ANTHROPIC, OPENAI, ProviderServer, Step, Wire
 
 pytest_plugins = ["pytester"]
 
@@ -133,7 +133,7 @@ def test_watching_puts_logging_back_as_it_found_it() -> None:
 
 def test_a_test_that_logs_a_known_key_fails_at_teardown(pytester: pytest.Pytester) -> None:
     pytester.makeconftest((TESTS / "conftest.py").read_text(encoding="utf-8"))
-    shutil.copy(TESTS / "provider_server.py", pytester.path)
+    shutil.copytree(TESTS / "support", pytester.path / "support")
     pytester.makepyfile(
         test_leaky="""
         import logging

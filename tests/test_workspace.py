@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from replyguard._workspace import MAX_FILE_BYTES, Workspace
 from replyguard.telemetry import Events
-from replyguard.workspace import MAX_FILE_BYTES, Workspace
 
 
 @pytest.fixture

@@ -12,6 +12,8 @@ from replyguard._env import set_env_defaults
 
 set_env_defaults()
 
+from replyguard._public import present_as  # noqa: E402
+from replyguard._version import __version__  # noqa: E402
 from replyguard.checks import (  # noqa: E402 - after the env defaults
     Check,
     CheckResult,
@@ -24,7 +26,7 @@ from replyguard.checks import (  # noqa: E402 - after the env defaults
     RuleCheck,
     repair_json,
 )
-from replyguard.config import VerifierConfig  # noqa: E402
+from replyguard.config._schema import VerifierConfig  # noqa: E402
 from replyguard.errors import (  # noqa: E402
     ConfigError,
     CrossFamilyError,
@@ -32,9 +34,10 @@ from replyguard.errors import (  # noqa: E402
     ReplyguardError,
     VerificationExhausted,
 )
-from replyguard.judge import Judge, JudgeReply, LiteLLMJudge  # noqa: E402
-from replyguard.prechecks import skip_reason  # noqa: E402
-from replyguard.runner import Verifier  # noqa: E402
+from replyguard.gate._prechecks import skip_reason  # noqa: E402
+from replyguard.judge._fallbacks import Judge, JudgeReply, LiteLLMJudge  # noqa: E402
+from replyguard.judge._verdict import parse_verdict  # noqa: E402
+from replyguard.runner._verifier import Verifier  # noqa: E402
 from replyguard.types import (  # noqa: E402
     Attempt,
     FailCategory,
@@ -48,9 +51,6 @@ from replyguard.types import (  # noqa: E402
     Turn,
     Verdict,
 )
-from replyguard.verdict import parse_verdict  # noqa: E402
-
-__version__ = "0.1.0"
 
 __all__ = [
     "Attempt",
@@ -88,3 +88,7 @@ __all__ = [
     "repair_json",
     "skip_reason",
 ]
+
+present_as(__name__, globals(), __all__)
+
+present_as(__name__, globals(), __all__)

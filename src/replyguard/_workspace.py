@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 from stat import S_ISREG
 
-from replyguard.telemetry import Events
+from replyguard.telemetry._events import Events
 
 MAX_FILE_BYTES = 256 * 1024
 

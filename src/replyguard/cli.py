@@ -17,8 +17,7 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 
-from replyguard import __version__
-from replyguard.commands import (
+from replyguard._cli.verify import (
     STATUSES_HELP,
     add_heartbeat_arguments,
     add_verify_arguments,
@@ -26,7 +25,8 @@ from replyguard.commands import (
     run_command,
     verify_main,
 )
-from replyguard.config import VerifierConfig
+from replyguard._version import __version__
+from replyguard.config._schema import VerifierConfig
 from replyguard.evaluation import add_arguments as add_eval_arguments
 from replyguard.evaluation import main as eval_main
 
@@ -93,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     args = _parser().parse_args(argv)
     if args.command == "demo":
-        from replyguard.demo import main as demo_main
+        from replyguard._cli.demo import main as demo_main
 
         return demo_main()
     if args.command == "schema":

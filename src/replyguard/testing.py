@@ -20,8 +20,8 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
-from replyguard.context import JudgePrompt
-from replyguard.judge import JudgeReply
+from replyguard.context._build import JudgePrompt
+from replyguard.judge._fallbacks import JudgeReply
 from replyguard.types import Reply
 
 A = TypeVar("A")

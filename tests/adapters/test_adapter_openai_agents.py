@@ -22,10 +22,10 @@ from agents import (
 from openai import AsyncOpenAI
 
 from conftest import API_KEY
-from provider_server import ProviderServer, Seen, Step
 from replyguard import FailCategory, Reason, Status, Verdict, Verifier
 from replyguard.adapters.openai_agents import VerifiedRunner, judge_output_guardrail
 from replyguard.testing import ScriptedJudge
+from support.provider_server import ProviderServer, Seen, Step
 
 set_tracing_disabled(True)
 

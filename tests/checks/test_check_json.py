@@ -11,7 +11,7 @@ import pytest
 from replyguard.checks.base import Check, CheckResult
 from replyguard.checks.json_check import JsonCheck
 from replyguard.checks.json_repair import repair_json
-from replyguard.checks.specs import FieldRule
+from replyguard.config._checks import FieldRule
 from replyguard.types import FailCategory, Reply, Turn
 
 TEN_MB = 10 * 1024 * 1024

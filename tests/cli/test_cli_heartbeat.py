@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from provider_server import ProviderServer, Step
-from replyguard.cli import main
 from test_cli_verify import BrokenPipe, config_file
+
+from replyguard.cli import main
+from support.provider_server import ProviderServer, Step
 
 OPEN_TASKS = (
     "# Heartbeat\n\n- [ ] Rotate the logs\n- [x] Check the backup job\n- [ ] Renew the TLS cert\n"

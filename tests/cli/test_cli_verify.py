@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from conftest import API_KEY
-from provider_server import ANTHROPIC, ProviderServer, Step
 from replyguard.cli import main
+from support.provider_server import ANTHROPIC, ProviderServer, Step
 
 TURN = {
     "userMessage": "List the three risks in the launch plan.",

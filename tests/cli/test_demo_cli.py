@@ -7,13 +7,13 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from replyguard import FailCategory, Reason, Status, VerifierConfig
-from replyguard.cli import main
-from replyguard.demo import run_demo, write_workspace
 from test_cli_verify import BrokenPipe
 
-ROOT = Path(__file__).resolve().parents[1]
+from replyguard import FailCategory, Reason, Status, VerifierConfig
+from replyguard._cli.demo import run_demo, write_workspace
+from replyguard.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 async def test_demo_walks_every_path(tmp_path: Path) -> None:

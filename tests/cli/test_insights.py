@@ -19,11 +19,11 @@ import pytest
 import respx
 
 from conftest import API_KEY, SecretsGuard
-from provider_server import OPENAI, Step
 from replyguard.cli import main
 from replyguard.insights import Report, percentile, read_ledger, summarise, themes
+from support.provider_server import OPENAI, Step
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 SUPPORT = FIXTURES / "ledger_support.jsonl"
 OPS = FIXTURES / "ledger_ops.jsonl"
 LONG_FEEDBACK = (  # in ledger_support.jsonl, 118 characters

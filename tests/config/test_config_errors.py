@@ -19,9 +19,9 @@ from pydantic import BaseModel
 
 from conftest import API_KEY
 from replyguard import ConfigError, VerifierConfig
-from replyguard.checks import specs
 from replyguard.cli import main
 from replyguard.config import MASK, CircuitBreakerConfig, RunKind
+from replyguard.config import _checks as specs
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,11 @@ import pytest
 
 from replyguard import VerifierConfig
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 
 import config_reference
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 COMMITTED = ROOT / "docs" / "config-reference.md"
 
 

@@ -11,9 +11,7 @@ from typing import Any
 
 import pytest
 
-from injection_corpus import HOSTILE, ODD_HISTORY, Sample
-from replyguard import tokens
-from replyguard._prompts import fill, render
+from replyguard._templates import fill, render
 from replyguard.context import (
     MESSAGE_OVERHEAD,
     ContextLimits,
@@ -24,10 +22,12 @@ from replyguard.context import (
     render_metadata,
     system_prompt,
 )
+from replyguard.context import _tokens as tokens
 from replyguard.types import RunMeta, ToolCallRecord, Turn
+from support.injection_corpus import HOSTILE, ODD_HISTORY, Sample
 
 NONCE = "0123456789ab"
-SNAPSHOT = Path(__file__).parent / "snapshots" / "judge_prompt.txt"
+SNAPSHOT = Path(__file__).parents[1] / "snapshots" / "judge_prompt.txt"
 MILLION = 1_000_000
 CONTRACT_ORDER = [
     "user_request",

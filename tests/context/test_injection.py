@@ -7,14 +7,14 @@ from typing import Any
 
 import pytest
 
-from injection_corpus import BENIGN, HOSTILE, Sample
-from replyguard.injection import (
+from replyguard.context._injection import (
     REASONS,
     injection_feedback,
     neutralise,
     suspected_injection,
     without_code,
 )
+from support.injection_corpus import BENIGN, HOSTILE, Sample
 
 MEGABYTE = 1_000_000
 HIDDEN_CATEGORIES = ("Cc", "Cf", "Cs", "Zl", "Zp")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from injection_corpus import BENIGN, HOSTILE
-from replyguard.injection import _ANCHORS, _anchors_in
+from replyguard.context._injection import _ANCHORS, _anchors_in
+from support.injection_corpus import BENIGN, HOSTILE
 
 TEXTS = [sample.text.lower() for sample in (*HOSTILE, *BENIGN)]
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from injection_corpus import ODD_HISTORY
 from replyguard import Turn, Verifier, VerifierConfig
 from replyguard.testing import ScriptedAgent, ScriptedJudge
+from support.injection_corpus import ODD_HISTORY
 
 CONFIG = VerifierConfig.from_dict({"enabled": True, "verifyAll": True})
 # Deeper than JSON parsers build: the agent's copy of the messages does not take it (yet).

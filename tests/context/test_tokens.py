@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from replyguard import tokens
+from replyguard.context import _tokens as tokens
 
 MILLION = 1_000_000
 Cut = Callable[[str, int], str]

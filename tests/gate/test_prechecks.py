@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from replyguard.prechecks import skip_reason
+from replyguard.gate._prechecks import skip_reason
 from replyguard.types import Reply, RunMeta, SkipReason
 
 

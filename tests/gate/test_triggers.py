@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from replyguard.config import VerifierConfig
-from replyguard.triggers import TriggerKind, TriggerMatcher
+from replyguard.gate._triggers import TriggerKind, TriggerMatcher
 from replyguard.types import Turn
 
 DEFAULTS = TriggerMatcher(VerifierConfig())

@@ -9,8 +9,8 @@ import threading
 
 import pytest
 
-from replyguard.breaker import CircuitBreaker
 from replyguard.config import CircuitBreakerConfig
+from replyguard.judge._breaker import CircuitBreaker
 
 MODEL = "anthropic/claude-sonnet-4-5"
 OTHER = "openai/gpt-4o-mini"

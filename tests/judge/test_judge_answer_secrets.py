@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 
 from conftest import API_KEY, KNOWN_KEYS, SecretsGuard
-from provider_server import ANTHROPIC, ProviderServer, Step
 from replyguard import Turn, Verifier, VerifierConfig
 from replyguard.cli import main
 from replyguard.judge import JudgeReply
 from replyguard.testing import ScriptedAgent, ScriptedJudge
+from support.provider_server import ANTHROPIC, ProviderServer, Step
 
 ENV_VALUE = "plainvalue-without-key-shape-123"  # KNOWN_KEYS: an env: key's value
 PLAIN = "3f9a1c7e5b2d4f608a1e9c3b7d5f2a64"  # KNOWN_KEYS: no key shape at all

@@ -18,14 +18,14 @@ import httpx
 import pytest
 import respx
 
-from provider_server import ANTHROPIC, OPENAI, ProviderServer, Step, Wire
 from replyguard import Turn, Verifier, VerifierConfig
-from replyguard.breaker import CircuitBreaker
 from replyguard.context import ContextLimits, JudgePrompt, build_judge_prompt
 from replyguard.errors import CircuitOpenError, JudgeConfigError, JudgeError
 from replyguard.judge import JudgeReply, LiteLLMJudge
+from replyguard.judge._breaker import CircuitBreaker
 from replyguard.telemetry import Events
 from replyguard.types import Status
+from support.provider_server import ANTHROPIC, OPENAI, ProviderServer, Step, Wire
 
 WIRES = [pytest.param(OPENAI, id="openai"), pytest.param(ANTHROPIC, id="anthropic")]
 # Three judge models per provider, tried in this order.

@@ -16,11 +16,11 @@ import pytest
 import respx
 
 from conftest import API_KEY
-from provider_server import ANTHROPIC, OPENAI, Seen, Step, Wire, anthropic_body, openai_body
 from replyguard import FailCategory, Outcome, Turn, Verifier, VerifierConfig
 from replyguard.context import system_prompt
 from replyguard.testing import ScriptedAgent
 from replyguard.types import Reason, Status, Verdict
+from support.provider_server import ANTHROPIC, OPENAI, Seen, Step, Wire, anthropic_body, openai_body
 
 WIRES = [pytest.param(OPENAI, id="openai"), pytest.param(ANTHROPIC, id="anthropic")]
 USER_MESSAGE = "Summarise the quarterly report in three bullet points."

@@ -12,12 +12,13 @@ from typing import Any
 import pytest
 
 from conftest import API_KEY
-from provider_server import ANTHROPIC, OPENAI, ProviderServer, Step, Wire
-from replyguard import VerifierConfig, tokens
+from replyguard import VerifierConfig
 from replyguard.context import JudgePrompt, system_prompt
+from replyguard.context import _tokens as tokens
 from replyguard.judge import LiteLLMJudge
-from replyguard.prompt_cache import CACHE_CONTROL, min_cacheable_tokens, with_cached_system
+from replyguard.judge._prompt_cache import CACHE_CONTROL, min_cacheable_tokens, with_cached_system
 from replyguard.telemetry import Events
+from support.provider_server import ANTHROPIC, OPENAI, ProviderServer, Step, Wire
 
 SONNET = "anthropic/claude-sonnet-4-5"
 HAIKU = "anthropic/claude-3-5-haiku-20241022"  # not in litellm's map: the name's rule applies

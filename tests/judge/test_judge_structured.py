@@ -14,10 +14,10 @@ import pytest
 import respx
 
 from conftest import API_KEY
-from provider_server import OPENAI, Step
 from replyguard import FailCategory, Turn, Verifier, VerifierConfig
 from replyguard.judge import VERDICT_FORMAT
 from replyguard.types import Verdict
+from support.provider_server import OPENAI, Step
 
 SUPPORTING = "openai/gpt-4o-mini"
 NOT_SUPPORTING = "openai/gpt-3.5-turbo"

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from replyguard.limiter import ConcurrencyLimiter
+from replyguard.judge._limiter import ConcurrencyLimiter
 
 PATIENCE = 10.0  # seconds before a condition that must come is declared missing
 

@@ -19,15 +19,16 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from conftest import AGENT_MODEL, API_KEY, SecretsGuard
-from provider_server import OPENAI, ProviderServer, Step
 from replyguard import CrossFamilyError, Status, Turn, Verifier, VerifierConfig
-from replyguard.breaker import CircuitBreaker
+from replyguard.config._router import RoutingStrategy
 from replyguard.context import JudgePrompt
 from replyguard.errors import ConfigError, JudgeConfigError
 from replyguard.judge import LiteLLMJudge
-from replyguard.routing import JudgeRouter, RoutingStrategy
+from replyguard.judge._breaker import CircuitBreaker
+from replyguard.judge._router import JudgeRouter
 from replyguard.telemetry import Events
 from replyguard.testing import ScriptedAgent
+from support.provider_server import OPENAI, ProviderServer, Step
 
 PLAIN_KEY = "3f9a1c7e5b2d4f608a1e9c3b7d5f2a64"
 # Keys no redaction pattern recognises: only knowing the value hides them.

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replyguard.judge import JudgeReply
+from replyguard.judge._verdict import parse_verdict
 from replyguard.types import FailCategory, Reason, Verdict
-from replyguard.verdict import parse_verdict
 
 FENCE = "```"
 

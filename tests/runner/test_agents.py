@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from replyguard.agents import copy_messages
+from replyguard.runner._agents import copy_messages
 
 FLAT = [
     {"role": "system", "content": "Be brief."},

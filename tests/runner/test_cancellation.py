@@ -21,10 +21,17 @@ from typing import Any
 
 import pytest
 
-from fault_matrix import FIRST_REPLY, USER_MESSAGE, WIRES, closed_port, config, tasks_left_behind
-from provider_server import ProviderServer, Step, Wire
 from replyguard import Turn, Verifier, VerifierConfig
 from replyguard.testing import ScriptedAgent
+from support.fault_matrix import (
+    FIRST_REPLY,
+    USER_MESSAGE,
+    WIRES,
+    closed_port,
+    config,
+    tasks_left_behind,
+)
+from support.provider_server import ProviderServer, Step, Wire
 
 WIRE_PARAMS = [pytest.param(wire, id=wire.name) for wire in WIRES]
 HANGS = [

@@ -7,12 +7,12 @@ import sys
 import textwrap
 from pathlib import Path
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 
 SCRIPT = textwrap.dedent(
     """
     import asyncio, sys
-    from provider_server import ProviderServer, Step
+    from support.provider_server import ProviderServer, Step
     from replyguard import Turn, Verifier, VerifierConfig
 
     async def main(url):

@@ -24,7 +24,6 @@ from typing import Any
 import pytest
 
 from conftest import API_KEY
-from provider_server import ANTHROPIC, OPENAI, ProviderServer, Seen, Step, Wire
 from replyguard import (
     FailCategory,
     Outcome,
@@ -34,11 +33,12 @@ from replyguard import (
     Verdict,
     Verifier,
     VerifierConfig,
-    tokens,
 )
-from replyguard.feedback import feedback_message
+from replyguard.context import _tokens as tokens
+from replyguard.runner._feedback import feedback_message
 from replyguard.testing import ScriptedAgent
 from replyguard.types import Reason, Status
+from support.provider_server import ANTHROPIC, OPENAI, ProviderServer, Seen, Step, Wire
 
 WIRES = [pytest.param(ANTHROPIC, id="anthropic"), pytest.param(OPENAI, id="openai")]
 USER_MESSAGE = "Summarise the quarterly report in three bullet points."

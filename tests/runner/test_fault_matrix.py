@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import API_KEY, SecretsGuard
-from fault_matrix import (
+from support.fault_matrix import (
     CASES,
     FAULTS_BY_NAME,
     SLACK,
@@ -30,8 +30,8 @@ from fault_matrix import (
     run_matrix,
     run_smuggled,
 )
-from host_faults import HOST_FAULTS, LINUX_ONLY, run_host_fault
-from provider_server import Wire
+from support.host_faults import HOST_FAULTS, LINUX_ONLY, run_host_fault
+from support.provider_server import Wire
 
 CASE_PARAMS = [pytest.param(case, id=case.id) for case in CASES]
 

@@ -24,10 +24,10 @@ from typing import Any
 import pytest
 
 from conftest import API_KEY
-from provider_server import ANTHROPIC, OPENAI, ProviderServer, Step, Wire, provider_process
 from replyguard import Reason, Status, Turn, Verifier, VerifierConfig
-from replyguard.answer_cap import MAX_ANSWER_BYTES
+from replyguard.judge._answer_cap import MAX_ANSWER_BYTES
 from replyguard.testing import ScriptedAgent, ScriptedJudge
+from support.provider_server import ANTHROPIC, OPENAI, ProviderServer, Step, Wire, provider_process
 
 WIRES = [pytest.param(OPENAI, id="openai"), pytest.param(ANTHROPIC, id="anthropic")]
 REPLY = "Done: here is the checklist."
@@ -295,7 +295,7 @@ async def test_a_ten_megabyte_reply_of_short_lines_keeps_the_turn_deadline(
 MIXED = """
 import asyncio, sys, threading
 sys.path.insert(0, {tests!r})
-from provider_server import OPENAI, ProviderServer, Step
+from support.provider_server import OPENAI, ProviderServer, Step
 from replyguard import Turn, Verifier, VerifierConfig
 from replyguard.testing import ScriptedAgent
 
@@ -326,7 +326,7 @@ with ProviderServer(default=Step(text="PASS")) as server:
 @pytest.mark.parametrize("closed", [True, False], ids=["aclose", "no-aclose"])
 def test_run_sync_from_threads_mixed_with_await_is_silent_and_correct(closed: bool) -> None:
     close = "await verifier.aclose()" if closed else "pass  # a host that never closes"
-    script = MIXED.format(tests=str(Path(__file__).parent), close=close)
+    script = MIXED.format(tests=str(Path(__file__).parents[1]), close=close)
     done = subprocess.run(
         [sys.executable, "-X", "dev", "-c", script],
         capture_output=True,
@@ -387,7 +387,8 @@ async def test_sync_agents_share_only_the_agent_threads_of_their_verifier(
 
 def test_agent_threads_has_a_documented_default() -> None:
     assert VerifierConfig().agent_threads == 32
-    assert "agentThreads" in Path(__file__).parent.parent.joinpath("README.md").read_text()
+    reliability = Path(__file__).parents[2] / "docs" / "reliability.md"
+    assert "agentThreads" in reliability.read_text(encoding="utf-8")
 
 
 # -- 6. operator regexes ------------------------------------------------------------------------

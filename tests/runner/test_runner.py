@@ -23,8 +23,8 @@ from replyguard import (
     Verifier,
 )
 from replyguard.context import JudgePrompt
-from replyguard.feedback import feedback_message
 from replyguard.judge import JudgeReply
+from replyguard.runner._feedback import feedback_message
 from replyguard.testing import ScriptedAgent, ScriptedJudge, ScriptError
 
 FAIL_INCOMPLETE = "Missing the date.\nFAIL [incomplete]: Add the meeting date."
@@ -289,7 +289,7 @@ async def test_internal_error_building_the_prompt_fails_open(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise ValueError("template trouble")
 
-    monkeypatch.setattr("replyguard.assessment.build_judge_prompt", broken)
+    monkeypatch.setattr("replyguard.runner._assessment.build_judge_prompt", broken)
     outcome = await Verifier(make_config(), judge=ScriptedJudge([])).run(
         ScriptedAgent(["Done."]), TURN
     )

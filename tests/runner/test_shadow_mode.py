@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 
 from conftest import API_KEY
-from provider_server import ANTHROPIC, ProviderServer, Step
 from replyguard import FailCategory, Reason, Status, Turn, Verifier, VerifierConfig
 from replyguard.errors import ConfigError
 from replyguard.insights.report import read_ledger, summarise
 from replyguard.testing import ScriptedAgent, ScriptedJudge
 from replyguard.types import Attempt
+from support.provider_server import ANTHROPIC, ProviderServer, Step
 
 FAIL_INCOMPLETE = "Missing the date.\nFAIL [incomplete]: Add the meeting date."
 TURN = Turn(user_message="Summarise the meeting notes.", id="t-1")

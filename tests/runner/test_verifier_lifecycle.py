@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from conftest import API_KEY
-from provider_server import ANTHROPIC, OPENAI, ProviderServer, Step, Wire
 from replyguard import Status, Turn, Verdict, Verifier, VerifierConfig
 from replyguard.testing import ScriptedAgent, ScriptedJudge
+from support.provider_server import ANTHROPIC, OPENAI, ProviderServer, Step, Wire
 
 WIRES = [pytest.param(ANTHROPIC, id="anthropic"), pytest.param(OPENAI, id="openai")]
 TURN = Turn(user_message="Send me the release checklist.")

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from conftest import API_KEY  # a key the secrets guard knows
-from injection_corpus import ODD_HISTORY, PYTHON_ONLY_HISTORY
-from provider_server import ANTHROPIC, OPENAI, ProviderServer, Step, Wire
 from replyguard import Turn, Verifier, VerifierConfig
 from replyguard.testing import ScriptedAgent
+from support.injection_corpus import ODD_HISTORY, PYTHON_ONLY_HISTORY
+from support.provider_server import ANTHROPIC, OPENAI, ProviderServer, Step, Wire
 
 TIMEOUT = 1.0
 """``timeoutSeconds`` of every case."""

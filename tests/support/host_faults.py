@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fault_matrix import FIRST_REPLY, RETRY_REPLY, USER_MESSAGE, config
-from provider_server import ProviderServer, Step, Wire
 from replyguard import Outcome, Reply, Turn, Verifier
 from replyguard.testing import ScriptedAgent
+from support.fault_matrix import FIRST_REPLY, RETRY_REPLY, USER_MESSAGE, config
+from support.provider_server import ProviderServer, Step, Wire
 
 TURN = Turn(user_message=USER_MESSAGE)
 

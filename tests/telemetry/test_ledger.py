@@ -103,7 +103,7 @@ def test_processes_appending_at_once_never_tear_a_line(tmp_path: Path) -> None:
     script = textwrap.dedent(
         f"""
         import asyncio, sys
-        from replyguard.ledger import Ledger
+        from replyguard.telemetry._ledger import Ledger
         from replyguard.telemetry import Events
         async def main(tag):
             ledger = Ledger({str(ledger)!r}, Events())

@@ -21,11 +21,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 from conftest import API_KEY
-from provider_server import ANTHROPIC, ProviderServer, Step
 from replyguard import Status, Turn, Verifier, VerifierConfig
+from replyguard.telemetry._tracing import provider_name, server_attributes
 from replyguard.testing import ScriptedAgent, ScriptedJudge
-from replyguard.tracing import provider_name, server_attributes
 from replyguard.types import CheckResult
+from support.provider_server import ANTHROPIC, ProviderServer, Step
 
 MakeConfig = Callable[..., VerifierConfig]
 USER_MESSAGE = "Summarise the confidential merger memo."

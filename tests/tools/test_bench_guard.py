@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-GUARD = Path(__file__).resolve().parents[1] / "benchmarks" / "guard.py"
+GUARD = Path(__file__).resolve().parents[2] / "benchmarks" / "guard.py"
 
 HOT_PATH_BOUND = 1.6
 """Skip / not-triggered turn over the working agent alone (1.1-1.3 today; 7-12 slowed)."""

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 
 import check_dependencies
 

@@ -21,10 +21,10 @@ import httpx
 import pytest
 
 from conftest import API_KEY
-from provider_server import ANTHROPIC, OPENAI, ProviderServer, Seen, Step
 from replyguard import Verifier, VerifierConfig
+from support.provider_server import ANTHROPIC, OPENAI, ProviderServer, Seen, Step
 
-APP_FILE = Path(__file__).resolve().parents[1] / "examples" / "fastapi_backend" / "app.py"
+APP_FILE = Path(__file__).resolve().parents[2] / "examples" / "fastapi_backend" / "app.py"
 QUESTION = "Plan a three-day trip to Lisbon."
 SHORT = "Done: day 1 Alfama, day 2 Belém."
 FIXED = "Done: day 1 Alfama, day 2 Belém, day 3 Sintra."

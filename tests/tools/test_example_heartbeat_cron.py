@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from conftest import API_KEY
-from provider_server import ANTHROPIC, ProviderServer, Step
+from support.provider_server import ANTHROPIC, ProviderServer, Step
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "heartbeat_cron"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "heartbeat_cron"
 SCRIPT = EXAMPLE / "heartbeat.sh"  # run with `sh`, so POSIX sh (dash on Debian) is what runs it
 REPLYGUARD = Path(sys.executable).parent / "replyguard"
 TASK = "Rotate the logs in /var/log/app"

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from replyguard import runner
+from replyguard.runner import _run as runner
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 
 import soak
 

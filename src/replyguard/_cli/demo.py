@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from replyguard.config import VerifierConfig
-from replyguard.context import JudgePrompt
-from replyguard.judge import LiteLLMJudge
-from replyguard.runner import Verifier
-from replyguard.telemetry import Events
+from replyguard.config._schema import VerifierConfig
+from replyguard.context._build import JudgePrompt
+from replyguard.judge._fallbacks import LiteLLMJudge
+from replyguard.runner._verifier import Verifier
+from replyguard.telemetry._events import Events
 from replyguard.testing import ScriptedAgent
 from replyguard.types import Outcome, Reason, Reply, RunMeta, ToolCallRecord, Turn
 

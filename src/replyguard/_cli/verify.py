@@ -29,19 +29,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from replyguard._cli.turn_file import RecordError, TurnRecord, read_record
+from replyguard._workspace import Workspace
 from replyguard.checks.heartbeat import MAX_LISTED, open_tasks
 from replyguard.checks.markdown import bulleted
-from replyguard.checks.specs import HeartbeatCheckSpec
-from replyguard.config import VerifierConfig
+from replyguard.config._checks import HeartbeatCheckSpec
+from replyguard.config._schema import VerifierConfig
 from replyguard.errors import ConfigError, CrossFamilyError
-from replyguard.feedback import feedback_message
-from replyguard.judge import Judge
-from replyguard.prechecks import skip_reason
-from replyguard.records import RecordError, TurnRecord, read_record
-from replyguard.runner import Verifier
-from replyguard.telemetry import Events, describe_error
+from replyguard.gate._prechecks import skip_reason
+from replyguard.judge._fallbacks import Judge
+from replyguard.runner._feedback import feedback_message
+from replyguard.runner._verifier import Verifier
+from replyguard.telemetry._events import Events, describe_error
 from replyguard.types import FailCategory, Reply, SkipReason, Turn, Verdict
-from replyguard.workspace import Workspace
 
 FAILED = "failed"
 FLAGGED = "flagged"

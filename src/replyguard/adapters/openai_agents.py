@@ -50,7 +50,7 @@ from replyguard.adapters._shared import (
     retry_feedback,
     turn_defaults,
 )
-from replyguard.runner import Verifier
+from replyguard.runner._verifier import Verifier
 from replyguard.types import Outcome, Reply, RunMeta, ToolCallRecord, Turn
 
 __all__ = ["VerifiedRunResult", "VerifiedRunner", "judge_output_guardrail", "openai_messages"]

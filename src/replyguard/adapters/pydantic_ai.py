@@ -51,9 +51,9 @@ from replyguard.adapters._shared import (
     retry_feedback,
     turn_defaults,
 )
-from replyguard.feedback import feedback_message
-from replyguard.runner import Verifier
-from replyguard.telemetry import Events
+from replyguard.runner._feedback import feedback_message
+from replyguard.runner._verifier import Verifier
+from replyguard.telemetry._events import Events
 from replyguard.types import Outcome, Reply, RunMeta, ToolCallRecord
 
 __all__ = ["VerifiedAgent", "VerifiedRunResult", "judge_output_validator", "openai_messages"]

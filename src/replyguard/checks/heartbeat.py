@@ -42,11 +42,11 @@ from __future__ import annotations
 import asyncio
 import re
 
+from replyguard._workspace import Workspace
 from replyguard.checks.base import CheckResult, failed, passed
 from replyguard.checks.markdown import bulleted, prose_lines
-from replyguard.telemetry import Events
+from replyguard.telemetry._events import Events
 from replyguard.types import FailCategory, Reply, Turn
-from replyguard.workspace import Workspace
 
 TOKEN = "HEARTBEAT_OK"
 ACK_MAX_CHARS = 300

@@ -31,7 +31,7 @@ from replyguard.checks.json_repair import (
     problems_feedback,
     read_json,
 )
-from replyguard.checks.specs import FieldRule
+from replyguard.config._checks import FieldRule
 from replyguard.types import FailCategory, Reply, Turn
 
 FieldCheck = Callable[[Any], tuple[bool, str]]

@@ -31,8 +31,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from typing import Any, NamedTuple
 
-from replyguard import quoting
-from replyguard.checks.specs import JsonType
+from replyguard import _quoting as quoting
+from replyguard.config._checks import JsonType
 
 MAX_CHARS = 2_000_000
 _MAX_TRIES = 64

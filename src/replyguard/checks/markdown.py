@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from replyguard import quoting
+from replyguard import _quoting as quoting
 
 _COMMENT_OPEN, _COMMENT_CLOSE = "<!--", "-->"
 

@@ -19,15 +19,15 @@ from replyguard.checks.heartbeat import HeartbeatCheck
 from replyguard.checks.http_request import HttpRequestCheck
 from replyguard.checks.json_check import JsonCheck
 from replyguard.checks.rules import RuleCheck
-from replyguard.checks.specs import (
+from replyguard.config._checks import (
     CheckSpec,
     CommandCheckSpec,
     HeartbeatCheckSpec,
     JsonCheckSpec,
 )
-from replyguard.config import VerifierConfig
+from replyguard.config._schema import VerifierConfig
 from replyguard.errors import ConfigError
-from replyguard.telemetry import Events
+from replyguard.telemetry._events import Events
 
 
 def _command_cwd(spec: CommandCheckSpec, workspace_dir: str | None) -> str | None:

@@ -19,8 +19,8 @@ import functools
 from collections.abc import Sequence
 
 from replyguard.checks.base import Check
-from replyguard.telemetry import Events, describe_error
-from replyguard.tracing import NO_TRACING, Tracing
+from replyguard.telemetry._events import Events, describe_error
+from replyguard.telemetry._tracing import NO_TRACING, Tracing
 from replyguard.types import CheckResult, Reply, Turn, Verdict
 
 # A check with its own timeout (a command) gets this much more before it counts as hung.

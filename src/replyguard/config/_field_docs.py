@@ -12,22 +12,28 @@ import ast
 import functools
 import inspect
 import itertools
+import sys
 import textwrap
 from typing import Any
 
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
+from replyguard._public import defined_in
+
 
 @functools.cache
 def attribute_docs(cls: type) -> dict[str, str]:
     """Each attribute ``cls`` itself declares that is followed by a string: that docstring."""
+    # The defining module's source, not ``getsource(cls)``: a public class's ``__module__``
+    # names the package's face (``replyguard``), where its source is not.
     try:
-        source = textwrap.dedent(inspect.getsource(cls))
-    except (OSError, TypeError):  # no source (a frozen build): the schema goes without them
+        source = textwrap.dedent(inspect.getsource(sys.modules[defined_in(cls)]))
+    except (KeyError, OSError, TypeError):  # no source (a frozen build): no docstrings
         return {}
     tree = ast.parse(source)
-    body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+    found = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls.__name__]
+    body = found[0].body if found else []
     docs: dict[str, str] = {}
     for node, after in itertools.pairwise(body):
         if (
@@ -45,7 +51,7 @@ def field_docs(cls: type) -> dict[str, str]:
     """The attribute docstrings of ``cls`` and of the classes it inherits fields from."""
     docs: dict[str, str] = {}
     for base in reversed(cls.__mro__):
-        if base.__module__.startswith("replyguard."):
+        if defined_in(base).startswith("replyguard."):
             docs.update(attribute_docs(base))
     return docs
 

@@ -24,11 +24,11 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
-from replyguard._field_docs import DocumentedSchema
-from replyguard.checks.specs import FILE_MODEL, CheckSpec, HeartbeatCheckSpec, relative_inside
+from replyguard.config._checks import FILE_MODEL, CheckSpec, HeartbeatCheckSpec, relative_inside
+from replyguard.config._field_docs import DocumentedSchema
+from replyguard.config._keys import ENV_PREFIX, MASK, ApiKey, key_values, resolved_key
+from replyguard.config._router import RouterConfig
 from replyguard.errors import ConfigError, ReplyguardError
-from replyguard.keys import ENV_PREFIX, MASK, ApiKey, key_values, resolved_key
-from replyguard.routing import RouterConfig
 
 __all__ = ["ENV_PREFIX", "MASK", "CircuitBreakerConfig", "RunKind", "VerifierConfig"]
 NESTED_PATH = ("agents", "defaults", "verifier")
@@ -281,7 +281,7 @@ class VerifierConfig(BaseModel):
 
     def judge_max_tokens_for(self, model: str) -> int:
         """``judgeMaxTokens``, or 4096 for a reasoning model when the key was not set."""
-        from replyguard.families import is_reasoning_model
+        from replyguard._families import is_reasoning_model
 
         reasoning = any(is_reasoning_model(m) for m in self.underlying_models(model))
         if "judge_max_tokens" not in self.model_fields_set and reasoning:

@@ -53,9 +53,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from replyguard import tokens
-from replyguard._prompts import fill, literal_text, render
-from replyguard.injection import fenced
+from replyguard._templates import fill, literal_text, render
+from replyguard.context import _tokens as tokens
+from replyguard.context._injection import fenced
 from replyguard.types import RunMeta, Turn
 
 # Per-message framing of a chat prompt, counted on top of the texts (OpenAI counts 3-4).

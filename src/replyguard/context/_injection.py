@@ -38,7 +38,7 @@ import unicodedata
 import zlib
 from collections.abc import Iterator, Sequence
 
-from replyguard import quoting
+from replyguard import _quoting as quoting
 
 __all__ = [
     "REASONS",

@@ -15,12 +15,12 @@ from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from replyguard.commands import Judgement, build_verifier, judge_one, warm_up
-from replyguard.config import VerifierConfig
-from replyguard.context import JudgePrompt
+from replyguard._cli.turn_file import EvalRecord
+from replyguard._cli.verify import Judgement, build_verifier, judge_one, warm_up
+from replyguard.config._schema import VerifierConfig
+from replyguard.context._build import JudgePrompt
 from replyguard.evaluation.stats import FAIL, PASS, UNCATEGORISED
-from replyguard.judge import JudgeReply
-from replyguard.records import EvalRecord
+from replyguard.judge._fallbacks import JudgeReply
 from replyguard.types import Reason
 
 REPLAY_MODEL = "replay"

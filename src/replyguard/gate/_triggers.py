@@ -40,7 +40,7 @@ import re
 from enum import StrEnum
 from itertools import pairwise
 
-from replyguard.config import VerifierConfig
+from replyguard.config._schema import VerifierConfig
 from replyguard.types import Turn
 
 _NEGATIONS = frozenset(

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from replyguard.config import VerifierConfig
+from replyguard.config._schema import VerifierConfig
 from replyguard.errors import ConfigError, JudgeError
 from replyguard.insights.report import (
     read_ledger,
@@ -26,8 +26,8 @@ from replyguard.insights.stats import (
     PROPOSAL_TIMEOUT_SECONDS,
     Report,
 )
-from replyguard.judge import close_litellm_clients, import_litellm, read_response
-from replyguard.telemetry import describe_error, redact
+from replyguard.judge._fallbacks import close_litellm_clients, import_litellm, read_response
+from replyguard.telemetry._events import describe_error, redact
 
 # -- printing ----------------------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from replyguard.config import CircuitBreakerConfig
+from replyguard.config._schema import CircuitBreakerConfig
 
 State = Literal["closed", "open", "half_open"]
 

@@ -35,7 +35,7 @@ import weakref
 from collections.abc import AsyncIterator
 from typing import Any
 
-from replyguard.telemetry import Events, describe_error
+from replyguard.telemetry._events import Events, describe_error
 
 _SCOPE: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "replyguard_client_scope", default=None

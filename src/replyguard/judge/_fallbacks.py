@@ -54,22 +54,23 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from replyguard.answer_cap import (
+from replyguard._families import model_family
+from replyguard.config._schema import VerifierConfig
+from replyguard.context._build import JudgePrompt
+from replyguard.errors import CircuitOpenError, ConfigError, JudgeConfigError, JudgeError
+from replyguard.judge._answer_cap import (
     MAX_ANSWER_BYTES,
     AnswerSessions,
     capped_call,
     is_too_large,
 )
-from replyguard.breaker import CircuitBreaker
-from replyguard.clients import ClientScope, stop_logging_worker
-from replyguard.config import VerifierConfig
-from replyguard.context import JudgePrompt
-from replyguard.errors import CircuitOpenError, ConfigError, JudgeConfigError, JudgeError
-from replyguard.families import model_family
-from replyguard.prompt_cache import with_cached_system
-from replyguard.routing import JudgeRouter
-from replyguard.telemetry import Events, describe_error
-from replyguard.tracing import (
+from replyguard.judge._breaker import CircuitBreaker
+from replyguard.judge._clients import ClientScope, stop_logging_worker
+from replyguard.judge._prompt_cache import with_cached_system
+from replyguard.judge._router import JudgeRouter
+from replyguard.judge._verdict import parse_verdict
+from replyguard.telemetry._events import Events, describe_error
+from replyguard.telemetry._tracing import (
     NO_TRACING,
     Tracing,
     answer_attributes,
@@ -77,7 +78,6 @@ from replyguard.tracing import (
     finish_reasons,
 )
 from replyguard.types import FailCategory, Reason, Verdict
-from replyguard.verdict import parse_verdict
 
 Failure = Literal["config", "timeout", "transient"]
 """What a failed judge call means: our configuration, a timeout, or a passing fault."""

@@ -19,8 +19,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from replyguard import tokens
-from replyguard.families import model_family
+from replyguard._families import model_family
+from replyguard.context import _tokens as tokens
 
 CACHE_CONTROL = {"type": "ephemeral"}
 # Routes on which litellm speaks Anthropic's messages format (a bare "claude-..." name too).

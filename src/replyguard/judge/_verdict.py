@@ -52,8 +52,8 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
-from replyguard import quoting
-from replyguard.quoting import Kind
+from replyguard import _quoting as quoting
+from replyguard._quoting import Kind
 from replyguard.types import FailCategory, Reason, Verdict
 
 _DECOR = " \t*_#-`•"  # stripped from the start of a line

@@ -17,25 +17,25 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from replyguard._workspace import Workspace
 from replyguard.checks.base import Check
 from replyguard.checks.running import checks_verdict, decisive_pass, merged_feedback, run_checks
-from replyguard.config import VerifierConfig
-from replyguard.context import (
+from replyguard.config._schema import VerifierConfig
+from replyguard.context._build import (
     ContextLimits,
     JudgePrompt,
     Redact,
     RulesSource,
     build_judge_prompt,
 )
+from replyguard.context._injection import injection_feedback, suspected_injection
 from replyguard.errors import CircuitOpenError, JudgeConfigError
-from replyguard.injection import injection_feedback, suspected_injection
-from replyguard.judge import Judge, JudgeReply
-from replyguard.limiter import ConcurrencyLimiter
-from replyguard.telemetry import Events, describe_error, redact
-from replyguard.tracing import NO_TRACING, Tracing
-from replyguard.triggers import TriggerMatcher
+from replyguard.gate._triggers import TriggerMatcher
+from replyguard.judge._fallbacks import Judge, JudgeReply
+from replyguard.judge._limiter import ConcurrencyLimiter
+from replyguard.telemetry._events import Events, describe_error, redact
+from replyguard.telemetry._tracing import NO_TRACING, Tracing
 from replyguard.types import CheckResult, FailCategory, Reason, Reply, Turn, Verdict
-from replyguard.workspace import Workspace
 
 _INLINE_SCAN_CHARS = 50_000
 _JUDGE_TEXTS = ("raw", "feedback", "reasoning", "model", "error")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from replyguard._prompts import render
+from replyguard._templates import render
 from replyguard.types import FailCategory, Verdict
 
 GUIDANCE: dict[FailCategory | None, str] = {

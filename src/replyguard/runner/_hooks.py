@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from replyguard.telemetry import Events, describe_error
+from replyguard.telemetry._events import Events, describe_error
 from replyguard.types import Turn
 
 Hook = Callable[..., Any]

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from replyguard.telemetry import Events, describe_error
+from replyguard.telemetry._events import Events, describe_error
 from replyguard.types import Outcome, Turn
 
 

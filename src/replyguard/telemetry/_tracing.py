@@ -29,7 +29,7 @@ import importlib.util
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from replyguard.telemetry import Events, describe_error
+from replyguard.telemetry._events import Events, describe_error
 from replyguard.types import Outcome, Turn, Verdict
 
 Attributes = Mapping[str, Any]
@@ -188,7 +188,7 @@ class _OtelTracing(Tracing):
     def __init__(self, tracer_provider: Any, events: Events, *, log_content: bool) -> None:
         from opentelemetry import trace
 
-        from replyguard import __version__
+        from replyguard._version import __version__
 
         if tracer_provider is None:
             self.tracer = trace.get_tracer("replyguard", __version__)
@@ -240,7 +240,7 @@ def build_tracing(
 
 def provider_name(model: str) -> str | None:
     """The GenAI ``gen_ai.provider.name`` of a litellm model name (its route prefix)."""
-    from replyguard.families import model_family
+    from replyguard._families import model_family
 
     route = model.split("/", 1)[0].lower() if "/" in model else model_family(model)
     return _PROVIDER_NAMES.get(route, route) if route else None

@@ -1,0 +1,37 @@
+"""Public names report the module users import them from (``replyguard.Verifier``), as httpx
+does, so reprs and tracebacks show no private path. Where each was defined stays known."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, MutableMapping
+from typing import Any
+
+_DEFINED_IN: dict[int, str] = {}
+
+
+def present_as(module: str, namespace: MutableMapping[str, Any], names: Iterable[str]) -> None:
+    """Give each class and function of ``names`` in ``namespace`` the ``__module__`` ``module``.
+
+    A pydantic model whose validator is not built yet (``defer_build``) resolves its forward
+    references, when it is built, in the namespace of ``cls.__module__``: before that name
+    changes, the model is handed its defining module's namespace as its parent namespace, which
+    pydantic reads first, so it builds on first use exactly as before (and not at import).
+    """
+    for name in names:
+        obj = namespace[name]
+        if not isinstance(obj, type) and not callable(obj):
+            continue
+        original = getattr(obj, "__module__", None)
+        if original is None or original == module:
+            continue
+        if isinstance(obj, type) and hasattr(obj, "__pydantic_parent_namespace__"):
+            parent = obj.__pydantic_parent_namespace__ or {}
+            obj.__pydantic_parent_namespace__ = {**vars(sys.modules[original]), **parent}
+        _DEFINED_IN.setdefault(id(obj), original)
+        obj.__module__ = module
+
+
+def defined_in(obj: Any) -> str:
+    """The module that defined ``obj``, whatever its ``__module__`` says now."""
+    return _DEFINED_IN.get(id(obj), obj.__module__)

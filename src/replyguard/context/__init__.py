@@ -1,0 +1,45 @@
+"""The judge prompt: a token-budgeted, nonce-fenced rendering of the turn and the reply.
+
+Also the screens on the text it renders: hidden characters made visible, the review's section
+code masked, and replies that address the judge flagged.
+"""
+
+from replyguard.context._build import (
+    FEEDBACK_CAP,
+    HEARTBEAT_MIN_CAP,
+    HISTORY_MESSAGE_CAP,
+    MESSAGE_OVERHEAD,
+    METADATA_CAP,
+    REPLY_FLOOR,
+    TOOL_LEDGER_ROWS,
+    USER_FLOOR,
+    ContextLimits,
+    JudgePrompt,
+    Redact,
+    RulesSource,
+    build_judge_prompt,
+    new_nonce,
+    render_message,
+    render_metadata,
+    system_prompt,
+)
+
+__all__ = [
+    "FEEDBACK_CAP",
+    "HEARTBEAT_MIN_CAP",
+    "HISTORY_MESSAGE_CAP",
+    "MESSAGE_OVERHEAD",
+    "METADATA_CAP",
+    "REPLY_FLOOR",
+    "TOOL_LEDGER_ROWS",
+    "USER_FLOOR",
+    "ContextLimits",
+    "JudgePrompt",
+    "Redact",
+    "RulesSource",
+    "build_judge_prompt",
+    "new_nonce",
+    "render_message",
+    "render_metadata",
+    "system_prompt",
+]

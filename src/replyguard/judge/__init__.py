@@ -1,0 +1,32 @@
+"""The judge call: the ``Judge`` protocol, ``LiteLLMJudge`` and everything around one call.
+
+The only folder that imports litellm (the router, the answer cap, the HTTP clients, model
+info for prompt caching, the one-off completions of ``insights``), and where the verdict text
+is parsed.
+"""
+
+from replyguard.judge._fallbacks import (
+    VERDICT_FORMAT,
+    Failure,
+    Judge,
+    JudgeReply,
+    LiteLLMJudge,
+    classify_failure,
+    close_litellm_clients,
+    import_litellm,
+    read_response,
+    supports_structured_verdict,
+)
+
+__all__ = [
+    "VERDICT_FORMAT",
+    "Failure",
+    "Judge",
+    "JudgeReply",
+    "LiteLLMJudge",
+    "classify_failure",
+    "close_litellm_clients",
+    "import_litellm",
+    "read_response",
+    "supports_structured_verdict",
+]

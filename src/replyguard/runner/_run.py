@@ -1,0 +1,374 @@
+"""One verified turn, from the agent's first reply to the delivered one (``_Run``).
+
+A ``_Run`` lives for one ``Verifier.run``: its attempts, its clock and its spend are its own.
+What it uses of the verifier comes in one ``TurnParts`` record, built once per verifier.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from replyguard.config._schema import VerifierConfig
+from replyguard.errors import VerificationExhausted
+from replyguard.gate._prechecks import skip_reason
+from replyguard.gate._triggers import TriggerKind
+from replyguard.runner._agents import Agent, AgentPool, Messages, call_agent
+from replyguard.runner._assessment import Assessor, Profile, Step
+from replyguard.runner._family_guard import FamilyGuard
+from replyguard.runner._feedback import feedback_message
+from replyguard.runner._hooks import Hooks
+from replyguard.telemetry._events import Events, describe_error
+from replyguard.telemetry._ledger import TIME_LIMIT as LEDGER_TIME_LIMIT
+from replyguard.telemetry._ledger import Ledger, ledger_record
+from replyguard.telemetry._tracing import Tracing, verdict_attributes
+from replyguard.types import Attempt, Outcome, Reason, Reply, SkipReason, Status, Turn, Verdict
+
+# A retry is asked for a final answer: a tool-call step, an empty reply or an error report in
+# its place is worse than the reply before it.
+_BROKEN_RETRY = frozenset(
+    {SkipReason.TOOL_CALLS, SkipReason.EMPTY_RESPONSE, SkipReason.ERROR_RESPONSE}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnParts:
+    """What a turn uses of its ``Verifier`` (shared, thread-safe helpers only)."""
+
+    config: VerifierConfig
+    events: Events
+    assessor: Assessor
+    hooks: Hooks
+    ledger: Ledger | None
+    agent_pool: AgentPool
+    tracing: Tracing
+    families: FamilyGuard
+
+
+_REPORTED = {
+    Status.FAILED_OPEN: (logging.WARNING, "failed_open"),
+    Status.EXHAUSTED: (logging.WARNING, "exhausted"),
+    Status.PASSED: (logging.INFO, "passed"),
+    Status.FLAGGED: (logging.INFO, "flagged"),
+    Status.SKIPPED: (logging.DEBUG, "skipped"),
+    Status.NOT_TRIGGERED: (logging.DEBUG, "not_triggered"),
+    Status.DISABLED: (logging.DEBUG, "disabled"),
+}
+"""The log level and event name of each outcome."""
+
+_FINAL_HOOKS = {
+    Status.EXHAUSTED: "on_exhausted",
+    Status.FAILED_OPEN: "on_fail_open",
+    Status.SKIPPED: "on_skip",
+    Status.NOT_TRIGGERED: "on_skip",
+}
+"""The hook called when a turn ends with each status (none for the others)."""
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def _sampled_in(turn: Turn, rate: float) -> bool:
+    """Whether ``turn`` is in the judged share: the same answer for the same turn id, always."""
+    if rate >= 1:
+        return True
+    key = (turn.id if turn.id is not None else turn.user_message).encode("utf-8")
+    draw = int.from_bytes(hashlib.sha256(key).digest()[:8], "big") / 2**64
+    return draw < rate
+
+
+def _with_turn_ledger(reply: Reply, earlier: Sequence[Attempt]) -> Reply:
+    """``reply`` as checks and judge see it: with the tool calls of the whole turn.
+
+    A retry's own ledger holds only its own calls; "I sent it" may rest on a call an earlier
+    attempt made.
+    """
+    calls = tuple(c for a in earlier for c in a.reply.meta.tool_calls)
+    if not calls:
+        return reply
+    meta = reply.meta.model_copy(update={"tool_calls": calls + reply.meta.tool_calls})
+    return reply.model_copy(update={"meta": meta})
+
+
+def _feedback_line(verdict: Verdict) -> str:
+    category = f" [{verdict.category.value}]" if verdict.category is not None else ""
+    return f"FAIL{category}: {verdict.feedback or 'no details'}"
+
+
+class _Run:
+    """Everything about one turn: its attempts, its clock, its spend. Lives for one ``run``."""
+
+    def __init__(self, parts: TurnParts, turn: Turn, profile: Profile, started: float) -> None:
+        self.v = parts
+        self.turn = turn
+        self.profile = profile
+        self.config = profile.config
+        self.started = started
+        self.attempts: list[Attempt] = []
+        self.deadline: float | None = None
+        self.verified = False
+        self.last_judge_cost = 0.0
+
+    # -- clock and money ------------------------------------------------------------------
+
+    def time_left(self) -> float | None:
+        return None if self.deadline is None else self.deadline - time.monotonic()
+
+    def spent(self) -> float:
+        """Judge spend plus what the agent reported for its retries."""
+        judged = sum(a.verdict.cost_usd for a in self.attempts if a.verdict is not None)
+        retries = sum(a.reply.meta.cost_usd or 0.0 for a in self.attempts[1:])
+        return judged + retries
+
+    def can_afford_another(self) -> bool:
+        """Whether one more judgement, at the last judge call's cost, fits the ceiling."""
+        ceiling = self.config.max_cost_usd
+        return ceiling is None or self.spent() + self.last_judge_cost <= ceiling
+
+    # -- ending -----------------------------------------------------------------------------
+
+    def delivery(self, latest: Reply) -> Reply:
+        """What a turn that ran out of attempts, money or time delivers, per ``deliver``."""
+        policy = self.config.deliver
+        if policy == "first" and self.attempts:
+            return self.attempts[0].reply
+        if policy == "best":
+            clean = [a for a in self.attempts if a.verdict and all(r.passed for r in a.checks)]
+            if clean:
+                return clean[-1].reply
+        return latest
+
+    async def finish(
+        self,
+        status: Status,
+        delivered: Reply,
+        reason: Reason | None = None,
+        skip: SkipReason | None = None,
+    ) -> Outcome:
+        attempts = self.attempts
+        if len(attempts) == 1 and attempts[0].verdict is None and not attempts[0].checks:
+            # Nothing was judged or checked (disabled, skipped, not triggered, refused).
+            judge_cost, response, parsed = 0.0, delivered.text, None
+            agent_cost = attempts[0].reply.meta.cost_usd or 0.0
+        else:
+            judge_cost = sum(a.verdict.cost_usd for a in attempts if a.verdict is not None)
+            agent_cost = sum(a.reply.meta.cost_usd or 0.0 for a in attempts)
+            checks = next((a.checks for a in reversed(attempts) if a.reply is delivered), ())
+            response = next((r.deliver_text for r in checks if r.deliver_text), delivered.text)
+            parsed = next((r.value for r in checks if r.value is not None), None)
+        outcome = Outcome(
+            response=response,
+            parsed=parsed,
+            status=status,
+            reason=reason,
+            attempts=tuple(attempts),
+            skip_reason=skip,
+            cost_usd=judge_cost + agent_cost,
+            judge_cost_usd=judge_cost,
+            latency_ms=(time.perf_counter() - self.started) * 1000,
+        )
+        v = self.v
+        self.report(outcome)
+        if self.verified and v.ledger is not None:
+            record = ledger_record(
+                self.turn,
+                outcome,
+                run_kind=self.profile.name,
+                with_content=self.config.log_content,
+                configured_models=self.config.judge_models,
+            )
+            # Bounded: by the time the turn has left, at least a moment, at most the default.
+            left = self.time_left()
+            limit = LEDGER_TIME_LIMIT if left is None else min(LEDGER_TIME_LIMIT, max(left, 0.05))
+            await v.ledger.append(record, time_limit=limit)
+        hook = _FINAL_HOOKS.get(status)
+        if hook is not None:
+            await self.hook(hook, outcome)
+        if status == Status.EXHAUSTED and self.config.on_exhausted == "raise":
+            raise VerificationExhausted(outcome, delivered)
+        return outcome
+
+    async def hook(self, name: str, *args: Any) -> None:
+        """Run a hook; its time does not count against the turn's deadline."""
+        v = self.v
+        if getattr(v.hooks, name) is None:
+            return
+        paused = time.monotonic()
+        await v.hooks.call(
+            name, self.turn, *args, time_limit=v.config.hook_timeout_seconds, events=v.events
+        )
+        if self.deadline is not None:
+            self.deadline += time.monotonic() - paused
+
+    def report(self, outcome: Outcome) -> None:
+        events = self.v.events
+        level, event = _REPORTED[outcome.status]
+        if not events.enabled(level):  # nothing to build
+            return
+        fields: dict[str, Any] = {
+            "turn_id": self.turn.id,
+            "run_kind": self.profile.name,
+            "status": outcome.status,
+            "reason": outcome.reason,
+            "skip_reason": outcome.skip_reason,
+            "attempts": len(outcome.attempts),
+            "cost_usd": outcome.cost_usd,
+            "latency_ms": round(outcome.latency_ms, 2),
+        }
+        last = outcome.attempts[-1].verdict if outcome.attempts else None
+        if last is not None and last.error:
+            fields["error"] = last.error
+        if self.config.log_content:
+            fields["user_message"] = self.turn.user_message
+            fields["response"] = outcome.response
+        events.emit(level, event, **fields)
+
+    # -- the loop ---------------------------------------------------------------------------
+
+    async def verify(self, agent: Agent, messages: Messages, reply: Reply) -> Outcome:
+        """From the first reply to the delivered one."""
+        config, turn, v = self.config, self.turn, self.v
+        if not config.enabled:
+            self.attempts.append(Attempt(number=1, reply=reply))
+            return await self.finish(Status.DISABLED, reply)
+        skip = skip_reason(reply)
+        if skip is not None:
+            self.attempts.append(Attempt(number=1, reply=reply, skip_reason=skip))
+            return await self.finish(Status.SKIPPED, reply, skip=skip)
+        trigger = self.profile.triggers.decide(turn, reply.text)
+        if trigger is None or (
+            trigger == TriggerKind.VERIFY_ALL and not _sampled_in(turn, config.sample_rate)
+        ):
+            self.attempts.append(Attempt(number=1, reply=reply))
+            reason = None if trigger is None else Reason.SAMPLED_OUT
+            return await self.finish(Status.NOT_TRIGGERED, reply, reason)
+        self.verified = True
+        if v.families.refused(self.profile, turn):
+            self.attempts.append(Attempt(number=1, reply=reply))
+            return await self.finish(Status.FAILED_OPEN, reply, Reason.SAME_FAMILY)
+        if config.max_latency_ms is not None:
+            self.deadline = time.monotonic() + config.max_latency_ms / 1000
+        return await self.loop(agent, messages, reply)
+
+    async def loop(self, agent: Agent, messages: Messages, reply: Reply) -> Outcome:
+        config, turn, events = self.config, self.turn, self.v.events
+        feedback_so_far: list[str] = []
+        for number in range(1, config.max_attempts + 1):
+            left = self.time_left()
+            if left is not None and left <= 0:
+                return await self.finish(
+                    Status.FAILED_OPEN, self.delivery(reply), Reason.LATENCY_BUDGET
+                )
+            judged_reply = _with_turn_ledger(reply, self.attempts)
+            step = Step(
+                self.profile, turn, judged_reply, tuple(feedback_so_far), number, self.deadline
+            )
+            tracing = self.v.tracing
+            with tracing.span("replyguard.attempt") as span:
+                span.set({"replyguard.attempt": number})
+                verdict, results = await self.v.assessor.assess(step)
+                span.record(verdict_attributes, verdict, tracing.log_content)
+            if verdict.model is not None:
+                self.last_judge_cost = verdict.cost_usd
+            previous = self.attempts[-1] if self.attempts else None
+            attempt = Attempt(number=number, reply=reply, verdict=verdict, checks=results)
+            self.attempts.append(attempt)
+            await self.hook("on_verdict", attempt)
+            reason = verdict.fail_open_reason
+            if reason is not None:
+                delivered = self.delivery(reply) if reason == Reason.LATENCY_BUDGET else reply
+                return await self.finish(Status.FAILED_OPEN, delivered, reason)
+            if verdict.passed:
+                return await self.finish(Status.PASSED, reply)
+            if config.mode == "shadow":  # judged and logged; the reply goes out unchanged
+                return await self.finish(Status.FLAGGED, reply)
+            if _stagnant(previous, attempt):
+                return await self.finish(Status.EXHAUSTED, self.delivery(reply), Reason.STAGNANT)
+            if number == config.max_attempts:
+                return await self.finish(Status.EXHAUSTED, self.delivery(reply))
+            if not self.can_afford_another():
+                return await self.finish(
+                    Status.FAILED_OPEN, self.delivery(reply), Reason.COST_BUDGET
+                )
+            feedback = feedback_message(verdict)
+            feedback_so_far.append(_feedback_line(verdict))
+            events.info(
+                "retry",
+                turn_id=turn.id,
+                attempt=number + 1,
+                category=verdict.category,
+                **({"feedback": feedback} if config.log_content else {}),
+            )
+            await self.hook("on_retry", attempt, feedback)
+            messages = [
+                *messages,
+                {"role": "assistant", "content": reply.text},
+                {"role": "user", "content": feedback},
+            ]
+            retried = await self.retry(agent, messages, number + 1, reply)
+            if isinstance(retried, Outcome):
+                return retried
+            reply = retried
+        raise AssertionError("unreachable: the loop returns on its last attempt")
+
+    async def retry(
+        self, agent: Agent, messages: Messages, number: int, previous: Reply
+    ) -> Reply | Outcome:
+        """The agent's next reply, or the outcome when the retry itself ends the turn."""
+        events, left = self.v.events, self.time_left()
+        try:
+            async with asyncio.timeout(left):
+                retry = await call_agent(agent, messages, self.v.agent_pool)
+        except TimeoutError:
+            events.warning("agent_retry_timed_out", turn_id=self.turn.id, attempt=number)
+            delivered = self.delivery(previous)
+            return await self.finish(Status.FAILED_OPEN, delivered, Reason.LATENCY_BUDGET)
+        except Exception as exc:
+            events.warning(
+                "agent_retry_failed",
+                turn_id=self.turn.id,
+                attempt=number,
+                error=describe_error(exc, events.secrets),
+            )
+            return await self.finish(Status.FAILED_OPEN, previous, Reason.AGENT_ERROR)
+        skip = skip_reason(retry)
+        if skip is not None:
+            self.attempts.append(Attempt(number=number, reply=retry, skip_reason=skip))
+            if skip in _BROKEN_RETRY:
+                return await self.finish(Status.FAILED_OPEN, previous, Reason.AGENT_ERROR)
+            return await self.finish(Status.SKIPPED, retry, skip=skip)
+        if _normal(retry.text) == _normal(previous.text):
+            self.attempts.append(Attempt(number=number, reply=retry))
+            return await self.finish(Status.EXHAUSTED, self.delivery(retry), Reason.STAGNANT)
+        return retry
+
+
+def _stagnant(previous: Attempt | None, current: Attempt) -> bool:
+    """The same category failed again with the same feedback: retrying will not help.
+
+    The judge's FAIL repeated is enough. A deterministic FAIL (a check's, or the injection
+    rule's: ``decisive``) may repeat a coarse message ("1 test failed") while the agent's
+    replies change and get closer, so it counts only when the reply did not change either
+    (the same text once whitespace is normalised).
+    """
+    if previous is None:
+        return False
+    before, now = previous.verdict, current.verdict
+    if before is None or now is None or before.passed or now.passed:
+        return False
+    if before.category != now.category or _normal(before.feedback or "") != _normal(
+        now.feedback or ""
+    ):
+        return False
+    return not now.decisive or _spaced(previous.reply.text) == _spaced(current.reply.text)
+
+
+def _spaced(text: str) -> str:
+    """``text`` with every run of whitespace one space, and none at its ends."""
+    return " ".join(text.split())
