@@ -41,7 +41,7 @@ ENDS = {"newest": [], "lowest": ["--resolution", "lowest-direct"]}
 LOCK_HEADER = """\
 # The exact versions replyguard's test suite last passed on, every extra included.
 # The README's commands install with it (pip install -c constraints.txt ...).
-# Refresh: python scripts/check_dependencies.py --write-lock (see README, Development).
+# Refresh: python scripts/check_dependencies.py --write-lock (see docs/development.md).
 """
 _SUMMARY = re.compile(r"^=*\s*(?P<text>(\d+ \w+(, )?)+) in [\d.]+s", re.MULTILINE)
 

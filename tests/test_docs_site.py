@@ -1,0 +1,56 @@
+"""The docs site's pages say what the code does: facts a page states are checked here."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from replyguard import VerifierConfig
+
+HERE = Path(__file__).resolve().parent
+ROOT = next(p for p in (HERE, *HERE.parents) if (p / "pyproject.toml").exists())
+DOCS = ROOT / "docs"
+
+
+def page(name: str) -> str:
+    return (DOCS / name).read_text(encoding="utf-8")
+
+
+def mkdocs_yml() -> str:
+    return (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+
+
+def test_the_nav_lists_every_page_and_only_pages_that_exist() -> None:
+    nav_section = mkdocs_yml().split("\nnav:\n", 1)[1].split("\n\n", 1)[0]
+    nav = re.findall(r"^\s+- (?:[^:\n]+: )?(\S+\.md)$", nav_section, flags=re.M)
+    on_disk = sorted(p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md"))
+    assert sorted(nav) == on_disk
+    assert len(nav) == len(set(nav))
+
+
+def test_the_site_needs_no_network_for_fonts() -> None:
+    assert re.search(r"^  font: false\b", mkdocs_yml(), flags=re.M)
+
+
+def test_the_checks_page_example_is_a_valid_config_with_every_check_type() -> None:
+    block = page("checks.md").split("```json\n", 1)[1].split("\n```", 1)[0]
+    config = VerifierConfig.from_dict(json.loads(block))
+    assert [spec.type for spec in config.checks] == [
+        "heartbeat",
+        "rules",
+        "json",
+        "http_request",
+        "command",
+        "claims",
+    ]
+
+
+def test_the_configuration_summary_names_real_keys_with_their_defaults() -> None:
+    properties = VerifierConfig.json_schema()["properties"]
+    rows = re.findall(r"^\| `([^`]+)` \| `(.*?)` \|", page("configuration.md"), flags=re.M)
+    assert len(rows) > 30
+    for key, default in rows:
+        assert key in properties, key
+        if "default" in properties[key] and key != "checks":  # checks: the schema adds nulls
+            assert json.loads(default) == properties[key]["default"], key
