@@ -33,7 +33,7 @@ from replyguard.context import (
 )
 from replyguard.context import _build as context_module
 from replyguard.context import _tokens as tokens
-from replyguard.context._injection import neutralise, without_code
+from replyguard.context._sanitise import neutralise, without_code
 from replyguard.gate._prechecks import skip_reason
 from replyguard.gate._triggers import TriggerKind, TriggerMatcher
 from replyguard.types import ToolCallRecord

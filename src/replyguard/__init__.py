@@ -35,7 +35,8 @@ from replyguard.errors import (  # noqa: E402
     VerificationExhausted,
 )
 from replyguard.gate._prechecks import skip_reason  # noqa: E402
-from replyguard.judge._fallbacks import Judge, JudgeReply, LiteLLMJudge  # noqa: E402
+from replyguard.judge._fallbacks import LiteLLMJudge  # noqa: E402
+from replyguard.judge._protocol import Judge, JudgeReply  # noqa: E402
 from replyguard.judge._verdict import parse_verdict  # noqa: E402
 from replyguard.runner._verifier import Verifier  # noqa: E402
 from replyguard.types import (  # noqa: E402

@@ -34,4 +34,5 @@ def present_as(module: str, namespace: MutableMapping[str, Any], names: Iterable
 
 def defined_in(obj: Any) -> str:
     """The module that defined ``obj``, whatever its ``__module__`` says now."""
-    return _DEFINED_IN.get(id(obj), obj.__module__)
+    module: str = _DEFINED_IN.get(id(obj), obj.__module__)
+    return module

@@ -7,13 +7,8 @@ from typing import Any
 
 import pytest
 
-from replyguard.context._injection import (
-    REASONS,
-    injection_feedback,
-    neutralise,
-    suspected_injection,
-    without_code,
-)
+from replyguard.context._injection import REASONS, injection_feedback, suspected_injection
+from replyguard.context._sanitise import neutralise, without_code
 from support.injection_corpus import BENIGN, HOSTILE, Sample
 
 MEGABYTE = 1_000_000

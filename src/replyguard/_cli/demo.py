@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from replyguard.config._schema import VerifierConfig
-from replyguard.context._build import JudgePrompt
+from replyguard.context._prompt import JudgePrompt
 from replyguard.judge._fallbacks import LiteLLMJudge
 from replyguard.runner._verifier import Verifier
 from replyguard.telemetry._events import Events

@@ -37,7 +37,7 @@ from replyguard.config._checks import HeartbeatCheckSpec
 from replyguard.config._schema import VerifierConfig
 from replyguard.errors import ConfigError, CrossFamilyError
 from replyguard.gate._prechecks import skip_reason
-from replyguard.judge._fallbacks import Judge
+from replyguard.judge._protocol import Judge
 from replyguard.runner._feedback import feedback_message
 from replyguard.runner._verifier import Verifier
 from replyguard.telemetry._events import Events, describe_error

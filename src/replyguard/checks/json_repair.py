@@ -162,7 +162,7 @@ def _loads(text: str) -> _Parsed | None:
 
 
 def _fences(text: str) -> list[_Fence]:
-    """The markdown fences in ``text``, in order (``replyguard.quoting``); an unclosed fence
+    """The markdown fences in ``text``, in order (``replyguard._quoting``); an unclosed fence
     runs to the end."""
     return [
         _Fence(block.language, text[block.body_start : block.body_end], block.start, block.end)

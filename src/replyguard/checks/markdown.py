@@ -13,7 +13,7 @@ def prose_lines(markdown: str) -> Iterator[str]:
     """The lines of ``markdown`` (``quoting.lines``) outside fenced code blocks, with HTML
     comments cut out.
 
-    Fences are ``replyguard.quoting``'s, the one definition replyguard shares: three or more
+    Fences are ``replyguard._quoting``'s, the one definition replyguard shares: three or more
     backticks or tildes (any indentation, an info string allowed, except a backtick in a
     backtick fence's, which makes it inline code); a fence ends at a line of the same character
     at least as long, or at the end of the text. A comment runs from

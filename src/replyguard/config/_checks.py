@@ -42,7 +42,7 @@ FILE_MODEL = ConfigDict(
 )
 """How every model of the config file reads: camelCase keys, unknown keys refused, strict types,
 input never echoed in errors, frozen. Built on first use, not at import; the attribute docstrings
-reach the JSON Schema through ``replyguard._field_docs``, not at import."""
+reach the JSON Schema through ``replyguard.config._field_docs``, not at import."""
 
 
 def _regex(value: str) -> str:

@@ -4,7 +4,8 @@ Also the screens on the text it renders: hidden characters made visible, the rev
 code masked, and replies that address the judge flagged.
 """
 
-from replyguard.context._build import (
+from replyguard.context._build import build_judge_prompt
+from replyguard.context._prompt import (
     FEEDBACK_CAP,
     HEARTBEAT_MIN_CAP,
     HISTORY_MESSAGE_CAP,
@@ -17,12 +18,10 @@ from replyguard.context._build import (
     JudgePrompt,
     Redact,
     RulesSource,
-    build_judge_prompt,
     new_nonce,
-    render_message,
-    render_metadata,
     system_prompt,
 )
+from replyguard.context._sections import render_message, render_metadata
 
 __all__ = [
     "FEEDBACK_CAP",

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from replyguard._cli.turn_file import EvalRecord
 from replyguard._cli.verify import Judgement, build_verifier, judge_one, warm_up
 from replyguard.config._schema import VerifierConfig
-from replyguard.context._build import JudgePrompt
+from replyguard.context._prompt import JudgePrompt
 from replyguard.evaluation.stats import FAIL, PASS, UNCATEGORISED
-from replyguard.judge._fallbacks import JudgeReply
+from replyguard.judge._protocol import JudgeReply
 from replyguard.types import Reason
 
 REPLAY_MODEL = "replay"

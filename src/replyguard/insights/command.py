@@ -26,7 +26,7 @@ from replyguard.insights.stats import (
     PROPOSAL_TIMEOUT_SECONDS,
     Report,
 )
-from replyguard.judge._fallbacks import close_litellm_clients, import_litellm, read_response
+from replyguard.judge._litellm import one_completion
 from replyguard.telemetry._events import describe_error, redact
 
 # -- printing ----------------------------------------------------------------------------------
@@ -114,12 +114,7 @@ def proposal_request(report: Report, config: VerifierConfig) -> dict[str, Any]:
 
 async def propose(report: Report, config: VerifierConfig) -> str:
     """The judge model's proposed edits, as text; raises on any failure."""
-    litellm = await import_litellm()
-    try:
-        response = await litellm.acompletion(**proposal_request(report, config))
-    finally:
-        await close_litellm_clients()
-    reply = read_response(response, config.model)
+    reply = await one_completion(proposal_request(report, config))
     if not reply.text.strip():
         raise JudgeError(reply.note or "the model answered with no text")
     return redact(reply.text.strip(), config.secrets())  # a key it echoes is never printed

@@ -5,18 +5,16 @@ info for prompt caching, the one-off completions of ``insights``), and where the
 is parsed.
 """
 
-from replyguard.judge._fallbacks import (
-    VERDICT_FORMAT,
+from replyguard.judge._fallbacks import LiteLLMJudge
+from replyguard.judge._litellm import (
     Failure,
-    Judge,
-    JudgeReply,
-    LiteLLMJudge,
     classify_failure,
     close_litellm_clients,
     import_litellm,
     read_response,
     supports_structured_verdict,
 )
+from replyguard.judge._protocol import VERDICT_FORMAT, Judge, JudgeReply
 
 __all__ = [
     "VERDICT_FORMAT",

@@ -47,16 +47,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
-import importlib
-import sys
-from typing import Any, Literal, Protocol
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from replyguard._families import model_family
 from replyguard.config._schema import VerifierConfig
-from replyguard.context._build import JudgePrompt
+from replyguard.context._prompt import JudgePrompt
 from replyguard.errors import CircuitOpenError, ConfigError, JudgeConfigError, JudgeError
 from replyguard.judge._answer_cap import (
     MAX_ANSWER_BYTES,
@@ -65,10 +59,18 @@ from replyguard.judge._answer_cap import (
     is_too_large,
 )
 from replyguard.judge._breaker import CircuitBreaker
-from replyguard.judge._clients import ClientScope, stop_logging_worker
+from replyguard.judge._clients import ClientScope
+from replyguard.judge._litellm import (
+    _loaded_litellm,
+    _provider,
+    classify_failure,
+    import_litellm,
+    read_response,
+    supports_structured_verdict,
+)
 from replyguard.judge._prompt_cache import with_cached_system
+from replyguard.judge._protocol import VERDICT_FORMAT, JudgeReply
 from replyguard.judge._router import JudgeRouter
-from replyguard.judge._verdict import parse_verdict
 from replyguard.telemetry._events import Events, describe_error
 from replyguard.telemetry._tracing import (
     NO_TRACING,
@@ -77,215 +79,12 @@ from replyguard.telemetry._tracing import (
     chat_attributes,
     finish_reasons,
 )
-from replyguard.types import FailCategory, Reason, Verdict
 
-Failure = Literal["config", "timeout", "transient"]
-"""What a failed judge call means: our configuration, a timeout, or a passing fault."""
-
-# 4xx statuses that say "busy" or "try again", not "your request is wrong".
-_BUSY_STATUSES = frozenset({408, 409, 429})
 # How long before the deadline the last model's share ends (at most 1 % of the time).
 _DEADLINE_GUARD = 0.01
-# A judge text longer than this is parsed off the event loop (a verdict is a few hundred).
-_INLINE_PARSE_CHARS = 20_000
 # The HTTP client's own timeout runs this much past the judgement's deadline, so the deadline
 # (enforced here, always first) decides, and a slow call is a timeout, never a client error.
 _CLIENT_TIMEOUT_MARGIN = 2.0
-
-VERDICT_FORMAT: dict[str, Any] = {
-    "type": "json_schema",
-    "json_schema": {
-        "name": "verdict",
-        "strict": True,
-        "schema": {
-            "type": "object",
-            "properties": {  # reasoning first: the model reasons before it decides
-                "reasoning": {
-                    "type": "string",
-                    "description": "At most a few sentences of reasoning.",
-                },
-                "verdict": {"type": "string", "enum": ["PASS", "FAIL"]},
-                "category": {
-                    "anyOf": [
-                        {"type": "string", "enum": [category.value for category in FailCategory]},
-                        {"type": "null"},
-                    ],
-                    "description": "The failure's category; null for PASS.",
-                },
-                "feedback": {
-                    "type": "string",
-                    "description": "What the assistant must fix, in one or two sentences; "
-                    "empty for PASS.",
-                },
-            },
-            "required": ["reasoning", "verdict", "category", "feedback"],
-            "additionalProperties": False,
-        },
-    },
-}
-"""The ``response_format`` sent to a judge model that supports JSON schemas."""
-
-
-class JudgeReply(BaseModel):
-    """What one judgement returned (validated: a custom judge cannot smuggle in bad types)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
-
-    text: str
-    """The judge's raw text ("" when the answer carried none)."""
-    model: str
-    """The model that answered."""
-    prompt_tokens: int = Field(default=0, ge=0)
-    completion_tokens: int = Field(default=0, ge=0)
-    cost_usd: float = Field(default=0.0, ge=0)
-    note: str | None = None
-    """Why the text is empty, when the provider said (a refusal, tool calls only)."""
-
-    @functools.cached_property
-    def verdict(self) -> Verdict:
-        """The verdict the text reads as, parsed once however often it is asked for.
-
-        A text longer than any answer the byte cap lets through (``MAX_ANSWER_BYTES``) is
-        unreadable unparsed, whatever judge returned it.
-        """
-        if len(self.text) > MAX_ANSWER_BYTES:
-            return Verdict(
-                passed=True,
-                readable=False,
-                error=f"the judge's answer is {len(self.text)} characters, over the "
-                f"{MAX_ANSWER_BYTES} a verdict may take",
-                fail_open_reason=Reason.UNREADABLE_VERDICT,
-            )
-        return parse_verdict(self.text)
-
-    async def parsed(self) -> Verdict:
-        """``verdict``, parsed in a worker thread when the text is long, so the event loop
-        never waits on it (the caller's deadline bounds the wait)."""
-        if "verdict" not in self.__dict__ and len(self.text) > _INLINE_PARSE_CHARS:
-            return await asyncio.to_thread(lambda: self.verdict)
-        return self.verdict
-
-
-class Judge(Protocol):
-    """Anything that can judge a prompt within ``time_left`` seconds."""
-
-    async def judge(self, prompt: JudgePrompt, *, time_left: float) -> JudgeReply:
-        """Return the judge's answer, or raise; the runner fails open on any exception."""
-        ...
-
-
-def _load_litellm() -> Any:
-    # import_module waits on the import lock while another thread is importing litellm.
-    module: Any = importlib.import_module("litellm")
-    # Otherwise litellm prints a "Give Feedback / Get Help" banner to stdout on every provider
-    # error, and a library must print nothing.
-    module.suppress_debug_info = True
-    return module
-
-
-def _loaded_litellm() -> Any | None:
-    """litellm if its import has finished (not merely started in another thread)."""
-    module = sys.modules.get("litellm")
-    if module is None or getattr(getattr(module, "__spec__", None), "_initializing", False):
-        return None
-    return module if getattr(module, "suppress_debug_info", False) else None
-
-
-async def import_litellm() -> Any:
-    """litellm, imported off the event loop the first time (the import takes seconds)."""
-    return _loaded_litellm() or await asyncio.to_thread(_load_litellm)
-
-
-async def close_litellm_clients() -> None:
-    """Close every one of litellm's cached HTTP clients (everyone's, the process's: for a
-    one-shot command, never for a verifier, which closes only its own ``ClientScope``)."""
-    module = sys.modules.get("litellm")
-    if module is None:
-        return
-    await module.close_litellm_async_clients()
-    await stop_logging_worker()
-
-
-def _field(obj: Any, name: str) -> Any:
-    if isinstance(obj, dict):
-        return obj.get(name)
-    return getattr(obj, name, None)
-
-
-def read_response(response: Any, model: str) -> JudgeReply:
-    """The text, tokens and cost of a litellm response, whatever shape it came in."""
-    choices = _field(response, "choices") or []
-    text, note = "", None
-    if not choices:
-        note = "no choices in the response"
-    else:
-        message = _field(choices[0], "message")
-        content = _field(message, "content") if message is not None else None
-        if isinstance(content, str) and content.strip():
-            text = content
-        elif message is not None and _field(message, "refusal"):
-            note = "the judge refused"
-        elif message is not None and _field(message, "tool_calls"):
-            note = "the judge answered with tool calls only"
-        else:
-            note = "the judge's message had no content"
-    usage = _field(response, "usage")
-    hidden = getattr(response, "_hidden_params", None) or {}
-    cost = hidden.get("response_cost") if isinstance(hidden, dict) else None
-    if cost is None:
-        cost = _completion_cost(response)
-    return JudgeReply(
-        text=text,
-        model=str(_field(response, "model") or model),
-        prompt_tokens=int(_field(usage, "prompt_tokens") or 0) if usage is not None else 0,
-        completion_tokens=int(_field(usage, "completion_tokens") or 0) if usage is not None else 0,
-        cost_usd=float(cost or 0.0),
-        note=note,
-    )
-
-
-def _completion_cost(response: Any) -> float:
-    litellm = sys.modules.get("litellm")
-    if litellm is None:
-        return 0.0
-    try:
-        return float(litellm.completion_cost(completion_response=response))
-    except Exception:  # unknown model or price: the cost is unknown, not an error
-        return 0.0
-
-
-def supports_structured_verdict(model: str) -> bool:
-    """True when litellm (once imported) says ``model`` accepts a JSON schema response format."""
-    litellm = _loaded_litellm()
-    if litellm is None:
-        return False
-    try:
-        return bool(litellm.supports_response_schema(model=model))
-    except Exception:  # an unknown model or a litellm bug: ask for text
-        return False
-
-
-def _provider(model: str) -> str | None:
-    """The route of a litellm model name: its prefix, or its family when it has none."""
-    if "/" in model:
-        return model.split("/", 1)[0].lower()
-    return model_family(model)
-
-
-def classify_failure(exc: BaseException) -> Failure:
-    """What a failed judge call means, by its HTTP status (litellm's class names mislead).
-
-    A 4xx status (but 408, 409 and 429) says the request itself is wrong: ``"config"``.
-    Everything else (5xx and 529, 408, 409, 429, connection errors, no status at all) is
-    ``"timeout"`` when it is a timeout (ours, or litellm's ``Timeout``) and ``"transient"``
-    otherwise.
-    """
-    status = getattr(exc, "status_code", None)
-    if isinstance(status, int) and 400 <= status < 500 and status not in _BUSY_STATUSES:
-        return "config"
-    if isinstance(exc, TimeoutError) or "timeout" in type(exc).__name__.lower():
-        return "timeout"
-    return "transient"
 
 
 class LiteLLMJudge:
@@ -314,8 +113,8 @@ class LiteLLMJudge:
         ``router``: the verifier's Router, for the models that name one of its groups (each
         deployment brings its own endpoint and key). ``clients``: the verifier's own share of
         litellm's HTTP clients, which its ``aclose`` closes (without one, litellm's shared ones).
-        ``sessions``: the verifier's byte-capped aiohttp sessions (``replyguard.answer_cap``),
-        handed to litellm on every call (without them, answers are read uncapped)."""
+        ``sessions``: the verifier's byte-capped aiohttp sessions (``_answer_cap``), handed to
+        litellm on every call (without them, answers are read uncapped)."""
         self._config = config
         self._sessions = sessions
         self._clients = clients

@@ -26,7 +26,7 @@ Which verdict counts (a reply may try to make the judge quote a forged PASS):
    (but the block that ends the answer and holds only the verdict), a block-quote line
    (``> PASS``), a line whose verdict starts with a quotation mark (``"PASS"``: never a verdict
    line, since the token must start it). A fence never closed quotes nothing: it must not hide
-   the verdict after it. Fences and block quotes are found by ``replyguard.quoting``, the
+   the verdict after it. Fences and block quotes are found by ``replyguard._quoting``, the
    scanner every part of replyguard shares. docs/verdicts.md has examples.
 4. Of the verdict lines and JSON verdict objects left, the last wins, except that a FAIL
    stands: when any of them is a FAIL, the last FAIL is the verdict, whatever PASS lines or

@@ -21,18 +21,13 @@ from replyguard._workspace import Workspace
 from replyguard.checks.base import Check
 from replyguard.checks.running import checks_verdict, decisive_pass, merged_feedback, run_checks
 from replyguard.config._schema import VerifierConfig
-from replyguard.context._build import (
-    ContextLimits,
-    JudgePrompt,
-    Redact,
-    RulesSource,
-    build_judge_prompt,
-)
+from replyguard.context._build import build_judge_prompt
 from replyguard.context._injection import injection_feedback, suspected_injection
+from replyguard.context._prompt import ContextLimits, JudgePrompt, Redact, RulesSource
 from replyguard.errors import CircuitOpenError, JudgeConfigError
 from replyguard.gate._triggers import TriggerMatcher
-from replyguard.judge._fallbacks import Judge, JudgeReply
 from replyguard.judge._limiter import ConcurrencyLimiter
+from replyguard.judge._protocol import Judge, JudgeReply
 from replyguard.telemetry._events import Events, describe_error, redact
 from replyguard.telemetry._tracing import NO_TRACING, Tracing
 from replyguard.types import CheckResult, FailCategory, Reason, Reply, Turn, Verdict

@@ -28,8 +28,10 @@ from replyguard.errors import VerificationExhausted
 from replyguard.judge._answer_cap import AnswerSessions
 from replyguard.judge._breaker import CircuitBreaker
 from replyguard.judge._clients import ClientScope, stop_logging_worker
-from replyguard.judge._fallbacks import Judge, LiteLLMJudge, import_litellm
+from replyguard.judge._fallbacks import LiteLLMJudge
 from replyguard.judge._limiter import ConcurrencyLimiter
+from replyguard.judge._litellm import import_litellm
+from replyguard.judge._protocol import Judge
 from replyguard.judge._router import JudgeRouter
 from replyguard.runner._agents import Agent, AgentPool, Messages, as_reply, call_agent
 from replyguard.runner._assessment import Assessor, Profile, Step

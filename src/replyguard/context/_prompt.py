@@ -1,0 +1,118 @@
+"""The judge prompt's vocabulary: its limits and caps, the rubric (the system message), the
+per-call section code, and ``JudgePrompt``, what a build returns."""
+
+from __future__ import annotations
+
+import functools
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from replyguard._templates import render
+from replyguard.context import _tokens as tokens
+
+# Per-message framing of a chat prompt, counted on top of the texts (OpenAI counts 3-4).
+MESSAGE_OVERHEAD = 8
+# What is always kept of the two edges, in tokens, however small the budget.
+USER_FLOOR = 64
+REPLY_FLOOR = 128
+HISTORY_MESSAGE_CAP = 1000
+METADATA_CAP = 600
+FEEDBACK_CAP = 800
+HEARTBEAT_MIN_CAP = 600
+TOOL_LEDGER_ROWS = 30
+Redact = Callable[[str], str]
+"""Rewrites a text before the judge sees it (PII removal); must return a string."""
+
+
+def _same(text: str) -> str:
+    return text
+
+
+@dataclass(frozen=True)
+class ContextLimits:
+    """The token limits of one judge prompt."""
+
+    budget: int = 8000
+    response_cap: int = 3000
+    rules_cap: int = 2000
+    history_turns: int = 5
+
+
+@dataclass(frozen=True)
+class RulesSource:
+    """One block of user rules and where it came from (a file name, or code)."""
+
+    origin: str
+    text: str
+
+
+class JudgePrompt:
+    """A rendered judge prompt and what it took. Immutable.
+
+    ``tokens`` is the exact o200k_base count of the whole prompt (system message, review
+    request and ``MESSAGE_OVERHEAD``). When the build proved the fit from the prompt's UTF-8
+    size alone it did not tokenize the prompt, and ``tokens`` is counted on first use.
+    """
+
+    __slots__ = ("_tokens", "nonce", "system", "trimmed", "user")
+    system: str
+    user: str
+    nonce: str
+    trimmed: tuple[str, ...]
+    _tokens: int | None
+
+    def __init__(
+        self,
+        system: str,
+        user: str,
+        nonce: str,
+        tokens: int | None = None,
+        trimmed: tuple[str, ...] = (),
+    ) -> None:
+        set_ = object.__setattr__
+        set_(self, "system", system)
+        set_(self, "user", user)
+        set_(self, "nonce", nonce)
+        set_(self, "trimmed", tuple(trimmed))
+        set_(self, "_tokens", tokens)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("a JudgePrompt is immutable")
+
+    def __repr__(self) -> str:
+        return (
+            f"JudgePrompt(nonce={self.nonce!r}, user={len(self.user):,} characters,"
+            f" trimmed={self.trimmed!r})"
+        )
+
+    @property
+    def tokens(self) -> int:
+        """The whole prompt's exact tokens (counted now if the build did not need to)."""
+        if self._tokens is None:
+            counted = tokens.count(self.system) + tokens.count(self.user) + MESSAGE_OVERHEAD
+            object.__setattr__(self, "_tokens", counted)
+            return counted
+        return self._tokens
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The chat messages to send: the static rubric, then the review request."""
+        return [{"role": "system", "content": self.system}, {"role": "user", "content": self.user}]
+
+
+def new_nonce() -> str:
+    """A fresh random section code for one judge call."""
+    return secrets.token_hex(6)
+
+
+@functools.cache
+def system_prompt() -> str:
+    """The rubric: identical on every call, so providers can cache it."""
+    return render("judge_system.j2")
+
+
+@functools.cache
+def _system_tokens() -> int:
+    return tokens.count(system_prompt()) + MESSAGE_OVERHEAD

@@ -1,0 +1,122 @@
+"""Each section's text as the judge reads it: history messages in any JSON shape, the run's
+metadata and tool ledger, the rules and the previous feedback (``redact`` sees each piece)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from replyguard.context._prompt import TOOL_LEDGER_ROWS, Redact, RulesSource, _same
+from replyguard.types import RunMeta, Turn
+
+_ARGUMENT_CHARS = 200
+
+
+def _content_text(content: Any) -> str:
+    """A message's content as text: a string, content parts, or any other JSON value."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts: list[str] = []
+        for part in content:
+            if isinstance(part, str):
+                parts.append(part)
+            elif isinstance(part, dict):
+                kind = _text(part.get("type", "part"))
+                text = part.get("text")
+                parts.append(_text(text) if kind == "text" and text is not None else f"[{kind}]")
+            else:
+                parts.append(f"[{type(part).__name__}]")
+        return "\n".join(parts)
+    return _text(content)
+
+
+def _text(value: Any) -> str:
+    """``value`` as text: itself when a string, else JSON, else its ``repr`` (never raises for
+    an odd value: keys that are not strings, cycles, nesting too deep)."""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, default=str, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        try:
+            return repr(value)
+        except Exception:  # a repr that fails (or recurses) itself
+            return f"[{type(value).__name__}]"
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= _ARGUMENT_CHARS else text[:_ARGUMENT_CHARS] + "…"
+
+
+def _tool_call(call: Any, redact: Redact) -> str:
+    """One entry of ``tool_calls``: ``[calls tool name(arguments)]`` for an OpenAI-style call,
+    the entry itself for anything else."""
+    function = call.get("function") if isinstance(call, dict) else None
+    if not isinstance(function, dict):
+        return f"[tool call: {_short(redact(_text(call)))}]"
+    name = function.get("name", "?")
+    arguments = function.get("arguments", "")
+    return f"[calls tool {redact(_text(name))}({_short(redact(_text(arguments)))})]"
+
+
+def render_message(message: Any, *, redact: Redact = _same) -> str:
+    """One history message as text, whatever its JSON shape; ``redact`` sees each piece whole.
+
+    A history comes from the caller as it is: ``tool_calls`` may be a list, one call or a
+    number, ``content`` any JSON value, ``role`` and ``name`` anything. Each is shown, none
+    stops the judgement.
+    """
+    if not isinstance(message, dict):
+        return f"[unknown] {_short(redact(_text(message)))}"
+    role = _text(message.get("role") or "unknown")
+    label = message.get("name") or message.get("tool_call_id")
+    content = message.get("content")
+    lines = [redact(_content_text(content))] if content not in (None, "", [], {}) else []
+    calls = message.get("tool_calls")
+    if calls not in (None, [], ""):
+        for call in calls if isinstance(calls, list) else [calls]:
+            lines.append(_tool_call(call, redact))
+    body = "\n".join(line for line in lines if line) or "(no content)"
+    header = f"[{role} {redact(_text(label))}]" if label else f"[{role}]"
+    return f"{header} {body}"
+
+
+def render_metadata(meta: RunMeta | None, turn: Turn, *, redact: Redact = _same) -> str:
+    """The execution metadata the judge may use to check claims; ``redact`` sees each value."""
+    lines: list[str] = []
+    if meta is not None:
+        if meta.stop_reason:
+            lines.append(f"stop reason: {redact(meta.stop_reason)}")
+        if meta.duration_ms is not None:
+            lines.append(f"agent time: {meta.duration_ms:.0f} ms")
+        if meta.tool_calls:
+            lines.append(f"tool calls this turn ({len(meta.tool_calls)}):")
+            for call in meta.tool_calls[:TOOL_LEDGER_ROWS]:
+                status = "succeeded" if call.succeeded else "FAILED"
+                arguments = (
+                    _short(redact(_text(call.arguments))) if call.arguments is not None else ""
+                )
+                lines.append(f"- {redact(call.name)}({arguments}) {status}")
+            if len(meta.tool_calls) > TOOL_LEDGER_ROWS:
+                lines.append(f"- … {len(meta.tool_calls) - TOOL_LEDGER_ROWS} more")
+        elif meta.stop_reason is not None:
+            lines.append("tool calls this turn: none recorded")
+    if turn.metadata:
+        data = redact(_text(turn.metadata))
+        lines.append("run metadata: " + (data if len(data) <= 1000 else data[:1000] + "…"))
+    return "\n".join(lines)
+
+
+def _rules_text(sources: Sequence[RulesSource], redact: Redact) -> str:
+    blocks = [
+        f"## {source.origin}\n{redact(source.text).strip()}" for source in sources if source.text
+    ]
+    return "\n\n".join(blocks)
+
+
+def _feedback_text(previous: Sequence[str], redact: Redact) -> str:
+    return "\n".join(f"Attempt {i}: {redact(text)}" for i, text in enumerate(previous, start=1))

@@ -1,0 +1,147 @@
+"""The boundary to litellm: its lazy import (off the event loop), closing its clients, reading
+a response (text, tokens, cost) and classifying a failure by its HTTP status.
+
+Every call into litellm's module object goes through here or through the other modules of
+``replyguard.judge`` (the router, the answer cap, the client scopes, prompt caching).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import sys
+from typing import Any, Literal
+
+from replyguard._families import model_family
+from replyguard.judge._clients import stop_logging_worker
+from replyguard.judge._protocol import JudgeReply
+
+Failure = Literal["config", "timeout", "transient"]
+"""What a failed judge call means: our configuration, a timeout, or a passing fault."""
+# 4xx statuses that say "busy" or "try again", not "your request is wrong".
+_BUSY_STATUSES = frozenset({408, 409, 429})
+
+
+def _load_litellm() -> Any:
+    # import_module waits on the import lock while another thread is importing litellm.
+    module: Any = importlib.import_module("litellm")
+    # Otherwise litellm prints a "Give Feedback / Get Help" banner to stdout on every provider
+    # error, and a library must print nothing.
+    module.suppress_debug_info = True
+    return module
+
+
+def _loaded_litellm() -> Any | None:
+    """litellm if its import has finished (not merely started in another thread)."""
+    module = sys.modules.get("litellm")
+    if module is None or getattr(getattr(module, "__spec__", None), "_initializing", False):
+        return None
+    return module if getattr(module, "suppress_debug_info", False) else None
+
+
+async def import_litellm() -> Any:
+    """litellm, imported off the event loop the first time (the import takes seconds)."""
+    return _loaded_litellm() or await asyncio.to_thread(_load_litellm)
+
+
+async def close_litellm_clients() -> None:
+    """Close every one of litellm's cached HTTP clients (everyone's, the process's: for a
+    one-shot command, never for a verifier, which closes only its own ``ClientScope``)."""
+    module = sys.modules.get("litellm")
+    if module is None:
+        return
+    await module.close_litellm_async_clients()
+    await stop_logging_worker()
+
+
+def _field(obj: Any, name: str) -> Any:
+    if isinstance(obj, dict):
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
+def read_response(response: Any, model: str) -> JudgeReply:
+    """The text, tokens and cost of a litellm response, whatever shape it came in."""
+    choices = _field(response, "choices") or []
+    text, note = "", None
+    if not choices:
+        note = "no choices in the response"
+    else:
+        message = _field(choices[0], "message")
+        content = _field(message, "content") if message is not None else None
+        if isinstance(content, str) and content.strip():
+            text = content
+        elif message is not None and _field(message, "refusal"):
+            note = "the judge refused"
+        elif message is not None and _field(message, "tool_calls"):
+            note = "the judge answered with tool calls only"
+        else:
+            note = "the judge's message had no content"
+    usage = _field(response, "usage")
+    hidden = getattr(response, "_hidden_params", None) or {}
+    cost = hidden.get("response_cost") if isinstance(hidden, dict) else None
+    if cost is None:
+        cost = _completion_cost(response)
+    return JudgeReply(
+        text=text,
+        model=str(_field(response, "model") or model),
+        prompt_tokens=int(_field(usage, "prompt_tokens") or 0) if usage is not None else 0,
+        completion_tokens=int(_field(usage, "completion_tokens") or 0) if usage is not None else 0,
+        cost_usd=float(cost or 0.0),
+        note=note,
+    )
+
+
+def _completion_cost(response: Any) -> float:
+    litellm = sys.modules.get("litellm")
+    if litellm is None:
+        return 0.0
+    try:
+        return float(litellm.completion_cost(completion_response=response))
+    except Exception:  # unknown model or price: the cost is unknown, not an error
+        return 0.0
+
+
+def supports_structured_verdict(model: str) -> bool:
+    """True when litellm (once imported) says ``model`` accepts a JSON schema response format."""
+    litellm = _loaded_litellm()
+    if litellm is None:
+        return False
+    try:
+        return bool(litellm.supports_response_schema(model=model))
+    except Exception:  # an unknown model or a litellm bug: ask for text
+        return False
+
+
+def _provider(model: str) -> str | None:
+    """The route of a litellm model name: its prefix, or its family when it has none."""
+    if "/" in model:
+        return model.split("/", 1)[0].lower()
+    return model_family(model)
+
+
+def classify_failure(exc: BaseException) -> Failure:
+    """What a failed judge call means, by its HTTP status (litellm's class names mislead).
+
+    A 4xx status (but 408, 409 and 429) says the request itself is wrong: ``"config"``.
+    Everything else (5xx and 529, 408, 409, 429, connection errors, no status at all) is
+    ``"timeout"`` when it is a timeout (ours, or litellm's ``Timeout``) and ``"transient"``
+    otherwise.
+    """
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int) and 400 <= status < 500 and status not in _BUSY_STATUSES:
+        return "config"
+    if isinstance(exc, TimeoutError) or "timeout" in type(exc).__name__.lower():
+        return "timeout"
+    return "transient"
+
+
+async def one_completion(request: dict[str, Any]) -> JudgeReply:
+    """One ``litellm.acompletion`` for a one-shot command, read as a judge's answer; the
+    process's litellm clients are closed after it. Raises on any failure."""
+    litellm = await import_litellm()
+    try:
+        response = await litellm.acompletion(**request)
+    finally:
+        await close_litellm_clients()
+    return read_response(response, request["model"])

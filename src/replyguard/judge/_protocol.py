@@ -1,0 +1,99 @@
+"""What the runner needs of a judge: the ``Judge`` protocol and ``JudgeReply``, what one
+judgement returned (its verdict parsed once, off the event loop when long), and
+``VERDICT_FORMAT``, the JSON schema asked of a model that supports one."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from replyguard.context._prompt import JudgePrompt
+from replyguard.judge._answer_cap import MAX_ANSWER_BYTES
+from replyguard.judge._verdict import parse_verdict
+from replyguard.types import FailCategory, Reason, Verdict
+
+# A judge text longer than this is parsed off the event loop (a verdict is a few hundred).
+_INLINE_PARSE_CHARS = 20_000
+VERDICT_FORMAT: dict[str, Any] = {
+    "type": "json_schema",
+    "json_schema": {
+        "name": "verdict",
+        "strict": True,
+        "schema": {
+            "type": "object",
+            "properties": {  # reasoning first: the model reasons before it decides
+                "reasoning": {
+                    "type": "string",
+                    "description": "At most a few sentences of reasoning.",
+                },
+                "verdict": {"type": "string", "enum": ["PASS", "FAIL"]},
+                "category": {
+                    "anyOf": [
+                        {"type": "string", "enum": [category.value for category in FailCategory]},
+                        {"type": "null"},
+                    ],
+                    "description": "The failure's category; null for PASS.",
+                },
+                "feedback": {
+                    "type": "string",
+                    "description": "What the assistant must fix, in one or two sentences; "
+                    "empty for PASS.",
+                },
+            },
+            "required": ["reasoning", "verdict", "category", "feedback"],
+            "additionalProperties": False,
+        },
+    },
+}
+"""The ``response_format`` sent to a judge model that supports JSON schemas."""
+
+
+class JudgeReply(BaseModel):
+    """What one judgement returned (validated: a custom judge cannot smuggle in bad types)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    text: str
+    """The judge's raw text ("" when the answer carried none)."""
+    model: str
+    """The model that answered."""
+    prompt_tokens: int = Field(default=0, ge=0)
+    completion_tokens: int = Field(default=0, ge=0)
+    cost_usd: float = Field(default=0.0, ge=0)
+    note: str | None = None
+    """Why the text is empty, when the provider said (a refusal, tool calls only)."""
+
+    @functools.cached_property
+    def verdict(self) -> Verdict:
+        """The verdict the text reads as, parsed once however often it is asked for.
+
+        A text longer than any answer the byte cap lets through (``MAX_ANSWER_BYTES``) is
+        unreadable unparsed, whatever judge returned it.
+        """
+        if len(self.text) > MAX_ANSWER_BYTES:
+            return Verdict(
+                passed=True,
+                readable=False,
+                error=f"the judge's answer is {len(self.text)} characters, over the "
+                f"{MAX_ANSWER_BYTES} a verdict may take",
+                fail_open_reason=Reason.UNREADABLE_VERDICT,
+            )
+        return parse_verdict(self.text)
+
+    async def parsed(self) -> Verdict:
+        """``verdict``, parsed in a worker thread when the text is long, so the event loop
+        never waits on it (the caller's deadline bounds the wait)."""
+        if "verdict" not in self.__dict__ and len(self.text) > _INLINE_PARSE_CHARS:
+            return await asyncio.to_thread(lambda: self.verdict)
+        return self.verdict
+
+
+class Judge(Protocol):
+    """Anything that can judge a prompt within ``time_left`` seconds."""
+
+    async def judge(self, prompt: JudgePrompt, *, time_left: float) -> JudgeReply:
+        """Return the judge's answer, or raise; the runner fails open on any exception."""
+        ...
