@@ -190,7 +190,7 @@ def _credentials(tree: ast.AST) -> set[str]:
 
 def test_every_key_the_tests_use_is_a_known_key() -> None:
     used = set().union(
-        *(_credentials(ast.parse(path.read_text(encoding="utf-8"))) for path in TESTS.glob("*.py"))
+        *(_credentials(ast.parse(path.read_text(encoding="utf-8"))) for path in TESTS.rglob("*.py"))
     )
     assert used - set(NOT_KEYS) - set(KNOWN_KEYS) == set()
 

@@ -10,18 +10,28 @@ what they were called with.
     agent = ScriptedAgent(["Done: the report", "Done: the report, dated 2026-01-02"])
     outcome = await Verifier(config, judge=judge).run(agent, Turn(user_message="..."))
     judge.assert_exhausted(); agent.assert_exhausted()
+
+``capture_events()`` records the library's log events as dicts, whatever level the
+``replyguard`` logger is set to, as ``structlog.testing.capture_logs`` does:
+
+    with capture_events() as events:
+        outcome = await verifier.run(agent, turn)
+    assert [e["event"] for e in events] == ["retry", "passed"]
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
+import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
-from replyguard.context._build import JudgePrompt
-from replyguard.judge._fallbacks import JudgeReply
+from replyguard.context._prompt import JudgePrompt
+from replyguard.judge._protocol import JudgeReply
+from replyguard.telemetry._events import LOGGER_NAME
 from replyguard.types import Reply
 
 A = TypeVar("A")
@@ -128,3 +138,35 @@ class ScriptedAgent(_Script[list[dict[str, Any]]]):
         if not isinstance(result, Reply | str):
             raise ScriptError(f"an agent script entry gave {type(result).__name__}")
         return result
+
+
+class _EventsHandler(logging.Handler):
+    def __init__(self, events: list[dict[str, Any]]) -> None:
+        super().__init__(logging.NOTSET)
+        self._events = events
+
+    def emit(self, record: logging.LogRecord) -> None:
+        fields = getattr(record, "replyguard", None)
+        if isinstance(fields, dict):
+            self._events.append({**fields, "log_level": record.levelname.lower()})
+
+
+@contextlib.contextmanager
+def capture_events() -> Iterator[list[dict[str, Any]]]:
+    """Capture replyguard's log events, DEBUG included, whatever the logger's level.
+
+    Each event is a dict: ``event`` (its name), its fields as logged (secrets redacted, content
+    only with ``logContent``) and ``log_level`` (``"debug"`` ... ``"error"``). Inside the block
+    the ``replyguard`` logger is set to DEBUG; its level and handlers are restored after it.
+    """
+    logger = logging.getLogger(LOGGER_NAME)
+    events: list[dict[str, Any]] = []
+    handler = _EventsHandler(events)
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        yield events
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
