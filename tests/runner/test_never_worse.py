@@ -9,6 +9,7 @@ never late by much): a huge or oddly shaped judge answer, a ledger that is a FIF
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import fcntl
 import json
 import os
@@ -339,6 +340,43 @@ def test_run_sync_from_threads_mixed_with_await_is_silent_and_correct(closed: bo
     assert "12 ['passed'" in done.stdout or "12 ['Status.PASSED'" in done.stdout, done.stdout
     for noise in ("Task was destroyed", "Exception ignored", "Traceback", "never awaited"):
         assert noise not in done.stderr, done.stderr
+
+
+async def test_run_sync_from_a_thread_the_host_loop_waits_for_runs_on_its_own_loop(
+    make_config: Callable[..., VerifierConfig],
+) -> None:
+    """A host loop blocked on the very ``run_sync`` call (a sync call made on it, handed to a
+    thread) cannot take the turn: after a short wait it runs on the verifier's own loop."""
+    verifier = Verifier(make_config(verifyAll=True), judge=ScriptedJudge(["PASS", "PASS"]))
+    await verifier.verify(Turn(user_message="the host loop is this one"), REPLY)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        started = time.monotonic()
+        sync_turn = pool.submit(verifier.run_sync, ScriptedAgent([REPLY]), Turn(user_message="q"))
+        outcome = sync_turn.result(timeout=30)  # blocks this loop until the turn is done
+    assert outcome.status == Status.PASSED
+    assert time.monotonic() - started < 5
+    await verifier.aclose()
+
+
+async def test_run_sync_from_threads_runs_on_the_loop_of_the_async_api(
+    make_config: Callable[..., VerifierConfig],
+) -> None:
+    """While the host's loop is free, ``run_sync`` turns from its threads run on it: one loop
+    for litellm's clients and logging worker, none stranded on another."""
+    loops: list[asyncio.AbstractEventLoop] = []
+
+    async def agent(messages: list[dict[str, Any]]) -> str:
+        loops.append(asyncio.get_running_loop())
+        return REPLY
+
+    verifier = Verifier(make_config(verifyAll=True), judge=ScriptedJudge(["PASS"] * 4))
+    await verifier.verify(Turn(user_message="the host loop is this one"), REPLY)
+    outcomes = await asyncio.gather(
+        *(asyncio.to_thread(verifier.run_sync, agent, Turn(user_message="q")) for _ in range(3))
+    )
+    assert [o.status for o in outcomes] == [Status.PASSED] * 3
+    assert loops == [asyncio.get_running_loop()] * 3
+    await verifier.aclose()
 
 
 # -- 5. sync agents get their own bounded pool --------------------------------------------------

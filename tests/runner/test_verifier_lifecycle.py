@@ -130,9 +130,10 @@ async def test_no_descriptor_of_a_closed_verifier_stays_open(
     before = _descriptors()
 
     verifier = Verifier(config_for(OPENAI))
-    assert judged(await verifier.verify(TURN, REPLY))
+    # run_sync first: before the async API has run anywhere, it runs on its own loop
     synced = await asyncio.to_thread(verifier.run_sync, ScriptedAgent([REPLY]), TURN)
     assert synced.status == Status.PASSED
+    assert judged(await verifier.verify(TURN, REPLY))
     assert len(_descriptors() - before) >= 4  # two connections, a selector, a pipe at least
     await verifier.aclose()
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextvars
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import pydantic_core
 
 from replyguard.gate._prechecks import skip_reason
+from replyguard.runner._sync import blocked_context
 from replyguard.telemetry._events import Events, describe_error
 from replyguard.types import Outcome, Reply, Turn, Verdict
 
@@ -123,7 +123,7 @@ def blocking(work: Callable[[], T]) -> T:
         asyncio.get_running_loop()
     except RuntimeError:
         return work()
-    context = contextvars.copy_context()
+    context = blocked_context()
     with concurrent.futures.ThreadPoolExecutor(1, "replyguard-blocking") as pool:
         return pool.submit(context.run, work).result()
 
@@ -131,7 +131,7 @@ def blocking(work: Callable[[], T]) -> T:
 def call_blocking(verifier: Verifier, make: Callable[[], Coroutine[Any, Any, T]]) -> T:
     """The coroutine ``make()`` run to its end on the verifier's ``run_sync`` loop, from sync
     code (through ``blocking``)."""
-    return blocking(lambda: verifier._sync.submit(make()))
+    return blocking(lambda: verifier._sync.submit(make))
 
 
 @dataclass(frozen=True)

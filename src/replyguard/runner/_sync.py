@@ -1,4 +1,12 @@
-"""One event loop in a daemon thread, serving every ``run_sync`` call of a Verifier.
+"""Where ``run_sync`` runs a turn: on the loop of the verifier's async API when it can, else on
+one event loop in a daemon thread, serving every such call of a Verifier.
+
+litellm keeps one logging worker per process, bound to the loop of its latest call; a call on
+another loop moves it and strands the old loop's task. So once the async API has run on a loop
+(``note_host``), a ``run_sync`` call from another thread hands its turn to that loop, if it is
+running and takes it up within ``_HANDOVER_SECONDS`` (a handshake makes sure the turn runs on
+exactly one loop). A loop that cannot (busy, or blocked on this very call: ``blocked_context``)
+leaves the turn to the background loop below.
 
 litellm caches its HTTP clients per event loop, so a fresh loop per call (``asyncio.run``)
 would strand them; one long-lived loop keeps them usable. Closing it runs the verifier's own
@@ -11,15 +19,18 @@ loop starts a new task there and strands the old one, pending, to be "destroyed 
 (printed by asyncio) when collected. So each ``run_sync`` call first stops the worker on the
 loop it runs on (waiting for that at most ``_HANDOVER_SECONDS``), and stops it on its own loop
 before it returns: mixing ``run_sync`` (from threads) and ``await`` in one process prints
-nothing.
+nothing. When that other loop is too busy to stop it in time, the worker's task is held here
+until it ends and cancelled on its own loop, so it is never collected pending either.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import sys
 import threading
+import weakref
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
@@ -29,20 +40,48 @@ _HANDOVER_SECONDS = 0.25
 """The longest a ``run_sync`` call waits for litellm's logging worker to stop on another loop."""
 
 
+_HELD: set[asyncio.Task[Any]] = set()
+"""litellm logging-worker tasks left on another loop: held until they end."""
+
+
+def _hold_and_cancel(task: asyncio.Task[Any]) -> None:
+    """Keep ``task`` referenced until it ends, and cancel it on its own loop."""
+    loop = task.get_loop()
+    if task.done() or loop.is_closed():
+        return
+    _HELD.add(task)  # from now on it cannot be collected while pending
+
+    def cancel() -> None:
+        task.add_done_callback(_HELD.discard)
+        task.cancel()
+
+    try:
+        loop.call_soon_threadsafe(cancel)
+    except RuntimeError:  # the loop closed meanwhile
+        _HELD.discard(task)
+
+
 def _logging_worker() -> Any:
     module = sys.modules.get("litellm.litellm_core_utils.logging_worker")
     return getattr(module, "GLOBAL_LOGGING_WORKER", None)
+
+
+async def _settle_and_stop(worker: Any) -> None:
+    """On the worker's loop: let a finished call hand its logging over first, then stop it."""
+    for _ in range(3):
+        await asyncio.sleep(0)
+    await worker.stop()
 
 
 async def _stop_worker_elsewhere() -> None:
     """Stop litellm's logging worker on the other loop it runs on, if any (bounded wait)."""
     worker = _logging_worker()
     bound = getattr(worker, "_bound_loop", None)
-    task = getattr(worker, "_worker_task", None)
-    if bound is None or bound is asyncio.get_running_loop() or task is None or task.done():
+    if bound is None or bound is asyncio.get_running_loop() or bound.is_closed():
         return
+    task = getattr(worker, "_worker_task", None)
     try:
-        future = asyncio.run_coroutine_threadsafe(worker.stop(), bound)
+        future = asyncio.run_coroutine_threadsafe(_settle_and_stop(worker), bound)
     except RuntimeError:  # that loop is closed: nothing runs there any more
         return
     try:
@@ -50,6 +89,8 @@ async def _stop_worker_elsewhere() -> None:
             await asyncio.wrap_future(future)
     except Exception:  # a busy or stopped loop: litellm moves the worker as it always did
         future.cancel()
+        if task is not None:
+            _hold_and_cancel(task)
 
 
 async def _stop_worker_here() -> None:
@@ -58,17 +99,30 @@ async def _stop_worker_here() -> None:
     for _ in range(3):
         await asyncio.sleep(0)
     worker = _logging_worker()
-    if worker is not None and getattr(worker, "_bound_loop", None) is asyncio.get_running_loop():
+    loop = asyncio.get_running_loop()
+    # Only the last call in flight on this loop stops it: a stop racing another call's start
+    # would leave a worker task behind.
+    if not _active.get(loop) and getattr(worker, "_bound_loop", None) is loop:
         await worker.stop()
+
+
+_active: dict[asyncio.AbstractEventLoop, int] = {}
+"""``run_sync`` calls in flight per loop (read and written on that loop only)."""
 
 
 async def _isolated(coroutine: Coroutine[Any, Any, T]) -> T:
     """``coroutine`` with litellm's logging worker brought here first and stopped after."""
-    await _stop_worker_elsewhere()
+    loop = asyncio.get_running_loop()
+    _active[loop] = _active.get(loop, 0) + 1
+    if _active[loop] == 1:
+        await _stop_worker_elsewhere()
     try:
         return await coroutine
     finally:
-        await _stop_worker_here()
+        _active[loop] -= 1
+        if not _active[loop]:
+            del _active[loop]
+            await _stop_worker_here()
 
 
 Closer = Callable[[], Awaitable[None]]
@@ -85,6 +139,54 @@ async def _shutdown(closer: Closer | None) -> None:
     await asyncio.gather(*pending, return_exceptions=True)
 
 
+_BLOCKED_LOOP: contextvars.ContextVar[asyncio.AbstractEventLoop | None] = contextvars.ContextVar(
+    "replyguard_blocked_loop", default=None
+)
+"""A loop whose thread is blocked waiting for this ``run_sync`` call (an adapter's sync entry
+point called on a running loop): never handed the call."""
+
+
+def blocked_context() -> contextvars.Context:
+    """A copy of the caller's context in which its running loop is marked blocked (for sync
+    entry points that block that loop while a worker thread calls ``run_sync``)."""
+    context = contextvars.copy_context()
+    context.run(_BLOCKED_LOOP.set, asyncio.get_running_loop())
+    return context
+
+
+def _on_host(
+    host: asyncio.AbstractEventLoop, make: Callable[[], Coroutine[Any, Any, T]]
+) -> tuple[bool, Callable[[], T]]:
+    """Hand the call to ``host``; (False, _) when it did not take it up in time (its thread
+    busy or blocked), in which case ``make`` was never called there."""
+    lock = threading.Lock()
+    state = ["waiting"]
+    taken = threading.Event()
+
+    async def guarded() -> T | None:
+        with lock:
+            if state[0] == "abandoned":
+                return None
+            state[0] = "taken"
+        taken.set()
+        return await make()
+
+    try:
+        future = asyncio.run_coroutine_threadsafe(guarded(), host)
+    except RuntimeError:  # closed meanwhile
+        return False, _never
+    if not taken.wait(_HANDOVER_SECONDS):
+        with lock:
+            if state[0] == "waiting":
+                state[0] = "abandoned"
+                return False, _never
+    return True, lambda: future.result()  # type: ignore[return-value]  # taken: T, not None
+
+
+def _never() -> Any:
+    raise AssertionError("not taken")
+
+
 class SyncLoop:
     """A lazily started background loop; ``submit`` runs a coroutine on it and waits."""
 
@@ -95,16 +197,33 @@ class SyncLoop:
         self._thread: threading.Thread | None = None
         self._in_flight: dict[asyncio.AbstractEventLoop, int] = {}
         self._retiring: dict[asyncio.AbstractEventLoop, threading.Thread] = {}
+        self._host: weakref.ref[asyncio.AbstractEventLoop] | None = None
 
-    def submit(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        """Run ``coroutine`` on the background loop from any thread and return its result."""
+    def note_host(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Remember ``loop``: the verifier's async API runs there (called on each entry)."""
+        if loop is self._loop:
+            return
+        if self._host is None or self._host() is not loop:
+            self._host = weakref.ref(loop)
+
+    def submit(self, make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+        """Run the coroutine ``make()`` from any thread without a running loop and return its
+        result: on the loop where the verifier's async API runs, when that loop is running and
+        takes it up within ``_HANDOVER_SECONDS``, else on the background loop."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
             pass
         else:
-            coroutine.close()
             raise RuntimeError("run_sync() was called inside a running event loop; await run()")
+        host = self._host() if self._host is not None else None
+        if host is not None and host is not _BLOCKED_LOOP.get() and host.is_running():
+            taken, result = _on_host(host, make)
+            if taken:
+                return result()
+        return self._on_own_loop(make)
+
+    def _on_own_loop(self, make: Callable[[], Coroutine[Any, Any, T]]) -> T:
         with self._lock:
             if self._loop is None:
                 loop = asyncio.new_event_loop()
@@ -117,7 +236,7 @@ class SyncLoop:
             self._in_flight[loop] = self._in_flight.get(loop, 0) + 1
         try:
             future: concurrent.futures.Future[T] = asyncio.run_coroutine_threadsafe(
-                _isolated(coroutine), loop
+                _isolated(make()), loop
             )
             return future.result()
         finally:

@@ -15,11 +15,11 @@ turns, from any thread.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from replyguard._families import model_family
 from replyguard._workspace import Workspace
 from replyguard.checks.base import Check, as_check
 from replyguard.checks.registry import build_checks
@@ -37,6 +37,7 @@ from replyguard.runner._agents import Agent, AgentPool, Messages, as_reply, call
 from replyguard.runner._assessment import Assessor, Profile, Step
 from replyguard.runner._family_guard import FamilyGuard
 from replyguard.runner._hooks import Hook, Hooks
+from replyguard.runner._preflight import config_findings
 from replyguard.runner._run import TurnParts, _Run
 from replyguard.runner._sync import SyncLoop
 from replyguard.telemetry._events import Events
@@ -170,14 +171,13 @@ class Verifier:
                 self._families,
             ),
         )
-        for profile in profiles.values():
-            if config.agent_model is not None:
-                self._families.conflict(
-                    profile.config, config.agent_model, raise_error=config.require_cross_family
-                )
-            for model in profile.config.judge_deployment_models:
-                if model_family(model) is None:
-                    self._families.warn_once("judge_family_unknown", model=model)
+        for finding in config_findings(config):  # what `replyguard check-config` reports
+            if finding.refusal is not None:
+                raise finding.refusal
+            if finding.log_level >= logging.WARNING:
+                self._families.warn_once(finding.event, **finding.fields)
+            else:
+                events.emit(finding.log_level, finding.event, **finding.fields)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("a Verifier is immutable; build a new one from a new config")
@@ -253,6 +253,7 @@ class Verifier:
         Never raises for the verifier's own trouble: a fail-open verdict (``passed=True``,
         ``fail_open_reason`` set) says what went wrong.
         """
+        self._sync.note_host(asyncio.get_running_loop())
         checked, profile = as_reply(reply), self._profile(turn)
         if self._families.refused(profile, turn):
             return Verdict(
@@ -269,7 +270,7 @@ class Verifier:
 
     def run_sync(self, agent: Agent, turn: Turn) -> Outcome:
         """``run`` for code without an event loop (safe from many threads at once)."""
-        return self._sync.submit(self.run(agent, turn))
+        return self._sync.submit(lambda: self.run(agent, turn))
 
     async def run(self, agent: Agent, turn: Turn) -> Outcome:
         """Run ``agent`` for ``turn``, verify its reply, retry with feedback, deliver.
@@ -280,6 +281,7 @@ class Verifier:
         exhausted turn raises ``VerificationExhausted``.
         """
         started = time.perf_counter()
+        self._sync.note_host(asyncio.get_running_loop())
         profile = self._profile(turn)
         with self._tracing.span("replyguard.turn") as span:
             span.record(turn_attributes, turn, profile.name, profile.config.mode)
