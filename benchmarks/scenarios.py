@@ -671,3 +671,34 @@ def import_times(runs: int) -> tuple[list[float], list[float], bool]:
         timeout=120,
     )
     return ours, theirs, probe.stdout.strip() == "True"
+
+
+async def big_turn_vs_raw(
+    wire: Wire, url: str, chars: int, pairs: int, *, kind: str = "prose", warmup: int = 3
+) -> tuple[Pair, dict[str, Any]]:
+    """``verifier.verify()`` of a turn of ``chars`` characters (half of them the reply) vs one
+    raw ``litellm.acompletion`` with the very messages the judge is sent: replyguard's whole
+    end-to-end cost for a big turn (the prompt, the injection scan, the plumbing)."""
+    turn, reply_text, _ = sized_turn(chars, kind)
+    reply = Reply(text=reply_text, meta=RunMeta(stop_reason="stop"))
+    cfg = config(wire, f"{url}/fast")
+    verifier = Verifier(cfg)
+    await verifier.warmup()
+    params = judge_params(cfg, turn, reply)
+    verdict = await verifier.verify(turn, reply)
+    if not verdict.passed or verdict.fail_open_reason is not None:
+        raise RuntimeError(f"the big turn was not passed: {verdict.fail_open_reason}")
+
+    async def measured() -> None:
+        await verifier.verify(turn, reply)
+
+    async def reference() -> None:
+        await raw_call(params)
+
+    try:
+        pair = await interleaved(measured, reference, pairs, warmup=warmup)
+    finally:
+        await close_clients()
+        await verifier.aclose()
+    sent = sum(len(m["content"]) for m in params["messages"])
+    return pair, {"chars": chars, "kind": kind, "prompt_chars": sent}

@@ -5,6 +5,7 @@ code masked, and replies that address the judge flagged.
 """
 
 from replyguard.context._build import build_judge_prompt
+from replyguard.context._fitting import VIEW_EDGE, reply_in_view
 from replyguard.context._prompt import (
     FEEDBACK_CAP,
     HEARTBEAT_MIN_CAP,
@@ -32,6 +33,7 @@ __all__ = [
     "REPLY_FLOOR",
     "TOOL_LEDGER_ROWS",
     "USER_FLOOR",
+    "VIEW_EDGE",
     "ContextLimits",
     "JudgePrompt",
     "Redact",
@@ -40,5 +42,6 @@ __all__ = [
     "new_nonce",
     "render_message",
     "render_metadata",
+    "reply_in_view",
     "system_prompt",
 ]

@@ -36,6 +36,34 @@ class _Part:
 
 
 _EMPTY = tokens.Kept("", 0, counted=True)
+VIEW_EDGE = 1000
+"""How far past a cut ``reply_in_view`` reads, in characters, to finish the line it cuts."""
+
+
+def reply_in_view(text: str, limit: int) -> str:
+    """What of a reply a judge prompt capping it at ``limit`` tokens can show: the whole text
+    when it fits, else the start and the end a head-and-tail cut keeps, each read on past its
+    cut to the end of the line the cut splits (at most ``VIEW_EDGE`` characters), joined by a
+    line break.
+
+    Every later cut of the reply in the prompt (the trim order) keeps less of the same start
+    and end, so a screen of this text reads all the judge will be shown, and its cost scales
+    with ``limit``, not with the reply. Tokenizes at most the two windows the cut needs.
+    """
+    span = tokens.Cutter(text).ends(limit, "reply").span
+    if span is None:
+        return text
+    kept_head, kept_tail = span
+    head_end = text.find("\n", kept_head, kept_head + VIEW_EDGE)
+    head_end = min(kept_head + VIEW_EDGE, len(text)) if head_end < 0 else head_end
+    if not kept_tail:  # a cut too small for a marker keeps the start alone
+        return text[:head_end]
+    tail_cut = len(text) - kept_tail
+    tail_start = text.rfind("\n", max(tail_cut - VIEW_EDGE, 0), tail_cut) + 1
+    tail_start = max(tail_cut - VIEW_EDGE, 0) if tail_start == 0 else tail_start
+    if head_end >= tail_start:
+        return text
+    return f"{text[:head_end]}\n{text[tail_start:]}"
 
 
 def _fit(source: tokens.Cutter, limit: int, what: str, ends: bool) -> tokens.Kept:

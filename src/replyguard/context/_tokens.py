@@ -71,6 +71,8 @@ class Kept:
     cut: bool = False
     changed: bool = False
     """A ``Cutter``'s ``clean`` changed what was kept."""
+    span: tuple[int, int] | None = None
+    """For a cut: how many characters of the original's start and of its end were kept."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,16 +198,19 @@ class Cutter:
     def _kept(self, pieces: tuple[str, ...], size: int, *, counted: bool, cut: bool) -> Kept:
         """``pieces`` (texts of the original, and markers at odd positions) cleaned and joined."""
         clean = self._clean
+        span = None
+        if cut:  # the original's start, and (after a marker) its end
+            span = (len(pieces[0]), len(pieces[2]) if len(pieces) > 2 else 0)
         if len(pieces) == 1:
             text = clean(pieces[0])
             if text is pieces[0] or text == pieces[0]:
-                return Kept(text, size, counted=counted, cut=cut)
-            return Kept(text, size_bound(text), counted=False, cut=cut, changed=True)
+                return Kept(text, size, counted=counted, cut=cut, span=span)
+            return Kept(text, size_bound(text), counted=False, cut=cut, changed=True, span=span)
         shown = tuple(piece if index % 2 else clean(piece) for index, piece in enumerate(pieces))
         text = "".join(shown)
         if all(a is b or a == b for a, b in zip(shown, pieces, strict=True)):
-            return Kept(text, size, counted=counted, cut=cut)
-        return Kept(text, size_bound(text), counted=False, cut=cut, changed=True)
+            return Kept(text, size, counted=counted, cut=cut, span=span)
+        return Kept(text, size_bound(text), counted=False, cut=cut, changed=True, span=span)
 
     def _fits(self, limit: int) -> Kept | None:
         """``Kept(text)`` when the text fits ``limit`` tokens."""

@@ -22,6 +22,7 @@ from replyguard.checks.base import Check
 from replyguard.checks.running import checks_verdict, decisive_pass, merged_feedback, run_checks
 from replyguard.config._schema import VerifierConfig
 from replyguard.context._build import build_judge_prompt
+from replyguard.context._fitting import reply_in_view
 from replyguard.context._injection import injection_feedback, suspected_injection
 from replyguard.context._prompt import ContextLimits, JudgePrompt, Redact, RulesSource
 from replyguard.errors import CircuitOpenError, JudgeConfigError
@@ -282,7 +283,7 @@ class Assessor:
         self._report_checks(turn, step.attempt, results)
         try:
             async with _until(step.left()):
-                suspicion = await _suspicion(reply.text)
+                suspicion = await _suspicion(reply.text, step.profile.limits)
         except TimeoutError:
             error = "the turn's deadline passed during the injection scan"
             return _fail_open(Reason.LATENCY_BUDGET, error, started), results
@@ -340,12 +341,16 @@ class Assessor:
         )
 
 
-async def _suspicion(text: str) -> tuple[str, ...]:
-    """The injection detector's reasons; long replies are scanned off the event loop (the
-    caller bounds the wait by the turn's deadline)."""
-    if len(text) > _INLINE_SCAN_CHARS:
-        return tuple(await asyncio.to_thread(suspected_injection, text))
-    return tuple(suspected_injection(text))
+async def _suspicion(text: str, limits: ContextLimits) -> tuple[str, ...]:
+    """The injection detector's reasons, on what of the reply the judge prompt can show (its
+    cap's head and tail, and the lines the cut splits: ``reply_in_view``), never on what any
+    cut drops: the work scales with the cap, not with the reply. A view still long (sparse
+    text keeps many characters a token) is screened off the event loop (the caller bounds the
+    wait by the turn's deadline)."""
+    view = reply_in_view(text, min(limits.response_cap, limits.budget))
+    if len(view) > _INLINE_SCAN_CHARS:
+        return tuple(await asyncio.to_thread(suspected_injection, view))
+    return tuple(suspected_injection(view))
 
 
 def redacted_verdict(verdict: Verdict, secrets: Sequence[str]) -> Verdict:
