@@ -61,6 +61,8 @@ class Answerer:
 
     def __init__(self) -> None:
         self.seen: list[list[str]] = []
+        # FunctionModel names its model after the function (pydantic-ai 2.0 reads __name__).
+        self.__name__ = "answerer"
 
     def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         texts = request_texts(messages)
