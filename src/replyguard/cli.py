@@ -1,10 +1,11 @@
 """The ``replyguard`` command.
 
 Commands: ``demo`` (scripted turns through the real runner, no API key needed), ``schema``
-(the config's JSON Schema), ``check-config FILE`` (validate a config and print it with
-secrets masked), ``insights LEDGER`` (recurring failures and suggestions from a ledger),
-``verify [FILE]`` (judge one turn given as JSON), ``heartbeat --workspace DIR [REPLY]`` (judge a
-heartbeat agent's reply) and ``eval [DATASET.jsonl]`` (agreement of the judge with labels).
+(the config's JSON Schema), ``check-config FILE`` (check a config as the verifier would;
+``--show`` prints it with secrets masked), ``insights LEDGER`` (recurring failures and
+suggestions from a ledger), ``verify [FILE]`` (judge one turn given as JSON), ``heartbeat
+--workspace DIR [REPLY]`` (judge a heartbeat agent's reply) and ``eval [DATASET.jsonl]``
+(agreement of the judge with labels).
 Exit codes: 0 on success (for ``verify``/``heartbeat``: the reply may be delivered), 1 when a
 requested model call failed (``verify``/``heartbeat``: the reply FAILed), 2 on a usage or
 config error (``verify``/``heartbeat``: an internal error too, never read as a FAIL).
@@ -17,6 +18,7 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 
+from replyguard._cli.check_config import CHECK_EPILOG, add_check_arguments, check_config_main
 from replyguard._cli.verify import (
     STATUSES_HELP,
     add_heartbeat_arguments,
@@ -38,13 +40,29 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"replyguard {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser(
-        "demo", help="run scripted turns through the verifier (no API key, no network)"
+        "demo",
+        help="run scripted turns through the verifier (no API key, no network)",
+        description="Run ten scripted turns through the real verifier and print the path each "
+        "took (skip, pass, fail and retry, exhausted, heartbeat, checks, fail-open). The judge "
+        "is scripted: no API key, no network.",
     )
-    commands.add_parser("schema", help="print the JSON Schema of the config file")
-    check = commands.add_parser(
-        "check-config", help="validate a config file and print the effective config"
+    commands.add_parser(
+        "schema",
+        help="print the JSON Schema of the config file",
+        description="Print the JSON Schema of the config file on stdout; point a config's "
+        '"$schema" key at a saved copy and editors complete and check its keys.',
     )
-    check.add_argument("file", help="the JSON config file")
+    add_check_arguments(
+        commands.add_parser(
+            "check-config",
+            help="check a config file as the verifier would, before deploying it",
+            description="Check a config file with every check the verifier makes when it is "
+            "built: the file's keys and values, the judge's and agent's model families, the "
+            "workspace and its files, the ledger's folder, env: keys. Prints each error and "
+            "warning, then one summary line.",
+            epilog=CHECK_EPILOG,
+        )
+    )
     from replyguard.insights import add_arguments as add_insights_arguments
 
     add_insights_arguments(
@@ -105,13 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return insights_main(args)
     if args.command in _COMMANDS:
         return _COMMANDS[args.command](args)
-    return run_command("check-config", _check_config, args)
-
-
-def _check_config(args: argparse.Namespace) -> int:
-    config = VerifierConfig.load(args.file)
-    print(json.dumps(config.model_dump(mode="json", by_alias=True), indent=2))
-    return 0
+    return run_command("check-config", check_config_main, args)
 
 
 if __name__ == "__main__":

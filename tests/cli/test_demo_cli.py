@@ -54,7 +54,7 @@ def test_check_config_prints_effective_config_with_key_masked(
 ) -> None:
     path = tmp_path / "verifier.json"
     path.write_text(json.dumps({"enabled": True, "apiKey": "sk-literal-secret-123456"}))
-    assert main(["check-config", str(path)]) == 0
+    assert main(["check-config", "--show", str(path)]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["enabled"] is True and shown["maxAttempts"] == 3
     assert shown["apiKey"] == "**********"

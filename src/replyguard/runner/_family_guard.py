@@ -6,10 +6,10 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from replyguard._families import model_family
 from replyguard.config._schema import VerifierConfig
 from replyguard.errors import CrossFamilyError
 from replyguard.runner._assessment import Profile
+from replyguard.runner._preflight import same_family
 from replyguard.telemetry._events import Events
 from replyguard.types import Turn
 
@@ -35,11 +35,10 @@ class FamilyGuard:
 
     def conflict(self, config: VerifierConfig, agent_model: str, *, raise_error: bool) -> bool:
         """True when a judge model (primary or fallback) shares the agent's family."""
-        agent_family = model_family(agent_model)
+        agent_family, same = same_family(config, agent_model)
         if agent_family is None:
             self.warn_once("agent_family_unknown", model=agent_model)
             return False
-        same = [m for m in config.judge_deployment_models if model_family(m) == agent_family]
         if not same:
             return False
         if raise_error:
