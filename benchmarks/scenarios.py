@@ -12,6 +12,7 @@ import contextlib
 import functools
 import gc
 import json
+import logging
 import os
 import random
 import statistics
@@ -702,3 +703,28 @@ async def big_turn_vs_raw(
         await verifier.aclose()
     sent = sum(len(m["content"]) for m in params["messages"])
     return pair, {"chars": chars, "kind": kind, "prompt_chars": sent}
+
+
+async def logging_on_vs_off(pairs: int, level: int = logging.INFO) -> Pair:
+    """The in-process verified turn with the ``replyguard`` logger at ``level`` vs at WARNING
+    (logging off): what building and emitting the turn's events costs. The records go to the
+    NullHandler replyguard attaches (no formatting or I/O of a host's handler is counted)."""
+    measured_turn, _ = await instant_sides()
+    logger = logging.getLogger("replyguard")
+    before = logger.level
+
+    async def on() -> None:
+        logger.setLevel(level)
+        try:
+            await measured_turn()
+        finally:
+            logger.setLevel(logging.WARNING)
+
+    async def off() -> None:
+        logger.setLevel(logging.WARNING)
+        await measured_turn()
+
+    try:
+        return await interleaved(on, off, pairs, warmup=50)
+    finally:
+        logger.setLevel(before)

@@ -285,7 +285,12 @@ async def test_a_ten_megabyte_reply_of_short_lines_keeps_the_turn_deadline(
     started = time.monotonic()
     outcome = await verifier.run(ScriptedAgent([reply]), Turn(user_message="q"))
     seconds = time.monotonic() - started
-    assert (outcome.status, outcome.reason) == (Status.FAILED_OPEN, Reason.LATENCY_BUDGET)
+    # Judged in a few milliseconds now that every step reads only what the judge is shown;
+    # on a machine too busy for that, the deadline still ends the turn.
+    assert (outcome.status, outcome.reason) in {
+        (Status.PASSED, None),
+        (Status.FAILED_OPEN, Reason.LATENCY_BUDGET),
+    }
     assert outcome.response == reply
     assert seconds < 0.1 + 0.5
 

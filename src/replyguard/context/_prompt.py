@@ -97,6 +97,11 @@ class JudgePrompt:
         return self._tokens
 
     @property
+    def counted_tokens(self) -> int | None:
+        """``tokens`` if the build (or an earlier read) counted them, else None: never counts."""
+        return self._tokens
+
+    @property
     def messages(self) -> list[dict[str, Any]]:
         """The chat messages to send: the static rubric, then the review request."""
         return [{"role": "system", "content": self.system}, {"role": "user", "content": self.user}]

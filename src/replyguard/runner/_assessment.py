@@ -241,6 +241,8 @@ class Assessor:
         return verdict
 
     def _report_verdict(self, step: Step, verdict: Verdict, prompt: JudgePrompt) -> None:
+        """The ``verdict`` event. Its tokens are the judge's usage; the prompt's own count is
+        added only when the build already made it (counting a prompt takes milliseconds)."""
         fields: dict[str, Any] = {
             "turn_id": step.turn.id,
             "attempt": step.attempt,
@@ -253,8 +255,10 @@ class Assessor:
             "cost_usd": verdict.cost_usd,
             "latency_ms": round(verdict.latency_ms, 2),
             "trimmed": prompt.trimmed,
-            "prompt_tokens_counted": prompt.tokens,
         }
+        counted = prompt.counted_tokens
+        if counted is not None:
+            fields["prompt_tokens_counted"] = counted
         if step.profile.config.log_content:
             fields["feedback"] = verdict.feedback
         self._events.info("verdict", **fields)
@@ -330,8 +334,11 @@ class Assessor:
         if not results:
             return
         clean = all(r.passed and not r.error for r in results)
+        level = logging.DEBUG if clean else logging.INFO
+        if not self._events.enabled(level):  # nothing to build
+            return
         self._events.emit(
-            logging.DEBUG if clean else logging.INFO,
+            level,
             "checks",
             turn_id=turn.id,
             attempt=attempt,
