@@ -7,7 +7,8 @@
 history is kept in memory; turns of one conversation run one after another, turns of different
 conversations run concurrently. The agent is one litellm call to ``CHAT_MODEL`` (optionally
 through ``CHAT_API_BASE``); the verifier comes from the JSON config file named by
-``REPLYGUARD_CONFIG``, is warmed up when the app starts and closed when it stops.
+``REPLYGUARD_CONFIG``, is warmed up when the app starts and closed when it stops. replyguard's
+warnings (a fail-open, a judge error, a missing key) are logged to stderr.
 
 ``create_app(verifier=..., agent=...)`` builds the same app from pieces handed in (tests do).
 """
@@ -15,6 +16,7 @@ through ``CHAT_API_BASE``); the verifier comes from the JSON config file named b
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -96,6 +98,16 @@ class Conversations:
         )
 
 
+def show_replyguard_warnings() -> None:
+    """Show replyguard's WARNING and ERROR events (a fail-open, a judge error, a bad key) on
+    stderr. replyguard logs through the stdlib logger "replyguard" and prints nothing until the
+    host configures logging; uvicorn configures only its own loggers. ``basicConfig`` does
+    nothing when logging is already set up (under pytest, say)."""
+    logging.basicConfig(
+        level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+
+
 def _verifier_from_env() -> Verifier:
     path = os.environ.get(CONFIG_ENV)
     if not path:
@@ -118,6 +130,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        show_replyguard_warnings()
         app.state.verifier = verifier if verifier is not None else _verifier_from_env()
         app.state.conversations = Conversations()
         await app.state.verifier.warmup()

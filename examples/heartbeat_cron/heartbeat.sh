@@ -113,6 +113,10 @@ while :; do
     status=$(field "$verdict" status)
     log "attempt=$attempt status=$status category=$(field "$verdict" category)" \
         "cost_usd=$(field "$verdict" costUsd)"
+    if [ "$code" -eq 0 ] && [ -s "$errors" ]; then
+        # replyguard's own line: a fail-open and why (a missing key, a timeout), or a notice
+        log "attempt=$attempt $(tr '\n' ' ' <"$errors" | sed 's/ *$//')"
+    fi
     if [ "$code" -eq 0 ]; then
         log "final status=$status attempts=$attempt"
         printf '%s\n' "$reply"

@@ -118,14 +118,36 @@ def test_shadow_mode_flags_and_exits_zero(
     assert (code, verdict["status"]) == (0, "flagged")
 
 
-def test_a_missing_workspace_or_heartbeat_file_is_exit_two(
-    tmp_path: Path, workspace: Path, capsys: pytest.CaptureFixture[str]
+def test_a_missing_workspace_is_exit_two(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, _, err = heartbeat(capsys, "--workspace", str(tmp_path / "nowhere"), "HEARTBEAT_OK")
     assert code == 2 and "not a folder" in err
+
+
+def test_a_workspace_without_heartbeat_md_has_no_tasks_with_a_notice(
+    tmp_path: Path, workspace: Path, provider: ProviderServer, capsys: pytest.CaptureFixture[str]
+) -> None:
     (workspace / "HEARTBEAT.md").unlink()
-    code, _, err = heartbeat(capsys, "--workspace", str(workspace), "HEARTBEAT_OK")
-    assert code == 2 and "HEARTBEAT.md: file not found" in err
+    config = config_file(tmp_path, provider)
+    code, verdict, err = heartbeat(
+        capsys, "--workspace", str(workspace), "HEARTBEAT_OK", "--config", config
+    )
+    assert (code, verdict["status"]) == (0, "passed")
+    assert err == (
+        f"replyguard heartbeat: notice: {workspace / 'HEARTBEAT.md'} not found: no tasks\n"
+    )
+    assert provider.seen == []
+
+
+def test_the_retry_message_speaks_of_the_task_list_not_a_users_request(
+    workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, verdict, err = heartbeat(capsys, "--workspace", str(workspace), "HEARTBEAT_OK")
+    assert (code, verdict["category"]) == (1, "goal_missed")
+    for message in (err, verdict["retryMessage"]):
+        assert "user" not in message.lower()
+        assert "open task in the heartbeat task list" in message
 
 
 def test_reply_text_and_reply_file_cannot_both_be_given(

@@ -109,6 +109,41 @@ def test_a_judge_error_fails_open_with_its_reason_and_exits_zero(
     )
 
 
+def test_a_fail_open_prints_one_line_on_stderr_naming_its_reason(
+    tmp_path: Path, provider: ProviderServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    provider.push(Step(text="Hard to say."))
+    code, verdict, err = verify(
+        capsys, turn_file(tmp_path), "--config", config_file(tmp_path, provider)
+    )
+    assert (code, verdict["status"]) == (0, "failed_open")
+    assert err.count("\n") == 1
+    assert err.startswith(
+        "replyguard verify: failed open (unreadable_verdict, the reply is delivered as it is)"
+    )
+
+
+def test_a_judge_configuration_error_says_so_on_stderr(
+    tmp_path: Path, provider: ProviderServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = config_file(tmp_path, provider, apiKey="env:REPLYGUARD_TEST_NEVER_SET")
+    code, verdict, err = verify(capsys, turn_file(tmp_path), "--config", config)
+    assert (code, verdict["status"], verdict["reason"]) == (0, "failed_open", "judge_error")
+    assert err.count("\n") == 1
+    assert err.startswith("replyguard verify: judge configuration error (")
+    assert "REPLYGUARD_TEST_NEVER_SET is not set" in err
+    assert provider.seen == []
+
+
+def test_a_refused_call_is_a_configuration_error_on_stderr(
+    tmp_path: Path, provider: ProviderServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    provider.push(Step(status=401, text=None))
+    code, _, err = verify(capsys, turn_file(tmp_path), "--config", config_file(tmp_path, provider))
+    assert code == 0
+    assert err.startswith("replyguard verify: judge configuration error (")
+
+
 def test_an_unreadable_verdict_fails_open(
     tmp_path: Path, provider: ProviderServer, capsys: pytest.CaptureFixture[str]
 ) -> None:

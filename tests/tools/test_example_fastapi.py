@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -264,3 +265,20 @@ def test_the_readme_config_is_a_valid_verifier_config() -> None:
     block = readme.split("```json\n")[-1].split("\n```", 1)[0]
     config = VerifierConfig.from_dict(json.loads(block))
     assert (config.enabled, config.verify_all, config.api_key is not None) == (True, True, True)
+
+
+def test_the_app_shows_replyguards_warnings_on_stderr() -> None:
+    """Run as uvicorn runs it (no logging configured), a misconfiguration reaches stderr."""
+    program = (
+        "import importlib.util, sys\n"
+        f"spec = importlib.util.spec_from_file_location('app', {str(APP_FILE)!r})\n"
+        "app = importlib.util.module_from_spec(spec)\n"
+        "spec.loader.exec_module(app)\n"
+        "app.show_replyguard_warnings()\n"
+        "from replyguard import Verifier, VerifierConfig\n"
+        "Verifier(VerifierConfig(api_key='env:REPLYGUARD_TEST_NEVER_SET')).close()\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert "WARNING replyguard: api_key_env_unset" in result.stderr

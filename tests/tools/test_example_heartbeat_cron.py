@@ -153,10 +153,10 @@ def test_a_judge_error_delivers_the_report_failed_open(
     provider.push(Step(text=None, status=500, body=ANTHROPIC.error(500, "overloaded")))
     run = run_script(workspace, "-c", str(config_file))
     assert (run.code, run.stdout) == (0, REPORT + "\n")
-    assert run.log[1:] == [
-        "attempt=2 status=failed_open category=null cost_usd=0.0",
-        "final status=failed_open attempts=2",
-    ]
+    assert run.log[1] == "attempt=2 status=failed_open category=null cost_usd=0.0"
+    assert run.log[2].startswith("attempt=2 replyguard heartbeat: failed open (judge_error, ")
+    assert "overloaded" in run.log[2]
+    assert run.log[3:] == ["final status=failed_open attempts=2"]
 
 
 def test_an_agent_failing_on_a_retry_delivers_the_previous_reply(
@@ -208,3 +208,20 @@ def test_the_readme_crontab_line_runs_the_script_with_a_workspace_and_a_config()
     command = fields[5:]
     script = next(i for i, part in enumerate(command) if part.endswith("heartbeat.sh"))
     assert {"-w", "-c"} <= set(command[script:])
+
+
+def test_a_judge_configuration_error_is_logged_and_the_report_delivered(
+    workspace: Path, tmp_path: Path, provider: ProviderServer
+) -> None:
+    config = tmp_path / "unset-key.json"
+    settings = {"model": ANTHROPIC.judge_model, "apiKey": "env:REPLYGUARD_TEST_NEVER_SET"}
+    config.write_text(json.dumps({**settings, "apiBase": provider.url}), encoding="utf-8")
+    (workspace / "HEARTBEAT.md").write_text("# Every hour\n\n- [x] done\n", encoding="utf-8")
+    workspace.joinpath("agent.sh").write_text(f"#!/bin/sh\ncat >/dev/null\necho '{REPORT}'\n")
+    (workspace / "prompts.log").write_text("")
+    run = run_script(workspace, "-c", str(config))
+    assert (run.code, run.stdout) == (0, REPORT + "\n")
+    assert run.log[0].startswith("attempt=1 status=failed_open")
+    assert run.log[1].startswith("attempt=1 replyguard heartbeat: judge configuration error (")
+    assert "REPLYGUARD_TEST_NEVER_SET is not set" in run.log[1]
+    assert provider.seen == []

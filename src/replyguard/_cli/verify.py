@@ -6,7 +6,8 @@ config is not ``enabled``), after the pre-checks; triggers do not apply. The sta
 - ``passed``: the judge (or a deciding check) passed the reply — exit 0;
 - ``skipped``: a pre-check delivers the reply as it is (tool calls, empty, ...) — exit 0;
 - ``failed_open``: the judgement went wrong (error, timeout, unreadable verdict, ...); the
-  reply would be delivered, ``reason`` says why — exit 0;
+  reply would be delivered, ``reason`` says why — exit 0, with one line on stderr (a judge
+  configuration error, such as a missing key or an unknown model, says so);
 - ``flagged``: a FAIL in shadow mode (``mode: "shadow"``): logged, delivered anyway — exit 0;
 - ``failed``: a FAIL; ``category`` and ``feedback`` say what must change — exit 1.
 
@@ -14,7 +15,9 @@ A usage, input or config error exits 2 with a message on stderr, and so does an 
 internal error (never 1: a crash must not read as a FAIL). The mode is the turn's run kind's
 (``--run-kind``, or ``runKind`` in the turn JSON). Live, litellm and the tokenizer are loaded
 before the judgement, so ``latencyMs`` measures judging alone. ``heartbeat`` fails an empty
-reply (the agent printed nothing) while HEARTBEAT.md lists open tasks.
+reply (the agent printed nothing) while HEARTBEAT.md lists open tasks; a workspace without
+HEARTBEAT.md has no tasks (a notice on stderr): an acknowledgement (``HEARTBEAT_OK``) passes
+without a judge call, and a report is judged as usual.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from typing import Any
 
 from replyguard._cli.turn_file import RecordError, TurnRecord, read_record
 from replyguard._workspace import Workspace
-from replyguard.checks.heartbeat import MAX_LISTED, open_tasks
+from replyguard.checks.heartbeat import MAX_LISTED, is_acknowledgement, open_tasks
 from replyguard.checks.markdown import bulleted
 from replyguard.config._checks import HeartbeatCheckSpec
 from replyguard.config._schema import VerifierConfig
@@ -74,6 +77,8 @@ class Judgement:
     verdict: Verdict | None
     skip: SkipReason | None
     mode: str
+    heartbeat: bool = False
+    """The reply was a heartbeat run's (its retry message speaks of the task list)."""
 
     @property
     def judged_fail(self) -> bool:
@@ -106,28 +111,31 @@ class Judgement:
             "error": v.error if v is not None else None,
         }
         if v is not None and self.judged_fail:
-            data["retryMessage"] = feedback_message(v)
+            data["retryMessage"] = feedback_message(v, heartbeat=self.heartbeat)
         return data
 
 
-def decide(verdict: Verdict | None, skip: SkipReason | None, mode: str) -> Judgement:
+def decide(
+    verdict: Verdict | None, skip: SkipReason | None, mode: str, *, heartbeat: bool = False
+) -> Judgement:
     """The status of one judgement under ``mode`` (``"enforce"`` or ``"shadow"``)."""
     if skip is not None or verdict is None:
-        return Judgement(SKIPPED, None, skip, mode)
+        return Judgement(SKIPPED, None, skip, mode, heartbeat)
     if verdict.fail_open_reason is not None:
         status = FAILED_OPEN
     elif verdict.passed:
         status = PASSED
     else:
         status = FLAGGED if mode == "shadow" else FAILED
-    return Judgement(status, verdict, None, mode)
+    return Judgement(status, verdict, None, mode, heartbeat)
 
 
 async def judge_one(verifier: Verifier, turn: Turn, reply: Reply) -> Judgement:
     """Pre-checks, then checks and judge: one judgement, never raising for the judge's faults."""
     skip = skip_reason(reply)
     verdict = None if skip is not None else await verifier.verify(turn, reply)
-    return decide(verdict, skip, verifier.config.for_run_kind(turn.run_kind).mode)
+    mode = verifier.config.for_run_kind(turn.run_kind).mode
+    return decide(verdict, skip, mode, heartbeat=turn.heartbeat)
 
 
 def load_config(path: str | None) -> VerifierConfig:
@@ -190,8 +198,36 @@ async def _judge_and_close(verifier: Verifier, turn: Turn, reply: Reply) -> Judg
         await verifier.aclose()
 
 
-def _finish(judgement: Judgement) -> int:
+CONFIG_ERROR_PREFIX = "JudgeConfigError: "
+
+
+def fail_open_notice(command: str, judgement: Judgement) -> str | None:
+    """The one stderr line for a judgement that failed open, or None when it did not.
+
+    A judge configuration error (bad or missing key, unknown model, bad request: the provider
+    refused the call as misconfigured) says so and points at ``check-config``; any other
+    fail-open names its reason. The error text is already redacted.
+    """
+    verdict = judgement.verdict
+    if judgement.status != FAILED_OPEN or verdict is None:
+        return None
+    error = " ".join((verdict.error or "").split())
+    delivered = "the reply is delivered as it is"
+    if error.startswith(CONFIG_ERROR_PREFIX):
+        error = error.removeprefix(CONFIG_ERROR_PREFIX)
+        return (
+            f"replyguard {command}: judge configuration error ({delivered}; check the model, "
+            f"key and apiBase, or run replyguard check-config): {error}"
+        )
+    detail = f": {error}" if error else ""
+    return f"replyguard {command}: failed open ({judgement.reason}, {delivered}){detail}"
+
+
+def _finish(judgement: Judgement, command: str) -> int:
     print(json.dumps(judgement.to_json()))
+    notice = fail_open_notice(command, judgement)
+    if notice is not None:
+        print(notice, file=sys.stderr)
     return 1 if judgement.status == FAILED else 0
 
 
@@ -229,7 +265,7 @@ def _verify(args: argparse.Namespace) -> int:
         turn = turn.model_copy(update={"run_kind": args.run_kind})
     check_run_kind(config, turn.run_kind)
     verifier = build_verifier(config)
-    return _finish(asyncio.run(_judge_and_close(verifier, turn, record.agent_reply())))
+    return _finish(asyncio.run(_judge_and_close(verifier, turn, record.agent_reply())), "verify")
 
 
 def verify_main(args: argparse.Namespace) -> int:
@@ -267,8 +303,13 @@ def _heartbeat(args: argparse.Namespace) -> int:
     workspace = Path(args.workspace)
     if not workspace.is_dir():
         raise UsageError(f"--workspace {args.workspace}: not a folder")
-    if not (workspace / config.heartbeat_file).is_file():
-        raise UsageError(f"{workspace / config.heartbeat_file}: file not found")
+    no_tasks = not (workspace / config.heartbeat_file).is_file()
+    if no_tasks:
+        print(
+            f"replyguard heartbeat: notice: {workspace / config.heartbeat_file} not found: "
+            "no tasks",
+            file=sys.stderr,
+        )
     if args.reply_file is not None:
         text, _ = read_text(args.reply_file, "reply")
     elif args.reply is not None and args.reply != "-":
@@ -284,12 +325,21 @@ def _heartbeat(args: argparse.Namespace) -> int:
     )
     verifier = build_verifier(config)
     reply = Reply(text=text)
-    judgement = asyncio.run(_judge_and_close(verifier, turn, reply))
+    if no_tasks and is_acknowledgement(text):
+        verifier.close()
+        verdict = Verdict(
+            passed=True,
+            decisive=True,
+            feedback=f"There is no {config.heartbeat_file}: no tasks, nothing to do.",
+        )
+        judgement = decide(verdict, None, config.for_run_kind(turn.run_kind).mode, heartbeat=True)
+    else:
+        judgement = asyncio.run(_judge_and_close(verifier, turn, reply))
     if judgement.skip == SkipReason.EMPTY_RESPONSE:
         judgement = _empty_heartbeat(config, turn, judgement)
-    code = _finish(judgement)
+    code = _finish(judgement, "heartbeat")
     if judgement.judged_fail and judgement.verdict is not None:
-        print(feedback_message(judgement.verdict), file=sys.stderr)
+        print(feedback_message(judgement.verdict, heartbeat=True), file=sys.stderr)
     return code
 
 
@@ -308,7 +358,7 @@ def _empty_heartbeat(config: VerifierConfig, turn: Turn, skipped: Judgement) -> 
     verdict = Verdict(
         passed=False, category=FailCategory.GOAL_MISSED, feedback=feedback, decisive=True
     )
-    return decide(verdict, None, config.for_run_kind(turn.run_kind).mode)
+    return decide(verdict, None, config.for_run_kind(turn.run_kind).mode, heartbeat=True)
 
 
 def heartbeat_main(args: argparse.Namespace) -> int:

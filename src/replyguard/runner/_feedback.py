@@ -22,15 +22,24 @@ GUIDANCE: dict[FailCategory | None, str] = {
     None: "Check the reply against the request and the rules, and fix what the reviewer named.",
 }
 
+HEARTBEAT_GUIDANCE = (
+    "Work through every open task in the heartbeat task list; answer HEARTBEAT_OK only when "
+    "nothing there needs attention."
+)
+"""A heartbeat run answers a task list, not a user: its guidance says so, whatever the
+category."""
+
 NO_DETAILS = "(the reviewer gave no details)"
 
 
-def feedback_message(verdict: Verdict) -> str:
-    """The exact user message the agent receives after ``verdict`` failed its reply."""
+def feedback_message(verdict: Verdict, *, heartbeat: bool = False) -> str:
+    """The exact user message the agent receives after ``verdict`` failed its reply
+    (``heartbeat``: the reply was a heartbeat run's)."""
     category = verdict.category
     return render(
         "feedback.j2",
         category=category.value if category is not None else None,
         feedback=(verdict.feedback or "").strip() or NO_DETAILS,
-        guidance=GUIDANCE[category],
+        guidance=HEARTBEAT_GUIDANCE if heartbeat else GUIDANCE[category],
+        heartbeat=heartbeat,
     )

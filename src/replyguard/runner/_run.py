@@ -296,7 +296,7 @@ class _Run:
                 return await self.finish(
                     Status.FAILED_OPEN, self.delivery(reply), Reason.COST_BUDGET
                 )
-            feedback = feedback_message(verdict)
+            feedback = feedback_message(verdict, heartbeat=self.turn.heartbeat)
             feedback_so_far.append(_feedback_line(verdict))
             events.info(
                 "retry",
