@@ -1,4 +1,5 @@
-"""A fresh process: concurrent first turns all wait for litellm's one import, none fail open."""
+"""A fresh process: concurrent first turns all wait for litellm's one import, none fail open;
+building a verifier starts that import (and the tokenizer's load) in a background thread."""
 
 from __future__ import annotations
 
@@ -47,3 +48,68 @@ def test_concurrent_first_turns_in_a_fresh_process_all_reach_the_judge() -> None
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == "['passed']"
+
+
+PRELOAD = textwrap.dedent(
+    """
+    import sys, threading, time
+    import importlib.abc
+    from replyguard import Verifier, VerifierConfig
+    from replyguard.testing import ScriptedJudge
+
+    importers = {{}}
+
+    class Watch(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path, target=None):
+            if name in ("litellm", "tiktoken"):
+                importers.setdefault(name, threading.current_thread().name)
+            return None
+
+    sys.meta_path.insert(0, Watch())
+    config = VerifierConfig(model="openai/gpt-4o-mini", agent_model="anthropic/claude-sonnet-4-5")
+    {build}
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (len(importers) < {expected} or (
+        "litellm" in importers and not hasattr(sys.modules.get("litellm"), "acompletion")
+    )):
+        time.sleep(0.05)
+    time.sleep(0.2)
+    print(sorted(importers.items()), threading.current_thread().name)
+    """
+)
+
+
+def preloaded(build: str, expected: int) -> str:
+    script = PRELOAD.format(build=build, expected=expected)
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout.strip()
+
+
+def test_building_a_verifier_loads_litellm_and_the_tokenizer_in_a_background_thread() -> None:
+    assert preloaded("Verifier(config); Verifier(config)", 2) == (
+        "[('litellm', 'replyguard-preload'), ('tiktoken', 'replyguard-preload')] MainThread"
+    )
+
+
+def test_a_verifier_with_its_own_judge_preloads_the_tokenizer_only() -> None:
+    assert preloaded("Verifier(config, judge=ScriptedJudge([]))", 1) == (
+        "[('tiktoken', 'replyguard-preload')] MainThread"
+    )
+
+
+def test_preload_false_loads_nothing_until_asked() -> None:
+    assert preloaded("Verifier(config, preload=False)", 0) == "[] MainThread"
+
+
+def test_the_preload_starts_once_per_process() -> None:
+    script = (
+        "from replyguard.runner._preload import start_preload as s; "
+        "print(s(litellm=False), s(litellm=False), s(litellm=True), s(litellm=True))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert result.stdout.split() == ["True", "False", "True", "False"]

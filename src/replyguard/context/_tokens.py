@@ -39,6 +39,11 @@ def encoding() -> Any:
     return tiktoken.get_encoding(ENCODING_NAME)
 
 
+def loaded() -> bool:
+    """Whether ``encoding()`` has already loaded the encoding (so calling it cannot block)."""
+    return encoding.cache_info().currsize > 0
+
+
 def count(text: str) -> int:
     """The exact number of tokens in ``text``."""
     if not text:

@@ -22,7 +22,8 @@ Failure = Literal["config", "timeout", "transient"]
 _BUSY_STATUSES = frozenset({408, 409, 429})
 
 
-def _load_litellm() -> Any:
+def load_litellm() -> Any:
+    """litellm, imported in this thread (blocking: seconds the first time, once per process)."""
     # import_module waits on the import lock while another thread is importing litellm.
     module: Any = importlib.import_module("litellm")
     # Otherwise litellm prints a "Give Feedback / Get Help" banner to stdout on every provider
@@ -41,13 +42,13 @@ def _loaded_litellm() -> Any | None:
 
 async def import_litellm() -> Any:
     """litellm, imported off the event loop the first time (the import takes seconds)."""
-    return _loaded_litellm() or await asyncio.to_thread(_load_litellm)
+    return _loaded_litellm() or await asyncio.to_thread(load_litellm)
 
 
 async def close_litellm_clients() -> None:
     """Close every one of litellm's cached HTTP clients (everyone's, the process's: for a
     one-shot command, never for a verifier, which closes only its own ``ClientScope``)."""
-    module = sys.modules.get("litellm")
+    module = _loaded_litellm()
     if module is None:
         return
     await module.close_litellm_async_clients()

@@ -21,6 +21,7 @@ from replyguard._workspace import Workspace
 from replyguard.checks.base import Check
 from replyguard.checks.running import checks_verdict, decisive_pass, merged_feedback, run_checks
 from replyguard.config._schema import VerifierConfig
+from replyguard.context import _tokens as tokens
 from replyguard.context._build import build_judge_prompt
 from replyguard.context._fitting import reply_in_view
 from replyguard.context._injection import injection_feedback, suspected_injection
@@ -156,6 +157,10 @@ class Assessor:
 
         if config.max_cost_usd == 0:
             return failed(Reason.COST_BUDGET, "maxCostUsd is 0: no judge spend is allowed")
+        setup_failed = await self._setup(profile.judge, step)
+        if setup_failed is not None:
+            return failed(*setup_failed)
+        started = time.perf_counter()  # the judgement's latency starts after the setup
         try:
             heartbeat = self._workspace.read(config.heartbeat_file) if turn.heartbeat else None
             build = functools.partial(
@@ -181,17 +186,6 @@ class Assessor:
             # Only the class: a redactor's own error text may hold the very data it guards.
             events.error("judge_prompt_failed", error_class=type(exc).__name__)
             return failed(Reason.INTERNAL_ERROR, f"the judge prompt failed: {type(exc).__name__}")
-        warmup = getattr(profile.judge, "warmup", None)
-        # One-time setup (litellm's import): not judgement time, but it does count against the
-        # turn's own deadline. A judge that says it is ready skips it (no await, no timeout).
-        if warmup is not None and not getattr(profile.judge, "ready", False):
-            try:
-                async with _until(step.left()):
-                    await warmup()
-            except TimeoutError:
-                return failed(Reason.LATENCY_BUDGET, "the turn's deadline passed during warm-up")
-            except Exception as exc:
-                return failed(Reason.JUDGE_ERROR, describe_error(exc, events.secrets))
         budget = Budget.at(config.timeout_seconds, step.deadline)
         try:
             step_deadline = time.monotonic() + budget.seconds
@@ -239,6 +233,29 @@ class Assessor:
         if events.enabled(logging.INFO):
             self._report_verdict(step, verdict, prompt)
         return verdict
+
+    async def _setup(self, judge: Judge, step: Step) -> tuple[Reason, str] | None:
+        """One-time setup, off the event loop: the tokenizer, and the judge's ``warmup``
+        (litellm's import) unless it says it is ``ready``. Not judgement time, but it counts
+        against the turn's own deadline; once done it costs nothing (no await, no timeout).
+        Returns why it failed, if it did (a tokenizer that fails to load is left to the
+        prompt build, which meets the fault again)."""
+        warmup = getattr(judge, "warmup", None)
+        wanted = warmup is not None and not getattr(judge, "ready", False)
+        if not wanted and tokens.loaded():
+            return None
+        try:
+            async with _until(step.left()):
+                if not tokens.loaded():
+                    with contextlib.suppress(Exception):
+                        await asyncio.to_thread(tokens.encoding)
+                if warmup is not None and wanted:
+                    await warmup()
+        except TimeoutError:
+            return Reason.LATENCY_BUDGET, "the turn's deadline passed during warm-up"
+        except Exception as exc:
+            return Reason.JUDGE_ERROR, describe_error(exc, self._events.secrets)
+        return None
 
     def _report_verdict(self, step: Step, verdict: Verdict, prompt: JudgePrompt) -> None:
         """The ``verdict`` event. Its tokens are the judge's usage; the prompt's own count is
@@ -354,7 +371,11 @@ async def _suspicion(text: str, limits: ContextLimits) -> tuple[str, ...]:
     cut drops: the work scales with the cap, not with the reply. A view still long (sparse
     text keeps many characters a token) is screened off the event loop (the caller bounds the
     wait by the turn's deadline)."""
-    view = reply_in_view(text, min(limits.response_cap, limits.budget))
+    cap = min(limits.response_cap, limits.budget)
+    if not tokens.loaded() and not tokens.surely_within(text, cap):  # its first load blocks
+        view = await asyncio.to_thread(reply_in_view, text, cap)
+    else:
+        view = reply_in_view(text, cap)
     if len(view) > _INLINE_SCAN_CHARS:
         return tuple(await asyncio.to_thread(suspected_injection, view))
     return tuple(suspected_injection(view))

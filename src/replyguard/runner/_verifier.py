@@ -38,6 +38,7 @@ from replyguard.runner._assessment import Assessor, Profile, Step
 from replyguard.runner._family_guard import FamilyGuard
 from replyguard.runner._hooks import Hook, Hooks
 from replyguard.runner._preflight import config_findings
+from replyguard.runner._preload import start_preload
 from replyguard.runner._run import TurnParts, _Run
 from replyguard.runner._sync import SyncLoop
 from replyguard.telemetry._events import Events
@@ -102,9 +103,15 @@ class Verifier:
         on_skip: Hook | None = None,
         redact: Callable[[str], str] | None = None,
         tracer_provider: Any = None,
+        preload: bool = True,
     ) -> None:
         """``tracer_provider``: an OpenTelemetry ``TracerProvider`` to record spans with
-        (whatever ``tracing`` says); without one, ``tracing: true`` uses the global provider."""
+        (whatever ``tracing`` says); without one, ``tracing: true`` uses the global provider.
+
+        ``preload``: start loading the tokenizer, and litellm when the judge is replyguard's
+        own, in a background thread now (once per process), so the first judged turn waits
+        only for what is left; ``False`` leaves it to ``warmup()`` or the first judgement (a
+        process that forks after building its verifiers, a command that may not judge)."""
         events = Events(config.secrets())
         all_checks = (*build_checks(config, events), *(as_check(c) for c in checks))
         names = [c.name for c in all_checks]
@@ -178,6 +185,8 @@ class Verifier:
                 self._families.warn_once(finding.event, **finding.fields)
             else:
                 events.emit(finding.log_level, finding.event, **finding.fields)
+        if preload:
+            start_preload(litellm=judge is None)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("a Verifier is immutable; build a new one from a new config")
