@@ -13,8 +13,9 @@ config is not ``enabled``), after the pre-checks; triggers do not apply. The sta
 
 A usage, input or config error exits 2 with a message on stderr, and so does an unexpected
 internal error (never 1: a crash must not read as a FAIL). The mode is the turn's run kind's
-(``--run-kind``, or ``runKind`` in the turn JSON). Live, litellm and the tokenizer are loaded
-before the judgement, so ``latencyMs`` measures judging alone. ``heartbeat`` fails an empty
+(``--run-kind``, or ``runKind`` in the turn JSON). litellm and the tokenizer are loaded only
+when the judge is called (what a pre-check or a deciding check settles never loads them), and
+``latencyMs`` does not count their loading. ``heartbeat`` fails an empty
 reply (the agent printed nothing) while HEARTBEAT.md lists open tasks; a workspace without
 HEARTBEAT.md has no tasks (a notice on stderr): an acknowledgement (``HEARTBEAT_OK``) passes
 without a judge call, and a report is judged as usual.
@@ -146,7 +147,7 @@ def load_config(path: str | None) -> VerifierConfig:
 def build_verifier(config: VerifierConfig, judge: Judge | None = None) -> Verifier:
     """A verifier for ``config``; a refused judge/agent pairing is a usage error."""
     try:
-        return Verifier(config, judge=judge)
+        return Verifier(config, judge=judge, preload=False)  # loaded only if the judge is called
     except CrossFamilyError as exc:
         raise UsageError(str(exc)) from None
 
@@ -191,8 +192,6 @@ async def warm_up(verifier: Verifier) -> None:
 
 async def _judge_and_close(verifier: Verifier, turn: Turn, reply: Reply) -> Judgement:
     try:
-        if skip_reason(reply) is None:
-            await warm_up(verifier)
         return await judge_one(verifier, turn, reply)
     finally:
         await verifier.aclose()

@@ -1,0 +1,73 @@
+"""The CLI settles what a pre-check or a deciding check settles without importing litellm or
+tiktoken (each case in a fresh interpreter: the suite's own process has them loaded)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+PROBE = (
+    "import json, sys\n"
+    "from replyguard.cli import main\n"
+    "code = main(sys.argv[1:])\n"
+    "loaded = sorted(m for m in ('litellm', 'tiktoken') if m in sys.modules)\n"
+    "print(json.dumps({'code': code, 'loaded': loaded}), file=sys.stderr)\n"
+)
+
+
+def run(args: list[str], cwd: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The command's verdict JSON (stdout), and its exit code and loaded modules."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI")}
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE, *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    probe = json.loads(result.stderr.strip().splitlines()[-1])
+    return json.loads(result.stdout), probe
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    (tmp_path / "HEARTBEAT.md").write_text("# Tasks\n\n- [ ] rotate the logs\n- [x] backup\n")
+    return tmp_path
+
+
+def test_heartbeat_ok_with_open_tasks_fails_without_litellm(workspace: Path) -> None:
+    verdict, probe = run(["heartbeat", "--workspace", str(workspace), "HEARTBEAT_OK"], workspace)
+    assert (verdict["status"], verdict["category"]) == ("failed", "goal_missed")
+    assert probe == {"code": 1, "loaded": []}
+
+
+def test_heartbeat_ok_with_every_task_done_passes_without_litellm(workspace: Path) -> None:
+    (workspace / "HEARTBEAT.md").write_text("# Tasks\n\n- [x] backup\n")
+    verdict, probe = run(["heartbeat", "--workspace", str(workspace), "HEARTBEAT_OK"], workspace)
+    assert (verdict["status"], verdict["decisive"]) == ("passed", True)
+    assert probe == {"code": 0, "loaded": []}
+
+
+def test_verify_skips_a_pending_tool_call_without_litellm(tmp_path: Path) -> None:
+    turn = {"userMessage": "q", "reply": {"text": "calling", "meta": {"pendingToolCalls": 1}}}
+    (tmp_path / "turn.json").write_text(json.dumps(turn))
+    verdict, probe = run(["verify", "turn.json"], tmp_path)
+    assert verdict["status"] == "skipped"
+    assert probe == {"code": 0, "loaded": []}
+
+
+def test_verify_fails_on_a_deciding_check_without_litellm(tmp_path: Path) -> None:
+    config = {"checks": [{"type": "rules", "maxLength": 5}]}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    (tmp_path / "turn.json").write_text(json.dumps({"userMessage": "q", "reply": "far too long"}))
+    verdict, probe = run(["verify", "turn.json", "--config", "config.json"], tmp_path)
+    assert (verdict["status"], verdict["decisive"]) == ("failed", True)
+    assert probe == {"code": 1, "loaded": []}
