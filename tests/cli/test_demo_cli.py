@@ -70,13 +70,16 @@ def test_check_config_names_file_and_key_and_exits_2(
     assert str(path) in err and "maxAtempts: unknown key" in err
 
 
-def test_example_config_shows_every_key_with_its_default() -> None:
+def test_example_config_shows_every_key_with_its_default_but_enabled() -> None:
+    """Started from, the example judges: it is enabled, though the default stays off."""
     example = ROOT / "config.example.json"
     document = json.loads(example.read_text(encoding="utf-8"))
     defaults = VerifierConfig().model_dump(mode="json", by_alias=True)
     assert document["$schema"] == "./replyguard.schema.json"
+    assert (document["enabled"], defaults["enabled"]) == (True, False)
     shown = {key: value for key, value in document.items() if key not in ("$schema", "runKinds")}
-    assert shown == {key: value for key, value in defaults.items() if key != "runKinds"}
+    expected = {key: value for key, value in defaults.items() if key != "runKinds"}
+    assert shown == {**expected, "enabled": True}
     loaded = VerifierConfig.load(example)
     assert set(loaded.run_kinds) == {"auto_reply", "research_summary", "plan_draft"}
     assert loaded.for_run_kind("auto_reply").max_attempts == 2

@@ -276,12 +276,13 @@ def test_a_bad_config_is_exit_two(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert "maxAttempts" in err
 
 
-def test_progress_is_printed_in_plain_lines_when_stderr_is_not_a_terminal(
+def test_a_sub_second_run_prints_one_progress_line_with_its_time(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     dataset = write_dataset(tmp_path / "d.jsonl", TEN)
     _, _, err, _ = run_eval(capsys, dataset, "--replay", "--out", str(tmp_path / "r"))
-    assert err.splitlines() == [f"replyguard eval: {n}/10 records judged" for n in range(1, 11)]
+    (line,) = err.splitlines()
+    assert re.fullmatch(r"replyguard eval: 10/10 records judged in \d+\.\d s", line)
 
 
 class Terminal(io.StringIO):
@@ -289,16 +290,32 @@ class Terminal(io.StringIO):
         return True
 
 
-def test_progress_is_a_bar_redrawn_in_place_on_a_terminal() -> None:
+class Clock:
+    """A clock that moves on by ``step`` seconds at each reading after the first (the printer
+    reads it once when made, then once per record)."""
+
+    def __init__(self, step: float) -> None:
+        self.now, self.step, self.read = 0.0, step, False
+
+    def __call__(self) -> float:
+        if self.read:
+            self.now += self.step
+        self.read = True
+        return self.now
+
+
+def test_progress_is_a_bar_redrawn_in_place_on_a_terminal_with_elapsed_and_eta() -> None:
     stream = Terminal()
-    show = progress_printer(stream)
+    show = progress_printer(stream, clock=Clock(2.0))
     for done in range(1, 4):
         show(done, 3)
-    assert stream.getvalue() == (
-        "\r[" + "#" * 10 + "-" * 20 + "] 1/3"
-        "\r[" + "#" * 20 + "-" * 10 + "] 2/3"
-        "\r[" + "#" * 30 + "] 3/3\n"
-    )
+    lines = [line.rstrip() for line in stream.getvalue().split("\r")[1:]]
+    assert lines == [
+        "[" + "#" * 10 + "-" * 20 + "] 1/3 2.0 s elapsed, about 4.0 s left",
+        "[" + "#" * 20 + "-" * 10 + "] 2/3 4.0 s elapsed, about 2.0 s left",
+        "[" + "#" * 30 + "] 3/3 in 6.0 s",
+    ]
+    assert stream.getvalue().endswith("\n")
 
 
 def test_live_eval_calls_the_configured_judge_with_bounded_concurrency(
@@ -385,12 +402,31 @@ def test_plain_progress_prints_a_line_at_each_tenth_and_the_last(
     total: int, shown: list[int]
 ) -> None:
     stream = io.StringIO()
-    show = progress_printer(stream)
+    show = progress_printer(stream, clock=Clock(1.0))  # one second a record
     for done in range(1, total + 1):
         show(done, total)
-    assert stream.getvalue().splitlines() == [
+    assert [line.split(",")[0].split(" in ")[0] for line in stream.getvalue().splitlines()] == [
         f"replyguard eval: {n}/{total} records judged" for n in shown
     ]
+
+
+def test_plain_progress_lines_give_the_time_elapsed_and_left() -> None:
+    stream = io.StringIO()
+    show = progress_printer(stream, clock=Clock(3.0), interval=1.0)
+    for done in range(1, 3):
+        show(done, 2)
+    assert stream.getvalue().splitlines() == [
+        "replyguard eval: 1/2 records judged, 3.0 s elapsed, about 3.0 s left",
+        "replyguard eval: 2/2 records judged in 6.0 s",
+    ]
+
+
+def test_plain_progress_prints_at_most_a_line_per_interval() -> None:
+    stream = io.StringIO()
+    show = progress_printer(stream, clock=Clock(0.01), interval=1.0)
+    for done in range(1, 11):
+        show(done, 10)
+    assert len(stream.getvalue().splitlines()) == 1
 
 
 def test_live_latency_leaves_out_the_cold_start(tmp_path: Path, provider: ProviderServer) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -205,3 +206,29 @@ def test_a_dataset_error_lists_the_first_bad_lines_and_counts_the_rest(tmp_path:
         read_dataset(path)
     assert (len(caught.value.errors), caught.value.total) == (MAX_REPORTED, MAX_REPORTED + 5)
     assert str(caught.value).endswith("\n  ... and 5 more invalid lines")
+
+
+@pytest.mark.parametrize(
+    ("record", "expected"),
+    [
+        (
+            {"userMessage": "x", "reply": 5},
+            'reply: must be a string or a JSON object {"text", "meta"}',
+        ),
+        (
+            {"userMessage": "x", "reply": {"text": "a", "meta": 3}},
+            "reply.meta: must be a JSON object",
+        ),
+        (
+            {"userMessage": "x", "reply": "a", "histroy": []},
+            "histroy: unknown key (did you mean `history`?)",
+        ),
+    ],
+)
+def test_record_errors_name_no_internal_class_and_hint_at_the_key(
+    record: dict[str, Any], expected: str
+) -> None:
+    with pytest.raises(RecordError) as caught:
+        read_record(TurnRecord, json.dumps(record), path="turn.json")
+    assert str(caught.value).endswith(expected)
+    assert "_Reply" not in str(caught.value) and "_Meta" not in str(caught.value)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic.alias_generators import to_camel
 
 from replyguard import ConfigError, VerifierConfig
 
@@ -139,8 +140,10 @@ def test_dump_by_alias_uses_camel_case_keys() -> None:
 
 
 @pytest.mark.parametrize("snake_key", ["max_attempts", "api_key", "workspace_dir", "verify_all"])
-def test_snake_case_json_key_is_an_unknown_key(snake_key: str) -> None:
-    assert _error({snake_key: None}).problems == [(snake_key, "unknown key")]
+def test_snake_case_json_key_is_an_unknown_key_with_its_camel_case_hint(snake_key: str) -> None:
+    camel = to_camel(snake_key)
+    expected = f"unknown key (did you mean `{camel}`?)"
+    assert _error({snake_key: None}).problems == [(snake_key, expected)]
 
 
 def test_config_is_frozen() -> None:
@@ -153,7 +156,9 @@ def test_config_is_frozen() -> None:
 
 
 def test_unknown_key_is_named() -> None:
-    assert _error({"maxAtempts": 3}).problems == [("maxAtempts", "unknown key")]
+    assert _error({"maxAtempts": 3}).problems == [
+        ("maxAtempts", "unknown key (did you mean `maxAttempts`?)")
+    ]
 
 
 def test_schema_key_is_ignored() -> None:

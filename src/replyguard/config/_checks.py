@@ -49,7 +49,8 @@ def _regex(value: str) -> str:
     try:
         re.compile(value)
     except re.error as exc:
-        raise ValueError(f"{value!r} is not a valid regular expression: {exc}") from None
+        # The pattern itself is not echoed: it may hold a secret, and the key names it.
+        raise ValueError(f"not a valid regular expression: {exc}") from None
     return value
 
 

@@ -4,8 +4,10 @@ their key, and each validation error turned into a ``(key path, message)`` pair.
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
+from collections.abc import Iterable, Mapping
 from typing import Any, get_args
 
 from pydantic import ValidationError
@@ -103,19 +105,36 @@ _CHECK_TYPES = _check_types()
 _UNION_MEMBERS = {"command": frozenset({"list[str]", "str"})}
 
 
-def _problems(exc: ValidationError, prefix: str = "") -> list[tuple[str, str]]:
-    """One ``(key, message)`` per bad key, the key as the file spells it (camelCase, dotted).
+def unknown_key(key: object, known: Iterable[str]) -> str:
+    """``unknown key``, with ``(did you mean `maxAttempts`?)`` when a known key is close."""
+    close = difflib.get_close_matches(str(key), list(known), n=1, cutoff=0.75)
+    return f"unknown key (did you mean `{close[0]}`?)" if close else "unknown key"
+
+
+def object_message(error: Mapping[str, Any], message: str) -> str:
+    """``message``, unless it names an internal class ("instance of _Reply"): then plain."""
+    if error["type"] in ("model_type", "model_attributes_type", "dict_type"):
+        return "must be a JSON object"
+    return message
+
+
+def _problems(
+    exc: ValidationError, prefix: str = "", known: Iterable[str] = ()
+) -> list[tuple[str, str]]:
+    """One ``(key, message)`` per bad key, the key as the file spells it (camelCase, dotted);
+    an unknown key gets the closest of ``known`` as a hint.
 
     A check entry's errors carry its ``type`` after the index (``checks.0.rules.maxLength``);
     that tag is not in the file and is dropped. The per-member errors of a union key become one
     problem.
     """
+    known = tuple(known)
     problems: dict[str, list[str]] = {}
     for error in exc.errors(include_input=False, include_url=False):
         loc: list[str | int] = list(error["loc"])
-        message = error["msg"].removeprefix("Value error, ")
+        message = object_message(error, error["msg"].removeprefix("Value error, "))
         if error["type"] == "extra_forbidden":
-            message = "unknown key"
+            message = unknown_key(loc[-1], known)
         if len(loc) >= 3 and loc[0] == "checks" and isinstance(loc[1], int):
             if loc[2] in _CHECK_TYPES:
                 del loc[2]

@@ -321,6 +321,22 @@ class VerifierConfig(BaseModel):
         schema["title"] = "replyguard verifier config"
         return schema
 
+    @classmethod
+    def file_keys(cls) -> frozenset[str]:
+        """Every key a config file may hold, nested ones included (for "did you mean")."""
+        keys: set[str] = set()
+        nodes: list[Any] = [cls.json_schema()]
+        while nodes:
+            node = nodes.pop()
+            if isinstance(node, dict):
+                keys.update(
+                    node.get("properties", {}) if isinstance(node.get("properties"), dict) else ()
+                )
+                nodes.extend(node.values())
+            elif isinstance(node, list):
+                nodes.extend(node)
+        return frozenset(keys - {"$schema"})
+
     # -- loading ---------------------------------------------------------------------------
 
     @classmethod
@@ -331,7 +347,7 @@ class VerifierConfig(BaseModel):
         try:
             return cls.model_validate(data, by_alias=True, by_name=False)
         except ValidationError as exc:
-            raise ConfigError(source, _problems(exc)) from None
+            raise ConfigError(source, _problems(exc, known=cls.file_keys())) from None
         except _RunKindsInvalid as exc:
             raise ConfigError(source, exc.problems) from None
 
@@ -356,7 +372,7 @@ class VerifierConfig(BaseModel):
         try:
             config = cls.model_validate(data, by_alias=True, by_name=False)
         except ValidationError as exc:
-            raise ConfigError(str(file), _problems(exc, prefix)) from None
+            raise ConfigError(str(file), _problems(exc, prefix, cls.file_keys())) from None
         except _RunKindsInvalid as exc:
             problems = [(prefix + key, message) for key, message in exc.problems]
             raise ConfigError(str(file), problems) from None

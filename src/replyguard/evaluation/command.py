@@ -4,7 +4,8 @@ Exit codes: 0 when the eval ran (disagreements included), 2 on a bad dataset (ev
 reported at once, up to a cap), config or usage.
 The dataset is read from stdin when its argument is ``-`` or absent. Progress goes to stderr: a
 bar redrawn in place on a terminal, otherwise a plain line at each tenth of the dataset (ten
-lines at most).
+lines at most, at most one a second), each with the time elapsed and an estimate of the time
+left; the last line gives the total time.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
@@ -24,19 +27,50 @@ from replyguard.evaluation.run import Progress, judge_records
 DEFAULT_OUT = "replyguard-eval"
 DEFAULT_CONCURRENCY = 4
 _BAR_WIDTH = 30
+_TTY_WIDTH = 79
+PLAIN_INTERVAL = 1.0
+"""Seconds between two plain progress lines, at the least."""
 
 
-def progress_printer(stream: TextIO) -> Progress:
-    """A ``Progress`` that draws a bar on a terminal, or prints a line each tenth otherwise."""
+def _seconds(seconds: float) -> str:
+    return f"{seconds:.1f} s" if seconds < 60 else f"{int(seconds) // 60} min {int(seconds) % 60} s"
+
+
+def progress_printer(
+    stream: TextIO, clock: Callable[[], float] = time.monotonic, interval: float = PLAIN_INTERVAL
+) -> Progress:
+    """A ``Progress`` with the time elapsed and an estimate of the time left: a bar redrawn in
+    place on a terminal; otherwise a line at each tenth of the dataset, at most one per
+    ``interval`` seconds (a sub-second run prints only its last line), and the last."""
     tty = stream.isatty()
+    started = clock()
+    last_line = started
+
+    def timing(done: int, total: int, now: float) -> str:
+        elapsed = now - started
+        if done == total:
+            return f"in {_seconds(elapsed)}"
+        left = elapsed / done * (total - done)
+        return f"{_seconds(elapsed)} elapsed, about {_seconds(left)} left"
 
     def show(done: int, total: int) -> None:
+        nonlocal last_line
+        now = clock()
         if tty:
             filled = _BAR_WIDTH * done // total
             bar = "#" * filled + "-" * (_BAR_WIDTH - filled)
-            stream.write(f"\r[{bar}] {done}/{total}" + ("\n" if done == total else ""))
-        elif done == total or done * 10 // total > (done - 1) * 10 // total:
-            stream.write(f"replyguard eval: {done}/{total} records judged\n")
+            line = f"[{bar}] {done}/{total} {timing(done, total, now)}"
+            end = "\n" if done == total else ""
+            stream.write(f"\r{line.ljust(_TTY_WIDTH)}{end}")
+        elif done == total:
+            stream.write(
+                f"replyguard eval: {done}/{total} records judged {timing(done, total, now)}\n"
+            )
+        elif done * 10 // total > (done - 1) * 10 // total and now - last_line >= interval:
+            last_line = now
+            stream.write(
+                f"replyguard eval: {done}/{total} records judged, {timing(done, total, now)}\n"
+            )
         stream.flush()
 
     return show
