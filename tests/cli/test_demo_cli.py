@@ -49,6 +49,42 @@ def test_cli_demo_prints_each_turn(capsys: pytest.CaptureFixture[str]) -> None:
     assert "status=failed_open reason=judge_timeout" in out
 
 
+async def test_the_demo_explains_itself(tmp_path: Path) -> None:
+    write_workspace(str(tmp_path))
+    printed: list[str] = []
+    await run_demo(str(tmp_path), printed.append)
+    assert "The judge is scripted" in printed[1] and "no" in printed[2]  # said first
+    assert "no network" in " ".join(printed[:3])
+    scenario = {line.split("]")[0] + "]": i for i, line in enumerate(printed) if line[:1] == "["}
+    fifth = printed[scenario["[5]"] : scenario["[6]"]]
+    assert "maxAttempts: 2" in fifth[0] and "    config: maxAttempts: 2" in fifth
+    seventh = printed[scenario["[7]"] : scenario["[8]"]]
+    assert "        tool call: send_email(to='ada@example.com') succeeded" in seventh
+    cold = [line for line in printed if "(cold start: the first judge call)" in line]
+    assert len(cold) == 1 and cold[0] in printed[scenario["[3]"] : scenario["[4]"]]
+    steps = printed[printed.index("Next steps:") :]
+    assert printed.index("Next steps:") > scenario["[10]"]
+    assert any("replyguard verify" in line for line in steps)
+    assert any("replyguard check-config" in line for line in steps)
+
+
+@pytest.mark.parametrize(
+    ("command", "said"),
+    [
+        ("demo", "The judge is scripted: no API key, no network."),
+        ("schema", "Print the JSON Schema of the config file"),
+        ("check-config", "Check a config file with every check the verifier makes"),
+    ],
+)
+def test_each_command_describes_itself_in_its_help(
+    command: str, said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as done:
+        main([command, "--help"])
+    assert done.value.code == 0
+    assert said in " ".join(capsys.readouterr().out.split())
+
+
 def test_check_config_prints_effective_config_with_key_masked(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

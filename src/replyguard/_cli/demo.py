@@ -4,12 +4,15 @@ The judge is the real ``LiteLLMJudge`` (real prompt, real ``litellm.acompletion`
 from litellm's price map) with litellm's ``mock_response`` standing in for the provider's text.
 Each turn prints the path it took: skip, not triggered, pass, fail → retry → pass, exhausted,
 a heartbeat and a claim caught by deterministic checks without a judge call, a stagnant retry
-stopped early, a run kind's budget, and fail-open on a judge timeout.
+stopped early, a run kind's budget, and fail-open on a judge timeout. It says first that the
+judge is scripted, shows each scenario's config keys and the tool calls behind a claim, marks
+the cold first judge call, and ends with next steps.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -90,7 +93,7 @@ SCENARIOS = [
         ],
     ),
     Scenario(
-        "exhausted: every attempt fails, the last reply is delivered",
+        "exhausted: every attempt fails (maxAttempts: 2), the last reply is delivered",
         "List all three action items from the notes.",
         ["Done, the items are: 1. budget", "Done: 1. budget 2. hiring"],
         [
@@ -158,6 +161,33 @@ HEARTBEAT_TASKS = (
 RULES = "# Rules\n- Never use emoji in status updates.\n"
 
 
+INTRO = (
+    "replyguard demo: ten scripted turns through the real verifier.",
+    "The judge is scripted: litellm's mock_response answers in place of a model, so there is no",
+    "API key and no network call; costs are priced from litellm's price map as if real.",
+    "",
+)
+NEXT_STEPS = (
+    "Next steps:",
+    "  - judge a real turn: put your judge's key in the environment (ANTHROPIC_API_KEY for the",
+    "    default judge) and run:",
+    '      echo \'{"userMessage": "Refund order 12", "reply": "Done: refunded."}\' '
+    "| replyguard verify",
+    "  - configure it: copy config.example.json, then replyguard check-config verifier.json",
+    "  - in code: Verifier(config).run(agent, Turn(...)): the README's example runs as it is,",
+    "    and docs/getting-started.md goes on from there",
+)
+
+
+def _tool_call(record: ToolCallRecord) -> str:
+    arguments = record.arguments
+    if isinstance(arguments, dict):
+        shown = ", ".join(f"{key}={value!r}" for key, value in arguments.items())
+    else:
+        shown = "" if arguments is None else repr(arguments)
+    return f"{record.name}({shown}) {'succeeded' if record.succeeded else 'failed'}"
+
+
 def _describe_attempts(outcome: Outcome) -> list[str]:
     lines = []
     for attempt in outcome.attempts:
@@ -179,6 +209,7 @@ def _describe_attempts(outcome: Outcome) -> list[str]:
             decision = f"FAIL{category}{by}: {verdict.feedback}"
         decision = decision.replace("\n", "\n        ")
         lines.append(f"    attempt {attempt.number}: {text!r} → {decision}")
+        lines += [f"        tool call: {_tool_call(r)}" for r in attempt.reply.meta.tool_calls]
     return lines
 
 
@@ -191,6 +222,9 @@ def write_workspace(directory: str) -> None:
 async def run_demo(workspace: str, out: Callable[[str], None] = print) -> list[Outcome]:
     """Run every scenario against ``workspace`` and print its path; returns the outcomes."""
     outcomes = []
+    cold = True  # the first judge call loads litellm's HTTP machinery
+    for line in INTRO:
+        out(line)
     for number, scenario in enumerate(SCENARIOS, start=1):
         config = VerifierConfig.from_dict(
             {
@@ -215,18 +249,26 @@ async def run_demo(workspace: str, out: Callable[[str], None] = print) -> list[O
         await verifier.aclose()
         outcomes.append(outcome)
         out(f"[{number}] {scenario.title}")
+        if scenario.overrides:
+            settings = ", ".join(f"{k}: {json.dumps(v)}" for k, v in scenario.overrides.items())
+            out(f"    config: {settings}")
         out(f"    user: {scenario.user_message!r}")
         for line in _describe_attempts(outcome):
             out(line)
         reason = f" reason={outcome.reason.value}" if outcome.reason else ""
         skip = f" skip_reason={outcome.skip_reason.value}" if outcome.skip_reason else ""
+        called = any(v.model is not None for v in outcome.verdicts)
+        note = " (cold start: the first judge call)" if called and cold else ""
+        cold = cold and not called
         out(
             f"    → status={outcome.status.value}{reason}{skip}"
             f" attempts={len(outcome.attempts)} judge_cost=${outcome.judge_cost_usd:.5f}"
-            f" latency={outcome.latency_ms:.0f} ms"
+            f" latency={outcome.latency_ms:.0f} ms{note}"
         )
         out(f"    delivered: {outcome.response!r}")
         out("")
+    for line in NEXT_STEPS:
+        out(line)
     return outcomes
 
 
