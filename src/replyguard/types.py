@@ -8,6 +8,7 @@ enums so they serialise as their plain values.
 from __future__ import annotations
 
 import functools
+import inspect
 from enum import StrEnum
 from typing import Any
 
@@ -62,8 +63,51 @@ class Reason(StrEnum):
     SAMPLED_OUT = "sampled_out"
 
 
+class _Factory:
+    """The default of a field whose default is made per instance (a fresh list, dict ...)."""
+
+    def __repr__(self) -> str:
+        return "<factory>"
+
+
+_FACTORY = _Factory()
+
+
+class _FieldSignature:
+    """``inspect.signature`` of a model class before pydantic builds it (``defer_build``): the
+    typed keyword parameters pydantic gives a built model, instead of ``(**data: Any)``.
+
+    ``help()``, IPython, Jupyter and editors that run code read it; static checkers (mypy,
+    pyright) read the fields through pydantic's ``dataclass_transform`` anyway. Once pydantic
+    builds the model it sets its own ``__signature__`` on the class, which takes over. An
+    instance has no signature of its own (``inspect`` then reads ``__call__``).
+    """
+
+    def __get__(self, instance: object, owner: type[BaseModel]) -> inspect.Signature:
+        if instance is not None:
+            raise AttributeError("__signature__")
+        parameters = []
+        for name, info in owner.model_fields.items():
+            if info.is_required():
+                default: Any = inspect.Parameter.empty
+            else:
+                default = _FACTORY if info.default_factory is not None else info.default
+            parameters.append(
+                inspect.Parameter(
+                    name,
+                    inspect.Parameter.KEYWORD_ONLY,
+                    default=default,
+                    annotation=info.annotation,
+                )
+            )
+        return inspect.Signature(parameters, return_annotation=None)
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    # A descriptor in place of pydantic's ClassVar[Signature]: it reads the same from the class.
+    __signature__ = _FieldSignature()
 
 
 class ToolCallRecord(_Frozen):
@@ -127,6 +171,7 @@ class Turn(BaseModel):
     """One user turn to run or judge."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+    __signature__ = _FieldSignature()  # as in _Frozen
 
     user_message: str
     """What the user asked."""
