@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal, Self, TypeVar
 from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from replyguard.config._checks import FILE_MODEL
-from replyguard.config._json_file import object_message, unknown_key
+from replyguard.config._json_file import object_message, schema_keys, unknown_key
 from replyguard.errors import ReplyguardError
 from replyguard.gate._prechecks import skip_reason
 from replyguard.types import FailCategory, Reply, RunMeta, ToolCallRecord, Turn
@@ -124,21 +124,6 @@ class EvalRecord(TurnRecord):
 R = TypeVar("R", bound="TurnRecord")
 
 
-def _record_keys(kind: type[TurnRecord]) -> set[str]:
-    """Every key a record of ``kind`` may hold, nested ones included (for "did you mean")."""
-    keys: set[str] = set()
-    nodes: list[Any] = [kind.model_json_schema(by_alias=True)]
-    while nodes:
-        node = nodes.pop()
-        if isinstance(node, dict):
-            properties = node.get("properties")
-            keys.update(properties if isinstance(properties, dict) else ())
-            nodes.extend(node.values())
-        elif isinstance(node, list):
-            nodes.extend(node)
-    return keys
-
-
 def _problems(exc: ValidationError, kind: type[TurnRecord]) -> list[tuple[str, str]]:
     problems: list[tuple[str, str]] = []
     for error in exc.errors(include_input=False, include_url=False):
@@ -147,7 +132,7 @@ def _problems(exc: ValidationError, kind: type[TurnRecord]) -> list[tuple[str, s
         if key == "reply" and message == "must be a JSON object":
             message = 'must be a string or a JSON object {"text", "meta"}'
         if error["type"] == "extra_forbidden":
-            message = unknown_key(error["loc"][-1], _record_keys(kind))
+            message = unknown_key(error["loc"][-1], schema_keys(kind.model_json_schema()))
         elif error["type"] == "missing":
             message = "required key missing"
         problems.append((key, message))

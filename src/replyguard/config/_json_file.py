@@ -105,6 +105,21 @@ _CHECK_TYPES = _check_types()
 _UNION_MEMBERS = {"command": frozenset({"list[str]", "str"})}
 
 
+def schema_keys(schema: Mapping[str, Any]) -> frozenset[str]:
+    """Every property name in a JSON Schema, nested definitions included."""
+    keys: set[str] = set()
+    nodes: list[Any] = [schema]
+    while nodes:
+        node = nodes.pop()
+        if isinstance(node, dict):
+            properties = node.get("properties")
+            keys.update(properties if isinstance(properties, dict) else ())
+            nodes.extend(node.values())
+        elif isinstance(node, list):
+            nodes.extend(node)
+    return frozenset(keys)
+
+
 def unknown_key(key: object, known: Iterable[str]) -> str:
     """``unknown key``, with ``(did you mean `maxAttempts`?)`` when a known key is close."""
     close = difflib.get_close_matches(str(key), list(known), n=1, cutoff=0.75)

@@ -24,7 +24,13 @@ from pydantic_core import PydanticCustomError
 
 from replyguard.config._checks import FILE_MODEL, CheckSpec, HeartbeatCheckSpec, relative_inside
 from replyguard.config._field_docs import DocumentedSchema
-from replyguard.config._json_file import _locate, _non_json_value, _parse_json, _problems
+from replyguard.config._json_file import (
+    _locate,
+    _non_json_value,
+    _parse_json,
+    _problems,
+    schema_keys,
+)
 from replyguard.config._keys import ENV_PREFIX, MASK, ApiKey, key_values, resolved_key
 from replyguard.config._router import RouterConfig
 from replyguard.errors import ConfigError, ReplyguardError
@@ -324,18 +330,7 @@ class VerifierConfig(BaseModel):
     @classmethod
     def file_keys(cls) -> frozenset[str]:
         """Every key a config file may hold, nested ones included (for "did you mean")."""
-        keys: set[str] = set()
-        nodes: list[Any] = [cls.json_schema()]
-        while nodes:
-            node = nodes.pop()
-            if isinstance(node, dict):
-                keys.update(
-                    node.get("properties", {}) if isinstance(node.get("properties"), dict) else ()
-                )
-                nodes.extend(node.values())
-            elif isinstance(node, list):
-                nodes.extend(node)
-        return frozenset(keys - {"$schema"})
+        return schema_keys(cls.json_schema()) - {"$schema"}
 
     # -- loading ---------------------------------------------------------------------------
 
