@@ -7,7 +7,8 @@ writes ``table.md``, ``results.json`` and ``chart.png`` (when matplotlib is inst
 (default ``benchmarks/out/``). The loopback judge (``judge_server.py``) runs in a child process
 so it does not share the measured interpreter's GIL. No network beyond 127.0.0.1.
 
-Sections (``--only``): hot, verified, context, concurrency, import, memory, failopen.
+Sections (``--only``): hot, logging, verified, bigturns, context, concurrency, import,
+coldstart, cli, memory, failopen.
 """
 
 from __future__ import annotations
@@ -29,7 +30,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import scenarios as sc
 from judge_server import JudgeServerProcess
 
-SECTIONS = ("hot", "verified", "context", "concurrency", "import", "memory", "failopen")
+SECTIONS = (
+    "hot",
+    "logging",
+    "verified",
+    "bigturns",
+    "context",
+    "concurrency",
+    "import",
+    "coldstart",
+    "cli",
+    "memory",
+    "failopen",
+)
 FAIL_OPEN_TIMEOUT = 0.5
 
 
@@ -74,13 +87,29 @@ class Sizes:
     import_runs: int
     memory_turns: int
     fail_open_runs: int
+    big_pairs: int = 60
+    cold_runs: int = 7
+    cli_runs: int = 11
+    log_pairs: int = 3000
 
 
 FULL = Sizes(
     20000, 2000, 1000, {8_000: 300, 32_000: 150, 128_000: 60, 1_000_000: 20}, 1000, 3, 7, 1000, 5
 )
 QUICK = Sizes(
-    3000, 300, 200, {8_000: 60, 32_000: 30, 128_000: 15, 1_000_000: 5}, 1000, 1, 3, 200, 3
+    3000,
+    300,
+    200,
+    {8_000: 60, 32_000: 30, 128_000: 15, 1_000_000: 5},
+    1000,
+    1,
+    3,
+    200,
+    3,
+    big_pairs=20,
+    cold_runs=3,
+    cli_runs=5,
+    log_pairs=1000,
 )
 
 
@@ -109,8 +138,8 @@ async def hot(sizes: Sizes, rows: list[Row]) -> None:
         )
     own_cpu = (
         (
-            "verified turn, in-process instant judge (replyguard's own CPU) vs bare agent",
-            "(≤ +150 µs budget)",
+            "replyguard's own share of a verified turn: in-process instant judge vs bare agent",
+            "≤ +0.1 ms",
             "in_process",
             await sc.in_process_verified(max(sizes.verified_pairs, 500)),
         ),
@@ -131,7 +160,7 @@ async def hot(sizes: Sizes, rows: list[Row]) -> None:
                 f"{pair.ratio:.0f}x",
                 f"+{us(pair.difference)}",
                 target,
-                "info",
+                verdict(pair.difference <= 0.1e-3) if kind == "in_process" else "info",
                 {
                     "kind": kind,
                     "measured_s": sc.median(pair.measured),
@@ -170,6 +199,99 @@ async def verified(sizes: Sizes, rows: list[Row], server: JudgeServerProcess) ->
                 },
             )
         )
+
+
+async def logging_section(sizes: Sizes, rows: list[Row]) -> None:
+    pair = await sc.logging_on_vs_off(sizes.log_pairs)
+    rows.append(
+        Row(
+            "verified turn (in-process instant judge) with the `replyguard` logger at INFO vs"
+            " logging off (WARNING)",
+            us(sc.median(pair.measured)),
+            us(sc.median(pair.reference)),
+            f"{pair.ratio:.2f}x",
+            f"+{us(pair.difference)}",
+            "≤ +0.1 ms",
+            verdict(pair.difference <= 0.1e-3),
+            {"kind": "logging", "measured_s": sc.median(pair.measured)},
+        )
+    )
+
+
+async def bigturns(sizes: Sizes, rows: list[Row], server: JudgeServerProcess) -> None:
+    wire = sc.WIRES["anthropic"]
+    for chars, limit in ((128_000, 5e-3), (1_000_000, 8e-3)):
+        pair, info = await sc.big_turn_vs_raw(wire, server.url, chars, sizes.big_pairs)
+        label = "1M" if chars >= 1_000_000 else f"{chars // 1000}K"
+        rows.append(
+            Row(
+                f"`verify()` end to end, {label}-char prose turn ({info['prompt_chars']:,} chars"
+                f" sent), {wire.judge_model} vs raw `litellm.acompletion` with the same messages",
+                ms(sc.median(pair.measured)),
+                ms(sc.median(pair.reference)),
+                f"{pair.ratio:.2f}x",
+                signed_ms(pair.difference),
+                f"≤ +{limit * 1e3:.0f} ms",
+                verdict(pair.difference <= limit),
+                {"big_chars": chars, "difference_s": pair.difference},
+            )
+        )
+
+
+async def floor(sizes: Sizes, rows: list[Row], server: JudgeServerProcess) -> None:
+    for wire in sc.WIRES.values():
+        pair, info = await sc.bare_post_vs_raw(wire, server.url, sizes.verified_pairs)
+        rows.append(
+            Row(
+                f"the floor: a bare HTTP POST of the same body ({info['body_bytes']:,} bytes,"
+                f" one kept-alive connection), {wire.judge_model}, vs raw `litellm.acompletion`",
+                ms(sc.median(pair.measured), 3),
+                ms(sc.median(pair.reference), 3),
+                f"{pair.ratio:.3f}x",
+                signed_ms(pair.difference, 3),
+                "—",
+                "info",
+                {"floor_wire": wire.name, "post_s": sc.median(pair.measured)},
+            )
+        )
+
+
+async def coldstart(sizes: Sizes, rows: list[Row], server: JudgeServerProcess) -> None:
+    wire = sc.WIRES["openai"]
+    ours, theirs = await asyncio.to_thread(sc.cold_start_times, wire, server.url, sizes.cold_runs)
+    mine, raw = sc.median(ours), sc.median(theirs)
+    rows.append(
+        Row(
+            "first verified turn in a fresh interpreter (imports + turn) vs first raw"
+            f" `litellm.acompletion` (`import litellm` + call), {wire.judge_model},"
+            f" median of {len(ours)}",
+            ms(mine, 0),
+            ms(raw, 0),
+            f"{mine / raw:.2f}x",
+            signed_ms(mine - raw, 0),
+            "≤ +50 ms",
+            verdict(mine - raw <= 0.05),
+            {"cold_s": ours, "cold_raw_s": theirs},
+        )
+    )
+
+
+async def cli(sizes: Sizes, rows: list[Row]) -> None:
+    ours, theirs = await asyncio.to_thread(sc.cli_wall_times, sizes.cli_runs)
+    mine, bare = sc.median(ours), sc.median(theirs)
+    rows.append(
+        Row(
+            "`replyguard heartbeat --workspace ws HEARTBEAT_OK` wall time, decided by the check"
+            f" (open task, no model call), median of {len(ours)} vs `python -c pass`",
+            ms(mine, 0),
+            ms(bare, 0),
+            f"{mine / bare:.1f}x",
+            signed_ms(mine - bare, 0),
+            "≤ 400 ms wall",
+            verdict(mine <= 0.4),
+            {"cli_s": ours, "python_s": theirs},
+        )
+    )
 
 
 async def context(sizes: Sizes, rows: list[Row]) -> None:
@@ -469,8 +591,17 @@ async def main_async(args: argparse.Namespace) -> list[Row]:
             print(f"… {name}", file=sys.stderr, flush=True)
             if name == "hot":
                 await hot(sizes, rows)
+            elif name == "logging":
+                await logging_section(sizes, rows)
             elif name == "verified":
                 await verified(sizes, rows, server)
+                await floor(sizes, rows, server)
+            elif name == "bigturns":
+                await bigturns(sizes, rows, server)
+            elif name == "coldstart":
+                await coldstart(sizes, rows, server)
+            elif name == "cli":
+                await cli(sizes, rows)
             elif name == "context":
                 await context(sizes, rows)
             elif name == "concurrency":

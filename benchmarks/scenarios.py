@@ -15,9 +15,11 @@ import json
 import logging
 import os
 import random
+import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import tracemalloc
 from collections.abc import Awaitable, Callable, Iterator
@@ -728,3 +730,147 @@ async def logging_on_vs_off(pairs: int, level: int = logging.INFO) -> Pair:
         return await interleaved(on, off, pairs, warmup=50)
     finally:
         logger.setLevel(before)
+
+
+async def bare_post_vs_raw(wire: Wire, url: str, pairs: int) -> tuple[Pair, dict[str, Any]]:
+    """The floor: one HTTP POST of the very body litellm sends (raw asyncio streams, one
+    kept-alive connection, ``TCP_NODELAY``) vs one raw ``litellm.acompletion``."""
+    from urllib.parse import urlsplit
+
+    turn, reply = typical_turn()
+    cfg = config(wire, f"{url}/fast", verifyAll=True)
+    params = judge_params(cfg, turn, reply)
+    path = "/fast/v1/messages" if wire.name == "anthropic" else "/fast/chat/completions"
+    body = json.dumps(
+        {"model": wire.judge_model.split("/", 1)[1], "messages": params["messages"]}
+    ).encode()
+    parts = urlsplit(url)
+    reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
+    sock = writer.get_extra_info("socket")
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    head = (
+        f"POST {path} HTTP/1.1\r\nhost: {parts.netloc}\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\n\r\n"
+    ).encode()
+
+    async def post() -> None:
+        writer.write(head + body)
+        answer = await reader.readuntil(b"\r\n\r\n")
+        length = int(answer.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+        await reader.readexactly(length)
+
+    async def reference() -> None:
+        await raw_call(params)
+
+    try:
+        pair = await interleaved(post, reference, pairs, warmup=30)
+    finally:
+        writer.close()
+        await close_clients()
+    return pair, {"body_bytes": len(body)}
+
+
+_COLD_VERIFIED = """
+import asyncio, sys, time
+started = time.perf_counter()
+sys.path.insert(0, {here!r})
+import scenarios as sc
+from replyguard import Reply, Verifier
+async def main():
+    turn, reply = sc.typical_turn()
+    verifier = Verifier(sc.config(sc.WIRES[{wire!r}], {url!r}, verifyAll=True))
+    outcome = await verifier.run(sc.reply_agent(reply), turn)
+    took = time.perf_counter() - started
+    assert outcome.status == "passed", outcome
+    await verifier.aclose()
+    print(took)
+asyncio.run(main())
+"""
+
+_COLD_RAW = """
+import asyncio, json, sys, time
+started = time.perf_counter()
+import litellm
+params = json.loads(sys.stdin.read())
+async def main():
+    await litellm.acompletion(**params)
+    took = time.perf_counter() - started
+    await litellm.close_litellm_async_clients()
+    print(took)
+asyncio.run(main())
+"""
+
+
+def cold_start_times(wire: Wire, url: str, runs: int) -> tuple[list[float], list[float]]:
+    """The first verified turn of a fresh interpreter (its imports included: replyguard,
+    litellm, the tokenizer) vs the first raw ``litellm.acompletion`` of one (``import
+    litellm`` included), same parameters, alternating. Each counts from its script's start."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    env.setdefault("LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS", "True")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    turn, reply = typical_turn()
+    params = judge_params(config(wire, f"{url}/fast", verifyAll=True), turn, reply)
+    ours_script = _COLD_VERIFIED.format(here=here, wire=wire.name, url=f"{url}/fast")
+
+    def once(script: str, stdin: str = "") -> float:
+        out = subprocess.run(
+            [sys.executable, "-c", script],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env=env,
+            check=True,
+            timeout=120,
+        )
+        return float(out.stdout.strip().splitlines()[-1])
+
+    raw_input = json.dumps(params)
+    once(ours_script)  # file and bytecode caches warm for both
+    once(_COLD_RAW, raw_input)
+    ours: list[float] = []
+    theirs: list[float] = []
+    for i in range(runs):
+        if i % 2:
+            theirs.append(once(_COLD_RAW, raw_input))
+            ours.append(once(ours_script))
+        else:
+            ours.append(once(ours_script))
+            theirs.append(once(_COLD_RAW, raw_input))
+    return ours, theirs
+
+
+def cli_wall_times(runs: int) -> tuple[list[float], list[float]]:
+    """Wall time of ``replyguard heartbeat --workspace WS HEARTBEAT_OK`` (HEARTBEAT.md lists an
+    open task: the check decides, no model call) vs a bare ``python -c pass``, alternating."""
+    with tempfile.TemporaryDirectory() as workspace:
+        with open(os.path.join(workspace, "HEARTBEAT.md"), "w", encoding="utf-8") as file:
+            file.write("# Tasks\n\n- [ ] rotate the logs\n")
+        return _cli_wall_times(workspace, runs)
+
+
+def _cli_wall_times(workspace: str, runs: int) -> tuple[list[float], list[float]]:
+    command = [
+        os.path.join(os.path.dirname(sys.executable), "replyguard"),
+        "heartbeat",
+        "--workspace",
+        workspace,
+        "HEARTBEAT_OK",
+    ]
+    bare = [sys.executable, "-c", "pass"]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+    def once(argv: list[str]) -> float:
+        started = time.perf_counter()
+        subprocess.run(argv, capture_output=True, env=env, check=False, timeout=120)
+        return time.perf_counter() - started
+
+    once(command)
+    once(bare)
+    ours: list[float] = []
+    theirs: list[float] = []
+    for i in range(runs):
+        first, second = ((command, ours), (bare, theirs))[:: -1 if i % 2 else 1]
+        for argv, sink in (first, second):
+            sink.append(once(argv))
+    return ours, theirs
