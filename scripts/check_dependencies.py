@@ -102,7 +102,8 @@ def find_uv(tools: Path) -> str:
 
 def build(uv: str, where: Path, resolution: list[str]) -> Path:
     """A fresh environment with replyguard and every extra, resolved as ``resolution`` says."""
-    subprocess.run([uv, "venv", "-q", "--python", sys.executable, str(where)], check=True)
+    # --seed: with pip, as python -m venv makes it (the packaging tests build a wheel with pip)
+    subprocess.run([uv, "venv", "-q", "--seed", "--python", sys.executable, str(where)], check=True)
     python = where / "bin" / "python"
     subprocess.run(
         [uv, "pip", "install", "-q", "--python", str(python), *resolution,
