@@ -172,7 +172,9 @@ async def _close_litellm_clients() -> AsyncIterator[None]:
     """litellm caches HTTP clients per loop; close them so no socket outlives its test."""
     yield
     litellm = sys.modules.get("litellm")
-    if litellm is not None:
+    # Still being imported (a verifier's preload thread): no client of it exists yet.
+    importing = getattr(getattr(litellm, "__spec__", None), "_initializing", False)
+    if litellm is not None and not importing:
         await litellm.close_litellm_async_clients()
     await close_every_session()  # the byte-capped sessions of verifiers a test did not close
 
