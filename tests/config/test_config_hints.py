@@ -48,7 +48,7 @@ def test_the_hint_comes_from_code_built_configs_too() -> None:
 
 
 def test_a_bad_regular_expression_is_not_echoed(tmp_path: Path) -> None:
-    pattern = "sk-secretish(value"
+    pattern = "order-number(unclosed"
     config = {"checks": [{"type": "rules", "mustNotMatch": [pattern]}]}
     problems = _problems(tmp_path, config)
     (message,) = problems.values()
@@ -59,3 +59,18 @@ def test_a_bad_regular_expression_is_not_echoed(tmp_path: Path) -> None:
 @pytest.mark.parametrize("key", ["runKinds", "circuitBreaker", "router"])
 def test_an_object_key_given_something_else_names_no_class(tmp_path: Path, key: str) -> None:
     assert _problems(tmp_path, {key: [1]}) == {key: "must be a JSON object"}
+
+
+def test_a_hint_names_only_a_key_of_the_same_object(tmp_path: Path) -> None:
+    """``fallbackModels`` is a top-level key, not one of the router's: no hint there."""
+    router = {"deployments": [{"modelName": "judge", "model": "openai/gpt-4o"}], "fallbacks": []}
+    problems = _problems(tmp_path, {"model": "judge", "router": router})
+    assert problems == {"router.fallbacks": "unknown key"}
+
+
+def test_a_check_hint_comes_from_its_own_type(tmp_path: Path) -> None:
+    """``maxLength`` belongs to a rules check; a json check's misspelling is not sent there."""
+    problems = _problems(tmp_path, {"checks": [{"type": "json", "maxLenght": 3}]})
+    assert problems == {"checks.0.maxLenght": "unknown key"}
+    problems = _problems(tmp_path, {"checks": [{"type": "rules", "maxLenght": 3}]})
+    assert problems == {"checks.0.maxLenght": "unknown key (did you mean `maxLength`?)"}

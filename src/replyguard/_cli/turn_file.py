@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal, Self, TypeVar
 from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from replyguard.config._checks import FILE_MODEL
-from replyguard.config._json_file import object_message, schema_keys, unknown_key
+from replyguard.config._json_file import keys_at, object_message, unknown_key
 from replyguard.errors import ReplyguardError
 from replyguard.gate._prechecks import skip_reason
 from replyguard.types import FailCategory, Reply, RunMeta, ToolCallRecord, Turn
@@ -132,7 +132,8 @@ def _problems(exc: ValidationError, kind: type[TurnRecord]) -> list[tuple[str, s
         if key == "reply" and message == "must be a JSON object":
             message = 'must be a string or a JSON object {"text", "meta"}'
         if error["type"] == "extra_forbidden":
-            message = unknown_key(error["loc"][-1], schema_keys(kind.model_json_schema()))
+            *path, name = error["loc"]
+            message = unknown_key(name, keys_at(kind.model_json_schema(), path))
         elif error["type"] == "missing":
             message = "required key missing"
         problems.append((key, message))

@@ -105,19 +105,43 @@ _CHECK_TYPES = _check_types()
 _UNION_MEMBERS = {"command": frozenset({"list[str]", "str"})}
 
 
-def schema_keys(schema: Mapping[str, Any]) -> frozenset[str]:
-    """Every property name in a JSON Schema, nested definitions included."""
-    keys: set[str] = set()
-    nodes: list[Any] = [schema]
-    while nodes:
-        node = nodes.pop()
-        if isinstance(node, dict):
-            properties = node.get("properties")
-            keys.update(properties if isinstance(properties, dict) else ())
-            nodes.extend(node.values())
-        elif isinstance(node, list):
-            nodes.extend(node)
-    return frozenset(keys)
+def keys_at(schema: Mapping[str, Any], path: Iterable[str | int]) -> frozenset[str]:
+    """The keys an object at ``path`` may hold, by the JSON Schema: for "did you mean", so a
+    hint never names a key of another object. A union gives all its members' keys, or those of
+    the member whose ``type`` the path names (``checks.0.rules``)."""
+    definitions = schema.get("$defs", {})
+
+    def members(node: Any) -> list[Any]:
+        """``node`` with references followed and unions spread."""
+        if not isinstance(node, dict):
+            return []
+        if "$ref" in node:
+            return members(definitions.get(node["$ref"].rsplit("/", 1)[-1]))
+        spread = [m for key in ("anyOf", "oneOf", "allOf") for m in node.get(key, ())]
+        return [n for m in spread for n in members(m)] if spread else [node]
+
+    def tags(node: Any) -> set[Any]:
+        """The values a union member's ``type`` key is fixed to (a check's type)."""
+        tag = node.get("properties", {}).get("type", {})
+        return {tag.get("const"), *tag.get("enum", ())} if isinstance(tag, dict) else set()
+
+    nodes = members(schema)
+    for part in path:
+        tagged = [node for node in nodes if part in tags(node)]
+        if tagged:  # a check's type, named in the error's path though not in the file
+            nodes = tagged
+            continue
+        step: list[Any] = []
+        for node in nodes:
+            properties = node.get("properties", {})
+            if isinstance(part, str) and part in properties:
+                step += members(properties[part])
+            elif isinstance(part, int) and "items" in node:
+                step += members(node["items"])
+            elif isinstance(node.get("additionalProperties"), dict):
+                step += members(node["additionalProperties"])
+        nodes = step
+    return frozenset(key for node in nodes for key in node.get("properties", {}))
 
 
 def unknown_key(key: object, known: Iterable[str]) -> str:
@@ -134,22 +158,21 @@ def object_message(error: Mapping[str, Any], message: str) -> str:
 
 
 def _problems(
-    exc: ValidationError, prefix: str = "", known: Iterable[str] = ()
+    exc: ValidationError, prefix: str = "", schema: Mapping[str, Any] | None = None
 ) -> list[tuple[str, str]]:
     """One ``(key, message)`` per bad key, the key as the file spells it (camelCase, dotted);
-    an unknown key gets the closest of ``known`` as a hint.
+    an unknown key gets the closest key of its object in ``schema`` as a hint.
 
     A check entry's errors carry its ``type`` after the index (``checks.0.rules.maxLength``);
     that tag is not in the file and is dropped. The per-member errors of a union key become one
     problem.
     """
-    known = tuple(known)
     problems: dict[str, list[str]] = {}
     for error in exc.errors(include_input=False, include_url=False):
         loc: list[str | int] = list(error["loc"])
         message = object_message(error, error["msg"].removeprefix("Value error, "))
         if error["type"] == "extra_forbidden":
-            message = unknown_key(loc[-1], known)
+            message = unknown_key(loc[-1], keys_at(schema, loc[:-1]) if schema else ())
         if len(loc) >= 3 and loc[0] == "checks" and isinstance(loc[1], int):
             if loc[2] in _CHECK_TYPES:
                 del loc[2]

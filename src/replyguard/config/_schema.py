@@ -29,7 +29,6 @@ from replyguard.config._json_file import (
     _non_json_value,
     _parse_json,
     _problems,
-    schema_keys,
 )
 from replyguard.config._keys import ENV_PREFIX, MASK, ApiKey, key_values, resolved_key
 from replyguard.config._router import RouterConfig
@@ -327,11 +326,6 @@ class VerifierConfig(BaseModel):
         schema["title"] = "replyguard verifier config"
         return schema
 
-    @classmethod
-    def file_keys(cls) -> frozenset[str]:
-        """Every key a config file may hold, nested ones included (for "did you mean")."""
-        return schema_keys(cls.json_schema()) - {"$schema"}
-
     # -- loading ---------------------------------------------------------------------------
 
     @classmethod
@@ -342,7 +336,7 @@ class VerifierConfig(BaseModel):
         try:
             return cls.model_validate(data, by_alias=True, by_name=False)
         except ValidationError as exc:
-            raise ConfigError(source, _problems(exc, known=cls.file_keys())) from None
+            raise ConfigError(source, _problems(exc, schema=cls.json_schema())) from None
         except _RunKindsInvalid as exc:
             raise ConfigError(source, exc.problems) from None
 
@@ -367,7 +361,7 @@ class VerifierConfig(BaseModel):
         try:
             config = cls.model_validate(data, by_alias=True, by_name=False)
         except ValidationError as exc:
-            raise ConfigError(str(file), _problems(exc, prefix, cls.file_keys())) from None
+            raise ConfigError(str(file), _problems(exc, prefix, cls.json_schema())) from None
         except _RunKindsInvalid as exc:
             problems = [(prefix + key, message) for key, message in exc.problems]
             raise ConfigError(str(file), problems) from None
