@@ -161,7 +161,7 @@ class VerifierConfig(BaseModel):
     checks: tuple[CheckSpec, ...] = Field(
         default=(HeartbeatCheckSpec.model_construct(type="heartbeat"),), strict=False
     )
-    """Deterministic checks run before the judge, in parallel (see README for each type)."""
+    """Deterministic checks run before the judge, in parallel (each type: docs/checks.md)."""
     judge_after_checks: JudgeAfterChecks = "on_pass"
     """Call the judge only when every check passed, always, or never (checks alone decide)."""
     max_latency_ms: LatencyMs | None = None
