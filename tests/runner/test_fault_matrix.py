@@ -147,13 +147,18 @@ def test_smuggled_content_is_judged_and_keeps_no_key(
 # -- the host's faults (``host_faults``): a careless host never makes a turn worse ---------------
 
 
+# Killing a detached child is promised on Linux only (a child subreaper); elsewhere the
+# documented promise is the process group, which the command check tests cover.
+HOST_CASES = [
+    name for name in HOST_FAULTS if sys.platform.startswith("linux") or name not in LINUX_ONLY
+]
+
+
 @pytest.mark.parametrize("wire", WIRES, ids=lambda wire: wire.name)
-@pytest.mark.parametrize("name", list(HOST_FAULTS))
+@pytest.mark.parametrize("name", HOST_CASES)
 async def test_a_careless_host_gets_every_turn_judged_and_nothing_left_behind(
     name: str, wire: Wire
 ) -> None:
-    if name in LINUX_ONLY and not sys.platform.startswith("linux"):
-        pytest.skip("a child subreaper is Linux's")
     result = await run_host_fault(name, wire)
     assert result.outcomes and set(result.outcomes) == {("passed", None)}, result.outcomes
     assert result.connections_left == 0

@@ -172,10 +172,10 @@ async def test_same_failure_twice_stops_as_stagnant(make_config: Any) -> None:
 def one_test_fails_until(fixed: str) -> Any:
     """A check that says only "1 test failed" (a coarse message) until the reply is ``fixed``."""
 
-    def tests(turn: Turn, reply: Reply) -> tuple[bool, str]:
+    def coarse_check(turn: Turn, reply: Reply) -> tuple[bool, str]:
         return reply.text == fixed, "1 test failed"
 
-    return tests
+    return coarse_check
 
 
 @pytest.mark.parametrize("judge_after_checks", ["on_pass", "always"])
