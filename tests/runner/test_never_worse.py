@@ -363,6 +363,44 @@ async def test_run_sync_from_a_thread_the_host_loop_waits_for_runs_on_its_own_lo
     await verifier.aclose()
 
 
+def test_run_sync_on_a_host_loop_closed_mid_turn_raises_instead_of_waiting_for_ever(
+    make_config: Callable[..., VerifierConfig],
+) -> None:
+    """A careless host closes the loop that took a ``run_sync`` turn before the turn ended: the
+    call says so at once rather than waiting for a loop that will never run again."""
+    verifier = Verifier(make_config(verifyAll=True), judge=ScriptedJudge(["PASS", "PASS"]))
+    agent_started, release = threading.Event(), threading.Event()
+
+    async def agent(messages: list[dict[str, Any]]) -> str:
+        agent_started.set()
+        await asyncio.to_thread(release.wait, 30)
+        return REPLY
+
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(verifier.verify(Turn(user_message="the host loop"), REPLY))
+    errors: list[BaseException] = []
+
+    def sync_turn() -> None:
+        try:
+            verifier.run_sync(agent, Turn(user_message="q"))
+        except BaseException as exc:
+            errors.append(exc)
+
+    caller = threading.Thread(target=sync_turn)
+
+    async def host_until_the_turn_is_taken() -> None:
+        caller.start()
+        await asyncio.to_thread(agent_started.wait, 10)
+
+    loop.run_until_complete(host_until_the_turn_is_taken())
+    loop.close()  # with the taken turn still pending on it
+    caller.join(timeout=10)
+    release.set()
+    assert not caller.is_alive()
+    assert len(errors) == 1 and "was closed before it ended" in str(errors[0])
+    verifier.close()
+
+
 async def test_run_sync_from_threads_runs_on_the_loop_of_the_async_api(
     make_config: Callable[..., VerifierConfig],
 ) -> None:

@@ -156,9 +156,9 @@ def blocked_context() -> contextvars.Context:
 
 def _on_host(
     host: asyncio.AbstractEventLoop, make: Callable[[], Coroutine[Any, Any, T]]
-) -> tuple[bool, Callable[[], T]]:
-    """Hand the call to ``host``; (False, _) when it did not take it up in time (its thread
-    busy or blocked), in which case ``make`` was never called there."""
+) -> concurrent.futures.Future[Any] | None:
+    """Hand the call to ``host``: its future, or None when ``host`` did not take it up in time
+    (its thread busy or blocked), in which case ``make`` was never called there."""
     lock = threading.Lock()
     state = ["waiting"]
     taken = threading.Event()
@@ -174,17 +174,27 @@ def _on_host(
     try:
         future = asyncio.run_coroutine_threadsafe(guarded(), host)
     except RuntimeError:  # closed meanwhile
-        return False, _never
+        return None
     if not taken.wait(_HANDOVER_SECONDS):
         with lock:
             if state[0] == "waiting":
                 state[0] = "abandoned"
-                return False, _never
-    return True, lambda: future.result()  # type: ignore[return-value]  # taken: T, not None
+                return None
+    return future
 
 
-def _never() -> Any:
-    raise AssertionError("not taken")
+def _result_on(host: asyncio.AbstractEventLoop, future: concurrent.futures.Future[Any]) -> Any:
+    """The turn's result; a clear error, not a wait for ever, if ``host`` is closed before the
+    turn ends (a stopped loop may still run again, so that one is waited for)."""
+    while True:
+        try:
+            return future.result(timeout=_HANDOVER_SECONDS)
+        except concurrent.futures.TimeoutError:
+            if host.is_closed() and not future.done():
+                future.cancel()
+                raise RuntimeError(
+                    "the event loop running this run_sync turn was closed before it ended"
+                ) from None
 
 
 class SyncLoop:
@@ -218,9 +228,9 @@ class SyncLoop:
             raise RuntimeError("run_sync() was called inside a running event loop; await run()")
         host = self._host() if self._host is not None else None
         if host is not None and host is not _BLOCKED_LOOP.get() and host.is_running():
-            taken, result = _on_host(host, make)
-            if taken:
-                return result()
+            future = _on_host(host, make)
+            if future is not None:
+                return _result_on(host, future)  # type: ignore[no-any-return]
         return self._on_own_loop(make)
 
     def _on_own_loop(self, make: Callable[[], Coroutine[Any, Any, T]]) -> T:
