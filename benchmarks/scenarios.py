@@ -306,6 +306,28 @@ async def raw_call(params: dict[str, Any]) -> Any:
     return await litellm.acompletion(**params)
 
 
+async def against_raw_call(
+    measured: Callable[[], Awaitable[Any]],
+    params: dict[str, Any],
+    pairs: int,
+    warmup: int,
+    *,
+    cleanup: Callable[[], Awaitable[Any]] | None = None,
+) -> Any:
+    """``measured`` interleaved with a raw litellm call of ``params`` (the reference); the
+    clients are closed afterwards, and ``cleanup`` run."""
+
+    async def reference() -> None:
+        await raw_call(params)
+
+    try:
+        return await interleaved(measured, reference, pairs, warmup=warmup)
+    finally:
+        await close_clients()
+        if cleanup is not None:
+            await cleanup()
+
+
 async def close_clients() -> None:
     module = sys.modules.get("litellm")
     if module is not None:
@@ -422,13 +444,7 @@ async def verified_vs_raw(
     async def measured() -> None:
         await verifier.run(agent, turn)
 
-    async def reference() -> None:
-        await raw_call(params)
-
-    try:
-        pair = await interleaved(measured, reference, pairs, warmup=warmup)
-    finally:
-        await close_clients()
+    pair = await against_raw_call(measured, params, pairs, warmup)
     info = {"prompt_chars": sum(len(m["content"]) for m in params["messages"])}
     return pair, info
 
@@ -695,14 +711,7 @@ async def big_turn_vs_raw(
     async def measured() -> None:
         await verifier.verify(turn, reply)
 
-    async def reference() -> None:
-        await raw_call(params)
-
-    try:
-        pair = await interleaved(measured, reference, pairs, warmup=warmup)
-    finally:
-        await close_clients()
-        await verifier.aclose()
+    pair = await against_raw_call(measured, params, pairs, warmup, cleanup=verifier.aclose)
     sent = sum(len(m["content"]) for m in params["messages"])
     return pair, {"chars": chars, "kind": kind, "prompt_chars": sent}
 
