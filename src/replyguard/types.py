@@ -12,7 +12,7 @@ import inspect
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class SkipReason(StrEnum):
@@ -61,6 +61,7 @@ class Reason(StrEnum):
     CIRCUIT_OPEN = "circuit_open"
     STAGNANT = "stagnant"
     SAMPLED_OUT = "sampled_out"
+    SIDE_EFFECTS = "side_effects"
 
 
 class _Factory:
@@ -119,6 +120,10 @@ class ToolCallRecord(_Frozen):
     """The arguments it was called with (a dict, a JSON string, or anything the agent kept)."""
     succeeded: bool = True
     """Whether the call succeeded."""
+    side_effect: bool | None = None
+    """Whether the call changes the world (sends, creates, deploys): ``True`` or ``False``
+    as the agent says, or ``None`` to let the config's ``sideEffectTools`` patterns decide
+    (an explicit ``False`` wins over a matching pattern)."""
 
 
 class RunMeta(_Frozen):
@@ -228,6 +233,16 @@ class Verdict(_Frozen):
     """The verdict was reached without a judge model (for example by a deterministic rule)."""
     suspected_injection: tuple[str, ...] = ()
     """Why the reply looks like it addresses the judge (reason codes; empty when clean)."""
+    awaiting_user: bool = False
+    """A PASS whose reply rightly waits for the user: one necessary clarifying question, or a
+    justified refusal that says why (the judge marked it ``PASS [awaiting_user]``). Never set
+    on a FAIL."""
+
+    @model_validator(mode="after")
+    def _awaiting_only_on_pass(self) -> Verdict:
+        if self.awaiting_user and not self.passed:
+            raise ValueError("a FAIL verdict is never awaiting_user")
+        return self
 
 
 class CheckResult(_Frozen):
@@ -289,6 +304,15 @@ class Outcome(_Frozen):
     """Wall time of the whole turn, agent calls included."""
     parsed: Any = None
     """A value a check parsed from the delivered reply (the JSON object of ``JsonCheck``)."""
+    awaiting_user: bool = False
+    """The delivered reply passed as one that rightly waits for the user (a clarifying
+    question or a justified refusal); the status is then ``passed``."""
+
+    @model_validator(mode="after")
+    def _awaiting_only_when_passed(self) -> Outcome:
+        if self.awaiting_user and self.status != Status.PASSED:
+            raise ValueError("only a passed outcome is awaiting_user")
+        return self
 
     @property
     def verdicts(self) -> tuple[Verdict, ...]:

@@ -31,8 +31,11 @@ async def test_demo_walks_every_path(tmp_path: Path) -> None:
         (Status.EXHAUSTED, Reason.STAGNANT),
         (Status.PASSED, None),
         (Status.FAILED_OPEN, Reason.JUDGE_TIMEOUT),
+        (Status.PASSED, None),
     ]
-    assert [len(o.attempts) for o in outcomes] == [1, 1, 1, 2, 2, 2, 2, 2, 2, 1]
+    assert [len(o.attempts) for o in outcomes] == [1, 1, 1, 2, 2, 2, 2, 2, 2, 1, 1]
+    assert [o.awaiting_user for o in outcomes] == [False] * 10 + [True]
+    assert any("→ PASS [awaiting_user]" in line for line in printed)
     assert all(o.judge_cost_usd > 0 for o in outcomes[2:7])  # priced by litellm's map
     assert any("FAIL [rule_violation]: Remove the emoji." in line for line in printed)
     caught = [outcomes[5].attempts[0].verdict, outcomes[6].attempts[0].verdict]
@@ -45,7 +48,8 @@ async def test_demo_walks_every_path(tmp_path: Path) -> None:
 def test_cli_demo_prints_each_turn(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
-    assert out.count("→ status=") == 10
+    assert out.count("→ status=") == 11
+    assert "status=passed awaiting_user=true" in out
     assert "status=failed_open reason=judge_timeout" in out
 
 

@@ -4,7 +4,8 @@ The judge is the real ``LiteLLMJudge`` (real prompt, real ``litellm.acompletion`
 from litellm's price map) with litellm's ``mock_response`` standing in for the provider's text.
 Each turn prints the path it took: skip, not triggered, pass, fail → retry → pass, exhausted,
 a heartbeat and a claim caught by deterministic checks without a judge call, a stagnant retry
-stopped early, a run kind's budget, and fail-open on a judge timeout. It says first that the
+stopped early, a run kind's budget, fail-open on a judge timeout, and a clarifying question
+that passes awaiting the user. It says first that the
 judge is scripted, shows each scenario's config keys and the tool calls behind a claim, marks
 the cold first judge call, and ends with next steps.
 """
@@ -153,6 +154,13 @@ SCENARIOS = [
         {"timeoutSeconds": 0.5},
         judge_delay=5.0,
     ),
+    Scenario(
+        "awaiting the user: one fair clarifying question passes, marked, and is not retried",
+        "Book me a table for Friday.",
+        ["Happy to. Which restaurant should I book, and for how many people?"],
+        ["No restaurant or party size is known; one question is needed.\nPASS [awaiting_user]"],
+        {"verifyAll": True},
+    ),
 ]
 
 HEARTBEAT_TASKS = (
@@ -162,7 +170,7 @@ RULES = "# Rules\n- Never use emoji in status updates.\n"
 
 
 INTRO = (
-    "replyguard demo: ten scripted turns through the real verifier.",
+    f"replyguard demo: {len(SCENARIOS)} scripted turns through the real verifier.",
     "The judge is scripted: litellm's mock_response answers in place of a model, so there is no",
     "API key and no network call; costs are priced from litellm's price map as if real.",
     "",
@@ -202,7 +210,7 @@ def _describe_attempts(outcome: Outcome) -> list[str]:
         elif verdict.fail_open_reason is not None:
             decision = f"failed open ({verdict.fail_open_reason.value})"
         elif verdict.passed:
-            decision = "PASS"
+            decision = "PASS [awaiting_user]" if verdict.awaiting_user else "PASS"
         else:
             category = f" [{verdict.category.value}]" if verdict.category else ""
             by = " (by a check, no judge call)" if verdict.decisive else ""
@@ -256,6 +264,7 @@ async def run_demo(workspace: str, out: Callable[[str], None] = print) -> list[O
         for line in _describe_attempts(outcome):
             out(line)
         reason = f" reason={outcome.reason.value}" if outcome.reason else ""
+        reason += " awaiting_user=true" if outcome.awaiting_user else ""
         skip = f" skip_reason={outcome.skip_reason.value}" if outcome.skip_reason else ""
         called = any(v.model is not None for v in outcome.verdicts)
         note = " (cold start: the first judge call)" if called and cold else ""

@@ -87,6 +87,12 @@ class Judgement:
         return self.status in (FAILED, FLAGGED)
 
     @property
+    def awaiting_user(self) -> bool:
+        """A PASS that rightly waits for the user (a clarifying question, a justified
+        refusal)."""
+        return self.status == PASSED and self.verdict is not None and self.verdict.awaiting_user
+
+    @property
     def reason(self) -> str | None:
         """Why it was skipped or failed open."""
         if self.skip is not None:
@@ -110,6 +116,7 @@ class Judgement:
             "decisive": v.decisive if v is not None else False,
             "suspectedInjection": list(v.suspected_injection) if v is not None else [],
             "error": v.error if v is not None else None,
+            "awaitingUser": self.awaiting_user,
         }
         if v is not None and self.judged_fail:
             data["retryMessage"] = feedback_message(v, heartbeat=self.heartbeat)

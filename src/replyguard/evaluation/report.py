@@ -49,6 +49,7 @@ def _row(result: RecordResult) -> dict[str, Any]:
         "label": record.label,
         "labelCategory": result.labelled_category,
         "judged": result.judged,
+        "awaitingUser": result.awaiting_user,
         "category": result.judged_category,
         "status": result.judgement.status,
         "mode": result.judgement.mode,
@@ -130,6 +131,7 @@ def build_report(
         "falsePassRate": _rounded(false_pass_rate(matrix)),
         "byCategory": by_category(categories),
         "unreadable": sum(r.unreadable for r in results),
+        "awaitingUser": sum(r.awaiting_user for r in results),
         "costUsd": round(
             sum(r.judgement.verdict.cost_usd for r in results if r.judgement.verdict), 8
         ),
@@ -168,7 +170,7 @@ def summary(report: dict[str, Any]) -> str:
         f"false FAIL rate {_figure(report['falseFailRate'])}  "
         f"false PASS rate {_figure(report['falsePassRate'])}",
         f"statuses: {', '.join(f'{k} {v}' for k, v in report['statuses'].items())}; "
-        f"unreadable {report['unreadable']}",
+        f"awaiting the user {report['awaitingUser']}; unreadable {report['unreadable']}",
         f"cost ${report['costUsd']:.6f}  latency p50 {_figure(latency['p50'], '{:.1f} ms')}  "
         f"p95 {_figure(latency['p95'], '{:.1f} ms')}",
     ]

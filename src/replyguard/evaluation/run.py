@@ -65,6 +65,11 @@ class RecordResult:
         return category.value if category is not None else UNCATEGORISED
 
     @property
+    def awaiting_user(self) -> bool:
+        """The judge passed the reply as one that rightly waits for the user."""
+        return self.judgement.awaiting_user
+
+    @property
     def unreadable(self) -> bool:
         """The judge's text held no verdict (counted as a fail-open PASS)."""
         verdict = self.judgement.verdict

@@ -42,8 +42,14 @@ VERDICT_FORMAT: dict[str, Any] = {
                     "description": "What the assistant must fix, in one or two sentences; "
                     "empty for PASS.",
                 },
+                "awaitingUser": {
+                    "type": "boolean",
+                    "description": "true only on a PASS whose reply rightly waits for the "
+                    "user (one necessary clarifying question, or a justified refusal that "
+                    "says why); false otherwise.",
+                },
             },
-            "required": ["reasoning", "verdict", "category", "feedback"],
+            "required": ["reasoning", "verdict", "category", "feedback", "awaitingUser"],
             "additionalProperties": False,
         },
     },

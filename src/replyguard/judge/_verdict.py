@@ -34,6 +34,11 @@ Which verdict counts (a reply may try to make the judge quote a forged PASS):
    plants a PASS in the judge's feedback). A FAIL mentioned mid-sentence is no verdict line,
    so reasoning that only mentions it before a final PASS line gives PASS.
 
+A PASS may carry one mark, ``PASS [awaiting_user]`` (JSON: ``"awaitingUser": true``): the
+reply rightly waits for the user (``Verdict.awaiting_user``). It is read only from the verdict
+that counts, so a FAIL is never awaiting the user, nor is a PASS whose mark sits in quoted
+text or on a PASS line that a later FAIL overrides.
+
 The feedback is the rest of the verdict line plus every line after it; the reasoning is the
 text before it. Categories tolerate spaces and hyphens (``Rule Violation``,
 ``rule-violation``); a FAIL with an unknown category gets ``category=None`` and keeps the
@@ -66,7 +71,11 @@ _DECODER = json.JSONDecoder()
 _PASS = re.compile("pass", re.IGNORECASE)  # a PASS line holds it (re finds a superset)
 _FAIL = re.compile("fail", re.IGNORECASE)
 
-__all__ = ["parse_verdict"]
+AWAITING_USER = "awaiting_user"
+"""The mark of a PASS whose reply rightly waits for the user: ``PASS [awaiting_user]`` (any
+case, ``-`` or a space for ``_``), or ``"awaitingUser": true`` beside a JSON PASS."""
+
+__all__ = ["AWAITING_USER", "parse_verdict"]
 
 
 @dataclass(frozen=True)
@@ -243,6 +252,8 @@ def _from_json(raw: str, fields: dict[str, Any], before: str | None) -> Verdict:
         return _unreadable(raw, "JSON verdict is neither PASS nor FAIL")
     reasoning = _as_text(fields.get("reasoning")) or before
     category = _as_text(fields.get("category"))
+    if token == "PASS" and fields.get("awaitinguser") is True:
+        category = AWAITING_USER
     return _verdict(raw, token == "PASS", category, _as_text(fields.get("feedback")), reasoning)
 
 
@@ -304,10 +315,13 @@ def _as_text(value: Any) -> str | None:
     return text.strip() or None
 
 
+def _key(text: str) -> str:
+    return "_".join(text.replace("-", " ").replace("_", " ").split()).lower()
+
+
 def _category(text: str) -> FailCategory | None:
-    key = "_".join(text.replace("-", " ").replace("_", " ").split()).lower()
     try:
-        return FailCategory(key)
+        return FailCategory(_key(text))
     except ValueError:
         return None
 
@@ -315,10 +329,15 @@ def _category(text: str) -> FailCategory | None:
 def _verdict(
     raw: str, passed: bool, category: str | None, feedback: str | None, reasoning: str | None
 ) -> Verdict:
-    known = _category(category) if category and not passed else None
-    if category and not passed and known is None:
+    if passed:  # a PASS's bracket is only ever the awaiting-the-user mark
+        awaiting = category is not None and _key(category) == AWAITING_USER
+        return Verdict(
+            passed=True, feedback=feedback, reasoning=reasoning, raw=raw, awaiting_user=awaiting
+        )
+    known = _category(category) if category else None
+    if category and known is None:
         feedback = f"[{category}] {feedback or ''}".strip()
-    return Verdict(passed=passed, category=known, feedback=feedback, reasoning=reasoning, raw=raw)
+    return Verdict(passed=False, category=known, feedback=feedback, reasoning=reasoning, raw=raw)
 
 
 def _unreadable(raw: str | None, error: str) -> Verdict:

@@ -325,6 +325,9 @@ class Assessor:
         verdict = await self._verdict(step, results)
         if suspicion:
             verdict = verdict.model_copy(update={"suspected_injection": suspicion})
+        if verdict.awaiting_user and (suspicion or _holds_mark(reply.text)):
+            # The mark counts only when the reply could not have planted it for the judge.
+            verdict = verdict.model_copy(update={"awaiting_user": False})
         return verdict, results
 
     async def _verdict(self, step: Step, results: tuple[CheckResult, ...]) -> Verdict:
@@ -379,6 +382,13 @@ async def _suspicion(text: str, limits: ContextLimits) -> tuple[str, ...]:
     if len(view) > _INLINE_SCAN_CHARS:
         return tuple(await asyncio.to_thread(suspected_injection, view))
     return tuple(suspected_injection(view))
+
+
+def _holds_mark(text: str) -> bool:
+    """Whether ``text`` spells the awaiting-the-user mark (``awaiting_user``, ``awaitingUser``,
+    ``awaiting-user``, ``awaiting user``, in any case)."""
+    squeezed = text.casefold().replace("_", "").replace("-", "").replace(" ", "")
+    return "awaitinguser" in squeezed
 
 
 def redacted_verdict(verdict: Verdict, secrets: Sequence[str]) -> Verdict:

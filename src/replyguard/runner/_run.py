@@ -150,6 +150,8 @@ class _Run:
         delivered: Reply,
         reason: Reason | None = None,
         skip: SkipReason | None = None,
+        *,
+        awaiting: bool = False,
     ) -> Outcome:
         attempts = self.attempts
         if len(attempts) == 1 and attempts[0].verdict is None and not attempts[0].checks:
@@ -169,6 +171,7 @@ class _Run:
             reason=reason,
             attempts=tuple(attempts),
             skip_reason=skip,
+            awaiting_user=awaiting,
             cost_usd=judge_cost + agent_cost,
             judge_cost_usd=judge_cost,
             latency_ms=(time.perf_counter() - self.started) * 1000,
@@ -285,7 +288,7 @@ class _Run:
                 delivered = self.delivery(reply) if reason == Reason.LATENCY_BUDGET else reply
                 return await self.finish(Status.FAILED_OPEN, delivered, reason)
             if verdict.passed:
-                return await self.finish(Status.PASSED, reply)
+                return await self.finish(Status.PASSED, reply, awaiting=verdict.awaiting_user)
             if config.mode == "shadow":  # judged and logged; the reply goes out unchanged
                 return await self.finish(Status.FLAGGED, reply)
             if _stagnant(previous, attempt):
