@@ -140,6 +140,43 @@ class ScriptedAgent(_Script[list[dict[str, Any]]]):
         return result
 
 
+class ScriptedStreamAgent(_Script[list[dict[str, Any]]]):
+    """A streaming agent (for ``Verifier.stream``) answering from a script: each entry is the
+    sequence of pieces one call streams (``str`` deltas, stream chunks, a final ``RunMeta`` or
+    ``Reply``; an exception among them is raised when its turn comes), or an exception the call
+    itself raises.
+
+    ``pulled`` counts the pieces handed out in each call's stream, and ``closed`` how many of
+    the streams were closed (by the consumer or by running out), so a test can see that a
+    stream cut short was closed at once.
+    """
+
+    def __init__(self, script: Sequence[Sequence[Any] | BaseException]) -> None:
+        super().__init__("ScriptedStreamAgent", script)
+        self.pulled: list[int] = []
+        self.closed = 0
+
+    async def __call__(self, messages: list[dict[str, Any]]) -> Any:
+        """Start the next scripted stream."""
+        snapshot = [dict(m) for m in messages]
+        entry = self._next(snapshot)
+        if isinstance(entry, BaseException):
+            raise entry
+        self.pulled.append(0)
+        return self._pieces(len(self.pulled) - 1, list(entry))
+
+    async def _pieces(self, call: int, pieces: list[Any]) -> Any:
+        try:
+            for piece in pieces:
+                self.pulled[call] += 1
+                if isinstance(piece, BaseException):
+                    raise piece
+                yield piece
+                await asyncio.sleep(0)
+        finally:
+            self.closed += 1
+
+
 class _EventsHandler(logging.Handler):
     def __init__(self, events: list[dict[str, Any]]) -> None:
         super().__init__(logging.NOTSET)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -318,3 +319,42 @@ class Outcome(_Frozen):
     def verdicts(self) -> tuple[Verdict, ...]:
         """The verdicts of the judged attempts, in order."""
         return tuple(a.verdict for a in self.attempts if a.verdict is not None)
+
+
+# -- what ``Verifier.stream`` yields ------------------------------------------------------------
+# Plain frozen dataclasses, not pydantic models: one is made per delta of a streamed reply, and
+# building one must cost well under a microsecond.
+
+
+@dataclass(frozen=True, slots=True)
+class Delta:
+    """Text for the user: append it to what is shown."""
+
+    text: str
+    """The next piece of the reply (never empty)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Retract:
+    """Text already shown must go: clear what this turn showed since the last ``Retract``.
+
+    The deltas that follow replace it."""
+
+    attempt: int
+    """The attempt whose text is withdrawn (1 for the first reply)."""
+    reason: str
+    """Why, in a word or two: the failing check's name, the FAIL category, or the status that
+    chose another reply to deliver (``exhausted``, ``failed_open``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """The turn is over; nothing follows."""
+
+    outcome: Outcome
+    """The same ``Outcome`` as ``Verifier.run`` gives: its ``response`` is exactly the text of
+    the deltas after the last ``Retract``."""
+
+
+StreamEvent = Delta | Retract | Done
+"""One event of ``Verifier.stream``."""

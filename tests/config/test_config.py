@@ -57,6 +57,7 @@ CHECK_KEYS = {
     "ledgerPath": "ledger_path",
     "hookTimeoutSeconds": "hook_timeout_seconds",
     "agentThreads": "agent_threads",
+    "streaming": "streaming",
     "onSuspectedInjection": "on_suspected_injection",
     "mode": "mode",
     "router": "router",

@@ -84,6 +84,7 @@ WRONG_TYPES: dict[str, Any] = {
     "onSuspectedInjection": None,
     "hookTimeoutSeconds": "2",
     "agentThreads": "4",
+    "streaming": "release",
     "mode": True,
     "router": ["judge"],
     "tracing": "yes",

@@ -32,9 +32,17 @@ from replyguard.config._json_file import (
 )
 from replyguard.config._keys import ENV_PREFIX, MASK, ApiKey, key_values, resolved_key
 from replyguard.config._router import RouterConfig
+from replyguard.config._streaming import StreamingConfig
 from replyguard.errors import ConfigError, ReplyguardError
 
-__all__ = ["ENV_PREFIX", "MASK", "CircuitBreakerConfig", "RunKind", "VerifierConfig"]
+__all__ = [
+    "ENV_PREFIX",
+    "MASK",
+    "CircuitBreakerConfig",
+    "RunKind",
+    "StreamingConfig",
+    "VerifierConfig",
+]
 DEFAULT_TRIGGER_KEYWORDS = ("done", "completed", "finished", "ready", "here you go")
 REASONING_JUDGE_MAX_TOKENS = 4096
 
@@ -94,6 +102,7 @@ class RunKind(BaseModel):
     judge_after_checks: JudgeAfterChecks | None = None
     deliver: Deliver | None = None
     on_exhausted: OnExhausted | None = None
+    streaming: StreamingConfig | None = None
 
     def overrides(self) -> dict[str, Any]:
         """The keys this profile sets (an explicit null included), as attribute names."""
@@ -190,6 +199,10 @@ class VerifierConfig(BaseModel):
     agent_threads: int = Field(default=32, ge=1, le=1024)
     """Threads of the verifier's own pool for sync agent callables (asyncio's default executor
     stays free for checks and the host); more sync agents at once wait for a thread."""
+    streaming: StreamingConfig = StreamingConfig.model_construct()
+    """How ``Verifier.stream`` delivers a streamed reply: ``mode`` (``"buffer"`` or
+    ``"release"``) and ``holdBackChars`` (docs/streaming.md). A run kind's ``streaming``
+    replaces the whole object."""
 
     @model_validator(mode="before")
     @classmethod

@@ -236,6 +236,14 @@ class _Run:
 
     async def verify(self, agent: Agent, messages: Messages, reply: Reply) -> Outcome:
         """From the first reply to the delivered one."""
+        decided = await self.gate(reply)
+        if decided is not None:
+            return decided
+        return await self.loop(agent, messages, reply)
+
+    async def gate(self, reply: Reply) -> Outcome | None:
+        """The outcome of a turn whose first reply is not judged (disabled, skipped, not
+        triggered, refused), or None when it is: then the turn's clock starts."""
         config, turn, v = self.config, self.turn, self.v
         if not config.enabled:
             self.attempts.append(Attempt(number=1, reply=reply))
@@ -257,58 +265,19 @@ class _Run:
             return await self.finish(Status.FAILED_OPEN, reply, Reason.SAME_FAMILY)
         if config.max_latency_ms is not None:
             self.deadline = time.monotonic() + config.max_latency_ms / 1000
-        return await self.loop(agent, messages, reply)
+        return None
 
     async def loop(self, agent: Agent, messages: Messages, reply: Reply) -> Outcome:
-        config, turn, events = self.config, self.turn, self.v.events
         feedback_so_far: list[str] = []
-        for number in range(1, config.max_attempts + 1):
-            left = self.time_left()
-            if left is not None and left <= 0:
-                return await self.finish(
-                    Status.FAILED_OPEN, self.delivery(reply), Reason.LATENCY_BUDGET
-                )
-            judged_reply = _with_turn_ledger(reply, self.attempts)
-            step = Step(
-                self.profile, turn, judged_reply, tuple(feedback_so_far), number, self.deadline
-            )
-            tracing = self.v.tracing
-            with tracing.span("replyguard.attempt") as span:
-                span.set({"replyguard.attempt": number})
-                verdict, results = await self.v.assessor.assess(step)
-                span.record(verdict_attributes, verdict, tracing.log_content)
-            if verdict.model is not None:
-                self.last_judge_cost = verdict.cost_usd
-            previous = self.attempts[-1] if self.attempts else None
-            attempt = Attempt(number=number, reply=reply, verdict=verdict, checks=results)
-            self.attempts.append(attempt)
-            await self.hook("on_verdict", attempt)
-            reason = verdict.fail_open_reason
-            if reason is not None:
-                delivered = self.delivery(reply) if reason == Reason.LATENCY_BUDGET else reply
-                return await self.finish(Status.FAILED_OPEN, delivered, reason)
-            if verdict.passed:
-                return await self.finish(Status.PASSED, reply, awaiting=verdict.awaiting_user)
-            if config.mode == "shadow":  # judged and logged; the reply goes out unchanged
-                return await self.finish(Status.FLAGGED, reply)
-            if _stagnant(previous, attempt):
-                return await self.finish(Status.EXHAUSTED, self.delivery(reply), Reason.STAGNANT)
-            if number == config.max_attempts:
-                return await self.finish(Status.EXHAUSTED, self.delivery(reply))
-            if not self.can_afford_another():
-                return await self.finish(
-                    Status.FAILED_OPEN, self.delivery(reply), Reason.COST_BUDGET
-                )
-            feedback = feedback_message(verdict, heartbeat=self.turn.heartbeat)
-            feedback_so_far.append(_feedback_line(verdict))
-            events.info(
-                "retry",
-                turn_id=turn.id,
-                attempt=number + 1,
-                category=verdict.category,
-                **({"feedback": feedback} if config.log_content else {}),
-            )
-            await self.hook("on_retry", attempt, feedback)
+        for number in range(1, self.config.max_attempts + 1):
+            late = await self.out_of_time(reply)
+            if late is not None:
+                return late
+            attempt = await self.judged(number, reply, feedback_so_far)
+            ended = await self.settle(attempt)
+            if ended is not None:
+                return ended
+            feedback = await self.feedback(attempt, feedback_so_far)
             messages = [
                 *messages,
                 {"role": "assistant", "content": reply.text},
@@ -320,26 +289,109 @@ class _Run:
             reply = retried
         raise AssertionError("unreachable: the loop returns on its last attempt")
 
+    async def out_of_time(self, reply: Reply) -> Outcome | None:
+        """The outcome when the turn's deadline has passed before the next judgement."""
+        left = self.time_left()
+        if left is not None and left <= 0:
+            return await self.finish(
+                Status.FAILED_OPEN, self.delivery(reply), Reason.LATENCY_BUDGET
+            )
+        return None
+
+    async def judged(self, number: int, reply: Reply, feedback_so_far: Sequence[str]) -> Attempt:
+        """Checks and judge on attempt ``number``, recorded."""
+        judged_reply = _with_turn_ledger(reply, self.attempts)
+        step = Step(
+            self.profile, self.turn, judged_reply, tuple(feedback_so_far), number, self.deadline
+        )
+        tracing = self.v.tracing
+        with tracing.span("replyguard.attempt") as span:
+            span.set({"replyguard.attempt": number})
+            verdict, results = await self.v.assessor.assess(step)
+            span.record(verdict_attributes, verdict, tracing.log_content)
+        if verdict.model is not None:
+            self.last_judge_cost = verdict.cost_usd
+        return await self.record(
+            Attempt(number=number, reply=reply, verdict=verdict, checks=results)
+        )
+
+    async def record(self, attempt: Attempt) -> Attempt:
+        """Add a decided attempt to the turn (and tell ``on_verdict``)."""
+        self.attempts.append(attempt)
+        await self.hook("on_verdict", attempt)
+        return attempt
+
+    async def settle(self, attempt: Attempt) -> Outcome | None:
+        """The outcome the last recorded attempt's verdict ends the turn with, or None to retry."""
+        config, reply, verdict = self.config, attempt.reply, attempt.verdict
+        assert verdict is not None  # a recorded attempt is a judged one
+        previous = self.attempts[-2] if len(self.attempts) > 1 else None
+        reason = verdict.fail_open_reason
+        if reason is not None:
+            delivered = self.delivery(reply) if reason == Reason.LATENCY_BUDGET else reply
+            return await self.finish(Status.FAILED_OPEN, delivered, reason)
+        if verdict.passed:
+            return await self.finish(Status.PASSED, reply, awaiting=verdict.awaiting_user)
+        if config.mode == "shadow":  # judged and logged; the reply goes out unchanged
+            return await self.finish(Status.FLAGGED, reply)
+        if _stagnant(previous, attempt):
+            return await self.finish(Status.EXHAUSTED, self.delivery(reply), Reason.STAGNANT)
+        if attempt.number == config.max_attempts:
+            return await self.finish(Status.EXHAUSTED, self.delivery(reply))
+        if not self.can_afford_another():
+            return await self.finish(Status.FAILED_OPEN, self.delivery(reply), Reason.COST_BUDGET)
+        return None
+
+    async def feedback(self, attempt: Attempt, feedback_so_far: list[str]) -> str:
+        """The retry message for a failed attempt (noted in ``feedback_so_far``, logged, and
+        given to ``on_retry``)."""
+        verdict = attempt.verdict
+        assert verdict is not None
+        feedback = feedback_message(verdict, heartbeat=self.turn.heartbeat)
+        feedback_so_far.append(_feedback_line(verdict))
+        self.v.events.info(
+            "retry",
+            turn_id=self.turn.id,
+            attempt=attempt.number + 1,
+            category=verdict.category,
+            **({"feedback": feedback} if self.config.log_content else {}),
+        )
+        await self.hook("on_retry", attempt, feedback)
+        return feedback
+
     async def retry(
         self, agent: Agent, messages: Messages, number: int, previous: Reply
     ) -> Reply | Outcome:
         """The agent's next reply, or the outcome when the retry itself ends the turn."""
-        events, left = self.v.events, self.time_left()
         try:
-            async with asyncio.timeout(left):
+            async with asyncio.timeout(self.time_left()):
                 retry = await call_agent(agent, messages, self.v.agent_pool)
         except TimeoutError:
-            events.warning("agent_retry_timed_out", turn_id=self.turn.id, attempt=number)
-            delivered = self.delivery(previous)
-            return await self.finish(Status.FAILED_OPEN, delivered, Reason.LATENCY_BUDGET)
+            return await self.retry_timed_out(number, previous)
         except Exception as exc:
-            events.warning(
-                "agent_retry_failed",
-                turn_id=self.turn.id,
-                attempt=number,
-                error=describe_error(exc, events.secrets),
-            )
-            return await self.finish(Status.FAILED_OPEN, previous, Reason.AGENT_ERROR)
+            return await self.retry_failed(exc, number, previous)
+        return await self.accept(retry, number, previous)
+
+    async def retry_timed_out(self, number: int, previous: Reply) -> Outcome:
+        """The outcome when the turn's deadline passes while the agent retries."""
+        self.v.events.warning("agent_retry_timed_out", turn_id=self.turn.id, attempt=number)
+        delivered = self.delivery(previous)
+        return await self.finish(Status.FAILED_OPEN, delivered, Reason.LATENCY_BUDGET)
+
+    async def retry_failed(self, exc: Exception, number: int, previous: Reply) -> Outcome:
+        """The outcome when the agent fails on a retry: the previous reply, failing open."""
+        events = self.v.events
+        events.warning(
+            "agent_retry_failed",
+            turn_id=self.turn.id,
+            attempt=number,
+            error=describe_error(exc, events.secrets),
+        )
+        return await self.finish(Status.FAILED_OPEN, previous, Reason.AGENT_ERROR)
+
+    async def accept(self, retry: Reply, number: int, previous: Reply) -> Reply | Outcome:
+        """A retry's reply to judge, or the outcome when what it is ends the turn (a tool-call
+        step, an empty or error reply, the previous reply again)."""
         skip = skip_reason(retry)
         if skip is not None:
             self.attempts.append(Attempt(number=number, reply=retry, skip_reason=skip))

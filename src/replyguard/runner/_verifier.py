@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from replyguard._workspace import Workspace
@@ -40,6 +40,7 @@ from replyguard.runner._hooks import Hook, Hooks
 from replyguard.runner._preflight import config_findings
 from replyguard.runner._preload import start_preload
 from replyguard.runner._run import TurnParts, _Run
+from replyguard.runner._stream import stream_events
 from replyguard.runner._sync import SyncLoop
 from replyguard.telemetry._events import Events
 from replyguard.telemetry._ledger import Ledger
@@ -50,7 +51,7 @@ from replyguard.telemetry._tracing import (
     turn_attributes,
     verdict_attributes,
 )
-from replyguard.types import Outcome, Reason, Reply, Turn, Verdict
+from replyguard.types import Outcome, Reason, Reply, StreamEvent, Turn, Verdict
 
 # How much longer than the longest judgement ``aclose`` waits for judge calls in flight.
 _DRAIN_MARGIN = 1.0
@@ -305,3 +306,17 @@ class Verifier:
                 raise
             span.record(outcome_attributes, outcome)
             return outcome
+
+    def stream(self, agent: Agent, turn: Turn) -> AsyncIterator[StreamEvent]:
+        """Run a streaming ``agent`` for ``turn``; its reply as events, verified on the way.
+
+        ``agent(messages)`` returns an async iterator of text deltas (``str``, or litellm /
+        OpenAI stream chunks), and may yield a ``RunMeta`` or ``Reply`` after its text. The
+        events are ``Delta(text)`` for the user, ``Retract(attempt, reason)`` when text already
+        shown must go (the deltas after it replace it), and a last ``Done(outcome)`` with the
+        ``Outcome`` that ``run`` gives: the deltas after the last ``Retract`` spell exactly its
+        ``response``. ``streaming.mode`` (``"buffer"``, ``"release"``) decides what is shown
+        before the reply is judged (docs/streaming.md). Closing the iterator (``aclose``, or
+        cancelling its consumer) closes the agent's stream and any judge call in flight.
+        """
+        return stream_events(self._parts, turn, self._profile(turn), agent, self._sync.note_host)

@@ -1,0 +1,448 @@
+"""``Verifier.stream``: one verified turn whose replies are streamed to the user.
+
+The turn is the one ``Verifier.run`` plays (a ``_Run``: the same gate, checks, judge, retries,
+budgets and fail-open, and the same ``Outcome``); only how each reply is read and shown
+differs. Each attempt's text is read from the agent's stream as it comes and:
+
+- ``"buffer"`` mode holds it until the turn is decided, then releases the delivered reply;
+- ``"release"`` mode shows it as it comes, but for the last ``holdBackChars`` characters (and
+  any an incremental check has not decided yet); a reply rejected after some of it was shown
+  is withdrawn with a ``Retract`` before the retry's text.
+
+A turn that cannot be judged (verification off, a trigger that cannot fire, a refused judge)
+is passed through as it comes, in either mode. While an attempt that will surely be judged
+streams, the incremental checks (``replyguard.checks.incremental``) scan each new piece; the
+first violation closes the agent's stream at once and starts the retry with the check's
+feedback, without a judge call.
+
+Whatever happens, the text of the ``Delta`` events after the last ``Retract`` is exactly the
+``Outcome``'s ``response``: the end of the turn emits whatever is needed to make it so (the
+held text, or a ``Retract`` and the delivered reply). Trouble inside replyguard fails open: the
+text held is released and the rest of the agent's stream passes through. The caller closing
+the stream (or being cancelled) closes the agent's stream and any judge call in flight; no
+task is left behind, for none is started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from replyguard.checks.base import Check
+from replyguard.checks.incremental import PrefixScanner, scanners_for
+from replyguard.checks.running import checks_verdict
+from replyguard.errors import VerificationExhausted
+from replyguard.runner._agents import Agent, Messages
+from replyguard.runner._run import TurnParts, _Run, _sampled_in
+from replyguard.runner._stream_source import Collected, close_stream, open_stream
+from replyguard.telemetry._events import describe_error
+from replyguard.types import (
+    Attempt,
+    Delta,
+    Done,
+    Outcome,
+    Reason,
+    Reply,
+    Retract,
+    Status,
+    StreamEvent,
+    Turn,
+)
+
+
+class _AgentFailed(Exception):
+    """The agent's stream raised (or yielded something that is not text): its error, kept."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class _Reading:
+    """One attempt being read: its stream, text, scanners, and what of it has been shown."""
+
+    __slots__ = (
+        "collected",
+        "cut",
+        "cut_by",
+        "failed",
+        "held",
+        "number",
+        "released",
+        "scanners",
+        "stream",
+        "timed_out",
+    )
+
+    def __init__(self, number: int, scanners: list[tuple[str, PrefixScanner]]) -> None:
+        self.number = number
+        self.stream: Any = None
+        self.collected = Collected()
+        self.scanners = scanners
+        self.held = ""  # read but not shown (release mode)
+        self.released = 0  # characters shown
+        self.cut: Any = None  # the failing CheckResult that cut the stream short
+        self.cut_by = ""
+        self.failed: _AgentFailed | None = None
+        self.timed_out = False
+
+
+class StreamTurn:
+    """The events of one streamed turn; lives for one ``Verifier.stream``."""
+
+    def __init__(
+        self,
+        run: _Run,
+        agent: Agent,
+        checks: tuple[Check, ...],
+        note_host: Callable[[asyncio.AbstractEventLoop], None],
+    ) -> None:
+        self.run = run
+        self.agent = agent
+        self.checks = checks
+        self.note_host = note_host
+        settings = run.config.streaming
+        self.release = settings.mode == "release"
+        self.hold = settings.hold_back_chars
+        self.shown: list[str] = []  # the deltas since the last Retract
+        self.shown_attempt = 0
+        self.readings: list[_Reading] = []
+
+    # -- what the turn will need -------------------------------------------------------------
+
+    def _foreseen(self) -> tuple[bool, bool]:
+        """(may the first reply be judged, will it surely be), known before it is read."""
+        run = self.run
+        config, turn = run.config, run.turn
+        if not config.enabled or run.v.families.refused(run.profile, turn):
+            return False, False
+        if turn.heartbeat:
+            return config.verify_heartbeat, config.verify_heartbeat
+        if config.verify_all:
+            sampled = _sampled_in(turn, config.sample_rate)
+            return sampled or bool(config.trigger_keywords), sampled
+        return bool(config.trigger_keywords), False
+
+    def _scanners(self, turn: Turn) -> list[tuple[str, PrefixScanner]]:
+        try:
+            return scanners_for(self.checks, turn)
+        except Exception as exc:  # an incremental check that cannot start: end-only checks
+            self._scanner_crashed("", exc)
+            return []
+
+    def _scanner_crashed(self, name: str, exc: Exception) -> None:
+        events = self.run.v.events
+        events.warning(
+            "incremental_check_crashed",
+            turn_id=self.run.turn.id,
+            check=name or None,
+            error=describe_error(exc, events.secrets),
+        )
+
+    # -- the events --------------------------------------------------------------------------
+
+    async def events(self) -> AsyncIterator[StreamEvent]:
+        """The turn's events; the last one is ``Done``."""
+        run = self.run
+        self.note_host(asyncio.get_running_loop())
+        messages: Messages = [*run.turn.history, {"role": "user", "content": run.turn.user_message}]
+        may_judge, surely = self._foreseen()
+        first = _Reading(1, self._scanners(run.turn) if surely else [])
+        self.readings.append(first)
+        # The agent's own error on the first attempt is the caller's, as in ``run``.
+        first.stream = await open_stream(self.agent, messages, run.v.agent_pool)
+        outcome: Outcome | None = None
+        try:
+            async for delta in self._read(first, guarded=may_judge):
+                yield delta
+            if first.failed is not None:
+                raise first.failed.error
+            reply = first.collected.reply()
+            outcome = await run.gate(reply)
+            if outcome is None:
+                async for event in self._loop(messages, first, reply):
+                    if isinstance(event, Outcome):
+                        outcome = event
+                    else:
+                        yield event
+        except VerificationExhausted:
+            raise
+        except Exception as exc:
+            if first.failed is not None and exc is first.failed.error:
+                raise
+            async for event in self._fail_open(self.readings[-1], exc):
+                yield event
+            return
+        assert outcome is not None  # the loop ends with one
+        for event in self._closing(outcome):
+            yield event
+        yield Done(outcome)
+
+    async def _loop(
+        self, messages: Messages, reading: _Reading, reply: Reply
+    ) -> AsyncIterator[StreamEvent | Outcome]:
+        """From the first reply (judged) to the outcome, which it yields last."""
+        run = self.run
+        feedback_so_far: list[str] = []
+        while True:
+            late = await run.out_of_time(reply)
+            if late is not None:
+                yield late
+                return
+            if reading.cut is not None:
+                verdict = checks_verdict((reading.cut,))
+                assert verdict is not None  # a cut is a failing result
+                attempt = await run.record(
+                    Attempt(
+                        number=reading.number, reply=reply, verdict=verdict, checks=(reading.cut,)
+                    )
+                )
+            else:
+                attempt = await run.judged(reading.number, reply, feedback_so_far)
+            ended = await run.settle(attempt)
+            if ended is not None:
+                yield ended
+                return
+            feedback = await run.feedback(attempt, feedback_so_far)
+            withdrawn = bool(self.shown) or reading.cut is not None
+            if self.shown:
+                yield self._retract(reading.number, _why(attempt))
+            # Retracted or cut-short text never enters the history the retry sees.
+            earlier = [] if withdrawn else [{"role": "assistant", "content": reply.text}]
+            messages = [*messages, *earlier, {"role": "user", "content": feedback}]
+            previous, number = reply, reading.number + 1
+            reading = _Reading(number, self._scanners(run.turn))
+            self.readings.append(reading)
+            try:
+                async with asyncio.timeout(run.time_left()):
+                    reading.stream = await open_stream(self.agent, messages, run.v.agent_pool)
+            except TimeoutError:
+                yield await run.retry_timed_out(number, previous)
+                return
+            except Exception as exc:
+                yield await run.retry_failed(exc, number, previous)
+                return
+            async for delta in self._read(reading, guarded=True):
+                yield delta
+            if reading.timed_out:
+                yield await run.retry_timed_out(number, previous)
+                return
+            if reading.failed is not None:
+                yield await run.retry_failed(reading.failed.error, number, previous)
+                return
+            reply = reading.collected.reply()
+            if reading.cut is None:
+                accepted = await run.accept(reply, number, previous)
+                if isinstance(accepted, Outcome):
+                    yield accepted
+                    return
+
+    def _retract(self, attempt: int, reason: str) -> Retract:
+        self.shown = []
+        return Retract(attempt, reason)
+
+    async def _read(self, reading: _Reading, *, guarded: bool) -> AsyncIterator[Delta]:
+        """Read one attempt's stream, showing what the mode allows; stops early on a
+        violation (``reading.cut``), an agent error (``reading.failed``) or the deadline, and
+        closes the stream, unless replyguard's own trouble leaves it to ``_fail_open``."""
+        keep_open = False
+        try:
+            async for delta in self._deltas(reading, guarded=guarded):
+                yield delta
+        except Exception:
+            keep_open = True  # the fail-open pass-through reads on
+            raise
+        finally:
+            if not keep_open:
+                await close_stream(reading.stream)
+
+    async def _deltas(self, reading: _Reading, *, guarded: bool) -> AsyncIterator[Delta]:
+        run = self.run
+        collected, scanners = reading.collected, reading.scanners
+        live = not guarded  # nothing to verify: every delta at once
+        release = self.release and guarded
+        hold = self.hold if scanners else 0
+        next_item = reading.stream.__anext__
+        shown = self.shown
+        self.shown_attempt = reading.number
+        deadline = run.deadline if reading.number > 1 else None
+        while True:
+            try:
+                if deadline is None:
+                    item = await next_item()
+                else:
+                    async with asyncio.timeout_at(_loop_time(deadline)):
+                        item = await next_item()
+                text = collected.text_of(item)
+            except StopAsyncIteration:
+                break
+            except TimeoutError:
+                reading.timed_out = True
+                return
+            except Exception as exc:
+                reading.failed = _AgentFailed(exc)
+                return
+            if not text:
+                continue
+            collected.add(text)
+            if live:
+                shown.append(text)
+                yield Delta(text)
+                continue
+            if scanners and self._scan(reading, text):
+                return
+            if release:
+                reading.held += text
+                limit = collected.length - hold
+                for _, scanner in scanners:
+                    pending = scanner.pending_from
+                    if pending is not None and pending < limit:
+                        limit = pending
+                if limit > reading.released:
+                    count = limit - reading.released
+                    out, reading.held = reading.held[:count], reading.held[count:]
+                    reading.released = limit
+                    shown.append(out)
+                    yield Delta(out)
+        if scanners and self._finish_scans(reading):
+            return
+        if release and reading.held:
+            out, reading.held = reading.held, ""
+            reading.released = collected.length
+            shown.append(out)
+            yield Delta(out)
+
+    def _scan(self, reading: _Reading, text: str) -> bool:
+        """Feed ``text`` to the attempt's scanners; True when one of them cut the stream."""
+        for entry in tuple(reading.scanners):
+            name, scanner = entry
+            try:
+                found = scanner.feed(text)
+            except Exception as exc:  # fail open: this check is left to the end
+                reading.scanners.remove(entry)
+                self._scanner_crashed(name, exc)
+                continue
+            if found is not None and not found.passed and not reading.collected.asks_tools:
+                return self._cut(reading, name, found)
+        return False
+
+    def _finish_scans(self, reading: _Reading) -> bool:
+        for entry in tuple(reading.scanners):
+            name, scanner = entry
+            try:
+                found = scanner.finish()
+            except Exception as exc:
+                reading.scanners.remove(entry)
+                self._scanner_crashed(name, exc)
+                continue
+            if found is not None and not found.passed and not reading.collected.asks_tools:
+                return self._cut(reading, name, found)
+        return False
+
+    def _cut(self, reading: _Reading, name: str, found: Any) -> bool:
+        reading.cut, reading.cut_by = found, name
+        self.run.v.events.info(
+            "stream_cut",
+            turn_id=self.run.turn.id,
+            attempt=reading.number,
+            check=name,
+            chars=reading.collected.length,
+        )
+        return True
+
+    # -- the end -------------------------------------------------------------------------------
+
+    def _closing(self, outcome: Outcome) -> list[StreamEvent]:
+        """What makes the deltas after the last ``Retract`` spell ``outcome.response``."""
+        response, shown = outcome.response, "".join(self.shown)
+        if response == shown:
+            return []
+        events: list[StreamEvent] = []
+        if not response.startswith(shown):
+            events.append(self._retract(self.shown_attempt, outcome.status.value))
+            shown = ""
+        rest = response[len(shown) :]
+        if not shown:
+            for reading in reversed(self.readings):
+                if reading.collected.length == len(rest) and reading.collected.text == rest:
+                    events.extend(Delta(part) for part in reading.collected.parts if part)
+                    return events
+        events.append(Delta(rest))
+        return events
+
+    async def _fail_open(self, reading: _Reading, exc: Exception) -> AsyncIterator[StreamEvent]:
+        """replyguard's own trouble: release what is held, pass the rest of the agent's stream
+        through untouched, and end with a ``failed_open`` outcome."""
+        run = self.run
+        events = run.v.events
+        events.error(
+            "stream_failed_open",
+            turn_id=run.turn.id,
+            attempt=reading.number,
+            error=describe_error(exc, events.secrets),
+        )
+        collected = reading.collected
+        text, shown = collected.text, "".join(self.shown)
+        if shown and not text.startswith(shown):
+            yield self._retract(self.shown_attempt, Status.FAILED_OPEN.value)
+            shown = ""
+        if text[len(shown) :]:
+            yield Delta(text[len(shown) :])
+        stream = reading.stream
+        if stream is not None and reading.failed is None and reading.cut is None:
+            try:
+                async for item in stream:
+                    piece = collected.text_of(item)
+                    if piece:
+                        collected.add(piece)
+                        yield Delta(piece)
+            except Exception as error:  # the agent's own: what came so far is the reply
+                events.warning(
+                    "agent_stream_failed",
+                    turn_id=run.turn.id,
+                    error=describe_error(error, events.secrets),
+                )
+            finally:
+                await close_stream(stream)
+        attempts = [a for a in run.attempts if a.number != reading.number]
+        attempts.append(Attempt(number=reading.number, reply=collected.reply()))
+        yield Done(
+            Outcome(
+                response=collected.text,
+                status=Status.FAILED_OPEN,
+                reason=Reason.INTERNAL_ERROR,
+                attempts=tuple(attempts),
+                cost_usd=sum(a.reply.meta.cost_usd or 0.0 for a in attempts),
+                latency_ms=(time.perf_counter() - run.started) * 1000,
+            )
+        )
+
+
+def _loop_time(deadline: float) -> float:
+    """A ``time.monotonic`` deadline on the running loop's clock."""
+    return asyncio.get_running_loop().time() + (deadline - time.monotonic())
+
+
+def _why(attempt: Attempt) -> str:
+    """A retract's reason: the failing check's name, else the FAIL category."""
+    verdict = attempt.verdict
+    failing = [r.name for r in attempt.checks if not r.passed]
+    if verdict is not None and verdict.decisive and failing:
+        return failing[0]
+    if verdict is not None and verdict.category is not None:
+        return str(verdict.category)
+    return "fail"
+
+
+def stream_events(
+    parts: TurnParts,
+    turn: Turn,
+    profile: Any,
+    agent: Agent,
+    note_host: Callable[[asyncio.AbstractEventLoop], None],
+) -> AsyncIterator[StreamEvent]:
+    """The events of one streamed turn (see the module's docstring)."""
+    run = _Run(parts, turn, profile, time.perf_counter())
+    return StreamTurn(run, agent, parts.assessor.checks, note_host).events()

@@ -1,0 +1,200 @@
+"""An agent's streamed reply, read piece by piece.
+
+``open_stream`` calls the agent (as ``call_agent`` would: a sync callable in the verifier's
+agent threads) and gives an async iterator of what it streams: ``str`` deltas, litellm /
+OpenAI stream chunks (``ModelResponseStream``, ``ChatCompletionChunk``, or their dict form),
+and, after the text, a ``RunMeta`` or ``Reply`` carrying the metadata a non-streaming agent
+returns. An agent that returns a plain ``str`` or ``Reply`` streams it as one piece; one that
+returns a sync iterator is read in the agent threads, piece by piece.
+
+``Collected`` keeps one attempt's text and what the stream said about it: the finish reason,
+tool calls asked for (a stream that ends in one is a tool-call step), the usage and cost of the
+final chunk, and the metadata yielded at the end (which wins over what the chunks said).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import inspect
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from replyguard.runner._agents import Agent, AgentPool, Messages, copy_messages
+from replyguard.types import Reply, RunMeta
+
+_END = object()
+
+
+async def open_stream(agent: Agent, messages: Messages, pool: AgentPool) -> AsyncIterator[Any]:
+    """Call ``agent`` on a copy of ``messages``; what it streams, as an async iterator."""
+    private = copy_messages(messages)
+    direct = (
+        inspect.iscoroutinefunction(agent)
+        or inspect.isasyncgenfunction(agent)
+        or inspect.iscoroutinefunction(getattr(agent, "__call__", None))  # noqa: B004
+        or inspect.isasyncgenfunction(getattr(agent, "__call__", None))  # noqa: B004
+    )
+    if direct:
+        result: Any = agent(private)
+    else:
+        context = contextvars.copy_context()
+        loop = asyncio.get_running_loop()
+        result = await loop.run_in_executor(pool.executor(), context.run, agent, private)
+    if inspect.isawaitable(result):
+        result = await result
+    if hasattr(result, "__anext__"):
+        return result  # type: ignore[no-any-return]
+    if hasattr(result, "__aiter__"):
+        return result.__aiter__()  # type: ignore[no-any-return]
+    if isinstance(result, str | Reply):
+        return _one(result)
+    if hasattr(result, "__iter__") and not isinstance(result, bytes | dict):
+        return _threaded(iter(result), pool)
+    raise TypeError(
+        f"a streaming agent must return an async iterator of text, not {type(result).__name__}"
+    )
+
+
+async def _one(value: str | Reply) -> AsyncIterator[Any]:
+    yield value
+
+
+async def _threaded(iterator: Iterator[Any], pool: AgentPool) -> AsyncIterator[Any]:
+    """A sync iterator read in the agent threads, so a blocking ``next`` never blocks the loop."""
+    loop = asyncio.get_running_loop()
+    try:
+        while True:
+            item = await loop.run_in_executor(pool.executor(), next, iterator, _END)
+            if item is _END:
+                return
+            yield item
+    finally:
+        close = getattr(iterator, "close", None)
+        if callable(close):
+            close()
+
+
+async def close_stream(stream: Any) -> None:
+    """Close an agent's stream (its provider call with it): ``aclose``, else ``close``. A
+    stream that fails to close is left to its owner: the turn goes on."""
+    with contextlib.suppress(Exception):
+        aclose = getattr(stream, "aclose", None)
+        close = aclose if callable(aclose) else getattr(stream, "close", None)
+        if callable(close):
+            result = close()
+            if inspect.isawaitable(result):
+                await result
+
+
+def _field(value: Any, name: str) -> Any:
+    if isinstance(value, dict):
+        return value.get(name)
+    return getattr(value, name, None)
+
+
+def _plain(value: Any) -> dict[str, Any] | None:
+    """Usage as a plain dict (a pydantic model's dump, a dict's copy)."""
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        return dict(value)
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        dumped = dump()
+        return dumped if isinstance(dumped, dict) else None
+    return None
+
+
+class Collected:
+    """One attempt's streamed text and metadata, gathered as the pieces come."""
+
+    __slots__ = ("_calls", "_cost", "_finish", "_given", "_usage", "length", "parts")
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.length = 0
+        self._finish: str | None = None
+        self._calls: set[Any] = set()
+        self._usage: dict[str, Any] | None = None
+        self._cost: float | None = None
+        self._given: RunMeta | None = None
+
+    def text_of(self, item: Any) -> str:
+        """The text ``item`` adds (``""`` for none), noting what else it says."""
+        if type(item) is str:
+            return item
+        if isinstance(item, str):
+            return str(item)
+        if isinstance(item, RunMeta):
+            self._given = item
+            return ""
+        if isinstance(item, Reply):
+            self._given = item.meta
+            return "" if self.parts else item.text
+        choices = _field(item, "choices")
+        if not isinstance(choices, list | tuple):
+            raise TypeError(
+                f"a streaming agent yielded {type(item).__name__}: not text, a stream chunk, "
+                "a RunMeta or a Reply"
+            )
+        self._chunk_extras(item)
+        if not choices:
+            return ""
+        choice = choices[0]
+        finish = _field(choice, "finish_reason")
+        if finish:
+            self._finish = str(finish)
+        delta = _field(choice, "delta")
+        if delta is None:
+            return ""
+        calls = _field(delta, "tool_calls")
+        if calls:
+            for position, call in enumerate(calls):
+                index = _field(call, "index")
+                self._calls.add(position if index is None else index)
+        content = _field(delta, "content")
+        return content if isinstance(content, str) else ""
+
+    def _chunk_extras(self, chunk: Any) -> None:
+        usage = _plain(_field(chunk, "usage"))
+        if usage:
+            self._usage = usage
+            cost = usage.get("cost")
+            if isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0:
+                self._cost = float(cost)
+        hidden = getattr(chunk, "_hidden_params", None)
+        if isinstance(hidden, dict):
+            cost = hidden.get("response_cost")
+            if isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0:
+                self._cost = float(cost)
+
+    def add(self, text: str) -> None:
+        self.parts.append(text)
+        self.length += len(text)
+
+    @property
+    def asks_tools(self) -> bool:
+        """Whether the stream has asked for a tool call (then it is a tool-call step)."""
+        return bool(self._calls)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+    def reply(self) -> Reply:
+        """The attempt as a ``Reply``: the text so far and the stream's metadata."""
+        found: dict[str, Any] = {}
+        if self._finish is not None:
+            found["stop_reason"] = self._finish
+        if self._calls:
+            found["pending_tool_calls"] = len(self._calls)
+        if self._usage is not None:
+            found["usage"] = self._usage
+        if self._cost is not None:
+            found["cost_usd"] = self._cost
+        given = self._given
+        if given is not None:
+            found.update({name: getattr(given, name) for name in given.model_fields_set})
+        return Reply(text=self.text, meta=RunMeta(**found) if found else RunMeta())

@@ -1,0 +1,324 @@
+"""``Verifier.stream``: the same turn as ``run``, its replies streamed (shipped fakes, no HTTP)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import pytest
+
+from replyguard import (
+    ConfigError,
+    Delta,
+    Done,
+    Outcome,
+    Reason,
+    Reply,
+    Retract,
+    RunMeta,
+    SkipReason,
+    Status,
+    Turn,
+    Verifier,
+    VerifierConfig,
+)
+from replyguard.testing import ScriptedAgent, ScriptedJudge, ScriptedStreamAgent
+
+TURN = Turn(user_message="When is the meeting?")
+FAIL = "FAIL [incomplete]: add the date"
+MODES = ("buffer", "release")
+
+
+async def collect(stream: AsyncIterator[Any]) -> list[Any]:
+    return [event async for event in stream]
+
+
+def delivered_text(events: Sequence[Any]) -> str:
+    """The text of the deltas after the last Retract."""
+    last = max((i for i, e in enumerate(events) if isinstance(e, Retract)), default=-1)
+    return "".join(e.text for e in events[last + 1 :] if isinstance(e, Delta))
+
+
+def outcome_of(events: Sequence[Any]) -> Outcome:
+    assert isinstance(events[-1], Done)
+    assert not any(isinstance(e, Done) for e in events[:-1])
+    return events[-1].outcome
+
+
+def checked(events: Sequence[Any]) -> Outcome:
+    """The outcome, once the stream's invariant holds for it."""
+    outcome = outcome_of(events)
+    assert delivered_text(events) == outcome.response
+    assert all(e.text for e in events if isinstance(e, Delta))
+    return outcome
+
+
+def verifier(make_config: Any, judge: ScriptedJudge, mode: str, **keys: Any) -> Verifier:
+    config = make_config(streaming={"mode": mode, "holdBackChars": 8}, **keys)
+    return Verifier(config, judge=judge, preload=False)
+
+
+# -- the same outcome as run ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_passing_reply_streams_to_the_same_outcome_as_run(
+    make_config: Any, mode: str
+) -> None:
+    pieces = ["The meeting ", "is on ", "Monday at 10."]
+    streamed = verifier(make_config, ScriptedJudge(["PASS"]), mode, verifyAll=True)
+    events = await collect(streamed.stream(ScriptedStreamAgent([pieces]), TURN))
+    outcome = checked(events)
+    ran = await verifier(make_config, ScriptedJudge(["PASS"]), mode, verifyAll=True).run(
+        ScriptedAgent(["".join(pieces)]), TURN
+    )
+    assert (outcome.status, outcome.response, len(outcome.attempts)) == (
+        ran.status,
+        ran.response,
+        len(ran.attempts),
+    )
+    assert not any(isinstance(e, Retract) for e in events)
+
+
+async def test_buffer_mode_shows_nothing_before_the_verdict(make_config: Any) -> None:
+    seen_by_judge: list[int] = []
+    events: list[Any] = []
+
+    def judge_answer(prompt: Any) -> str:
+        seen_by_judge.append(len(events))
+        return "PASS"
+
+    streamed = verifier(make_config, ScriptedJudge([judge_answer]), "buffer", verifyAll=True)
+    async for event in streamed.stream(ScriptedStreamAgent([["a", "b", "c"]]), TURN):
+        events.append(event)
+    assert seen_by_judge == [0]
+    assert [e.text for e in events if isinstance(e, Delta)] == ["a", "b", "c"]
+    assert checked(events).status == Status.PASSED
+
+
+async def test_release_mode_shows_text_before_the_verdict(make_config: Any) -> None:
+    shown_before_judge: list[str] = []
+    events: list[Any] = []
+
+    def judge_answer(prompt: Any) -> str:
+        shown_before_judge.append(delivered_text(events))
+        return "PASS"
+
+    streamed = verifier(make_config, ScriptedJudge([judge_answer]), "release", verifyAll=True)
+    async for event in streamed.stream(ScriptedStreamAgent([["Mon", "day ", "at 10."]]), TURN):
+        events.append(event)
+    assert shown_before_judge == ["Monday at 10."]
+    assert checked(events).response == "Monday at 10."
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_fail_retries_with_feedback_and_delivers_the_retry(
+    make_config: Any, mode: str
+) -> None:
+    judge = ScriptedJudge([FAIL, "PASS"])
+    agent = ScriptedStreamAgent([["The meeting ", "is soon."], ["It is on ", "2026-01-02."]])
+    events = await collect(verifier(make_config, judge, mode, verifyAll=True).stream(agent, TURN))
+    outcome = checked(events)
+    assert (outcome.status, outcome.response) == (Status.PASSED, "It is on 2026-01-02.")
+    assert [a.reply.text for a in outcome.attempts] == ["The meeting is soon.", outcome.response]
+    retracts = [e for e in events if isinstance(e, Retract)]
+    assert retracts == ([Retract(1, "incomplete")] if mode == "release" else [])
+    feedback = agent.calls[1][-1]
+    assert feedback["role"] == "user" and "add the date" in feedback["content"]
+
+
+async def test_a_retracted_reply_never_enters_the_retrys_history(make_config: Any) -> None:
+    agent = ScriptedStreamAgent([["Soon."], ["On 2026-01-02."]])
+    streamed = verifier(make_config, ScriptedJudge([FAIL, "PASS"]), "release", verifyAll=True)
+    await collect(streamed.stream(agent, TURN))
+    assert all("Soon." not in str(m.get("content")) for m in agent.calls[1])
+
+
+async def test_exhausted_turn_delivers_per_policy_and_the_deltas_follow(make_config: Any) -> None:
+    judge = ScriptedJudge([FAIL, "FAIL [incomplete]: still no date"])
+    agent = ScriptedStreamAgent([["First try."], ["Second try."]])
+    streamed = verifier(
+        make_config, judge, "release", verifyAll=True, maxAttempts=2, deliver="first"
+    )
+    events = await collect(streamed.stream(agent, TURN))
+    outcome = checked(events)
+    assert (outcome.status, outcome.response) == (Status.EXHAUSTED, "First try.")
+    assert events[-3:-1] == [Retract(2, "exhausted"), Delta("First try.")]
+
+
+# -- turns that are not judged ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_turn_that_cannot_be_judged_passes_through_as_it_comes(
+    make_config: Any, mode: str
+) -> None:
+    judge = ScriptedJudge([])
+    events: list[Any] = []
+    agent_progress: list[int] = []
+    agent = ScriptedStreamAgent([["one ", "two ", "three"]])
+    config = make_config(enabled=False, streaming={"mode": mode})
+    async for event in Verifier(config, judge=judge, preload=False).stream(agent, TURN):
+        events.append(event)
+        agent_progress.append(agent.pulled[0])
+    outcome = checked(events)
+    assert outcome.status == Status.DISABLED
+    assert agent_progress[:3] == [1, 2, 3]  # each delta shown as soon as it came
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_keyword_turn_is_decided_at_the_end(make_config: Any, mode: str) -> None:
+    judge = ScriptedJudge(["PASS"])
+    agent = ScriptedStreamAgent([["All ", "do", "ne."]])
+    events = await collect(verifier(make_config, judge, mode).stream(agent, TURN))
+    assert checked(events).status == Status.PASSED
+    judge.assert_exhausted()
+
+
+async def test_a_stream_ending_in_a_tool_call_is_a_tool_call_step(make_config: Any) -> None:
+    chunks = [
+        {"choices": [{"index": 0, "delta": {"content": "Let me look."}}]},
+        {
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {
+                        "tool_calls": [
+                            {"index": 0, "id": "c1", "function": {"name": "cal", "arguments": ""}}
+                        ]
+                    },
+                }
+            ]
+        },
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+    ]
+    judge = ScriptedJudge([])
+    events = await collect(
+        verifier(make_config, judge, "buffer", verifyAll=True).stream(
+            ScriptedStreamAgent([chunks]), TURN
+        )
+    )
+    outcome = checked(events)
+    assert (outcome.status, outcome.skip_reason, outcome.response) == (
+        Status.SKIPPED,
+        SkipReason.TOOL_CALLS,
+        "Let me look.",
+    )
+    assert outcome.attempts[0].reply.meta.pending_tool_calls == 1
+
+
+async def test_usage_and_cost_of_the_final_chunk_count_in_the_outcome(make_config: Any) -> None:
+    chunks = [
+        {"choices": [{"index": 0, "delta": {"content": "On Monday."}}]},
+        {
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 12, "completion_tokens": 3, "cost": 0.002},
+        },
+    ]
+    judge = ScriptedJudge(["PASS"], cost_usd=0.001)
+    streamed = verifier(make_config, judge, "buffer", verifyAll=True)
+    outcome = checked(await collect(streamed.stream(ScriptedStreamAgent([chunks]), TURN)))
+    meta = outcome.attempts[0].reply.meta
+    assert (meta.stop_reason, meta.usage, meta.cost_usd) == (
+        "stop",
+        {"prompt_tokens": 12, "completion_tokens": 3, "cost": 0.002},
+        0.002,
+    )
+    assert outcome.cost_usd == pytest.approx(0.003)
+
+
+async def test_metadata_yielded_after_the_text_wins(make_config: Any) -> None:
+    pieces = ["Sent it.", RunMeta(sent_via_messaging_tool=True, cost_usd=0.01)]
+    streamed = verifier(make_config, ScriptedJudge([]), "release", verifyAll=True)
+    outcome = checked(await collect(streamed.stream(ScriptedStreamAgent([pieces]), TURN)))
+    assert (outcome.status, outcome.skip_reason, outcome.cost_usd) == (
+        Status.SKIPPED,
+        SkipReason.MESSAGING_TOOL_SENT,
+        0.01,
+    )
+
+
+async def test_a_non_streaming_agent_is_one_delta(make_config: Any) -> None:
+    streamed = verifier(make_config, ScriptedJudge(["PASS"]), "release", verifyAll=True)
+    events = await collect(streamed.stream(ScriptedAgent([Reply(text="Monday.")]), TURN))
+    assert checked(events).response == "Monday."
+
+
+# -- failing open --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_judge_error_releases_the_reply(make_config: Any, mode: str) -> None:
+    judge = ScriptedJudge([RuntimeError("provider down")])
+    agent = ScriptedStreamAgent([["On ", "Monday."]])
+    events = await collect(verifier(make_config, judge, mode, verifyAll=True).stream(agent, TURN))
+    outcome = checked(events)
+    assert (outcome.status, outcome.reason, outcome.response) == (
+        Status.FAILED_OPEN,
+        Reason.JUDGE_ERROR,
+        "On Monday.",
+    )
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_retry_stream_that_errors_midway_delivers_the_previous_reply(
+    make_config: Any, mode: str
+) -> None:
+    agent = ScriptedStreamAgent([["Soon."], ["It is on ", RuntimeError("connection reset")]])
+    streamed = verifier(make_config, ScriptedJudge([FAIL]), mode, verifyAll=True)
+    events = await collect(streamed.stream(agent, TURN))
+    outcome = checked(events)
+    assert (outcome.status, outcome.reason, outcome.response) == (
+        Status.FAILED_OPEN,
+        Reason.AGENT_ERROR,
+        "Soon.",
+    )
+    assert agent.closed == 2
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_the_agents_error_on_the_first_attempt_is_the_callers(
+    make_config: Any, mode: str
+) -> None:
+    agent = ScriptedStreamAgent([["On ", ValueError("agent bug")]])
+    streamed = verifier(make_config, ScriptedJudge([]), mode, verifyAll=True)
+    with pytest.raises(ValueError, match="agent bug"):
+        await collect(streamed.stream(agent, TURN))
+    assert agent.closed == 1
+
+
+async def test_something_not_text_from_the_agent_is_its_error(make_config: Any) -> None:
+    streamed = verifier(make_config, ScriptedJudge([]), "buffer", verifyAll=True)
+    with pytest.raises(TypeError, match="streaming agent yielded int"):
+        await collect(streamed.stream(ScriptedStreamAgent([["On ", 42]]), TURN))
+
+
+# -- config -----------------------------------------------------------------------------------
+
+
+def test_streaming_defaults_to_buffer_with_a_documented_window() -> None:
+    config = VerifierConfig()
+    assert (config.streaming.mode, config.streaming.hold_back_chars) == ("buffer", 64)
+
+
+def test_a_run_kind_may_stream_differently() -> None:
+    config = VerifierConfig.from_dict(
+        {"runKinds": {"chat": {"streaming": {"mode": "release", "holdBackChars": 16}}}}
+    )
+    assert config.for_run_kind("chat").streaming.mode == "release"
+    assert config.for_run_kind(None).streaming.mode == "buffer"
+
+
+@pytest.mark.parametrize(
+    ("data", "key"),
+    [
+        ({"streaming": {"mode": "trickle"}}, "streaming.mode"),
+        ({"streaming": {"holdBackChars": -1}}, "streaming.holdBackChars"),
+        ({"streaming": {"holdBack": 3}}, "streaming.holdBack"),
+        ({"runKinds": {"chat": {"streaming": {"mode": 1}}}}, "runKinds.chat.streaming.mode"),
+    ],
+)
+def test_streaming_config_errors_name_the_key_inside_it(data: dict[str, Any], key: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        VerifierConfig.from_dict(data)
+    assert key in str(caught.value)
