@@ -8,14 +8,12 @@ function, or the example's own litellm agent pointed at the same server.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import httpx
@@ -23,22 +21,13 @@ import pytest
 
 from conftest import API_KEY
 from replyguard import Verifier, VerifierConfig
+from support.example_app import APP_FILE, load_example
 from support.provider_server import ANTHROPIC, OPENAI, ProviderServer, Seen, Step
 
-APP_FILE = Path(__file__).resolve().parents[2] / "examples" / "fastapi_backend" / "app.py"
 QUESTION = "Plan a three-day trip to Lisbon."
 SHORT = "Done: day 1 Alfama, day 2 Belém."
 FIXED = "Done: day 1 Alfama, day 2 Belém, day 3 Sintra."
 FAIL_ANSWER = "Only two days are planned.\nFAIL [incomplete]: add the third day."
-
-
-def load_example() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("fastapi_backend_app", APP_FILE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 example = load_example()

@@ -1,0 +1,253 @@
+"""``POST /chat/stream`` of the FastAPI example, over real HTTP: uvicorn serves the app on a
+loopback port and an httpx client reads the Server-Sent Events as they come.
+
+The judge is a real litellm call to the loopback provider server. The agents are async
+generators that wait on events the test sets, so "the client had it before the agent went on"
+is shown by the order things happened in, not by timing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+import pytest
+
+from conftest import API_KEY
+from replyguard import Verifier, VerifierConfig
+from support.example_app import load_example, serving
+from support.provider_server import ANTHROPIC, ProviderServer, Step
+
+example = load_example()
+
+QUESTION = "Plan a three-day trip to Lisbon."
+FIRST = "Done: day 1 Alfama, "
+SHORT = FIRST + "day 2 Belém."
+FIXED = "Done: day 1 Alfama, day 2 Belém, day 3 Sintra."
+FAIL_ANSWER = "Only two days are planned.\nFAIL [incomplete]: add the third day."
+WAIT = 5.0  # generous bound on a wait that ends at once when the code is right
+
+
+@pytest.fixture
+def release_config(provider: ProviderServer) -> dict[str, Any]:
+    """An Anthropic judge at the loopback server, every reply judged, text shown as it comes."""
+    return {
+        "enabled": True,
+        "verifyAll": True,
+        "model": ANTHROPIC.judge_model,
+        "agentModel": ANTHROPIC.agent_model,
+        "apiKey": API_KEY,
+        "apiBase": provider.url,
+        "timeoutSeconds": 10,
+        "streaming": {"mode": "release", "holdBackChars": 0},
+    }
+
+
+@asynccontextmanager
+async def chat_app(config: dict[str, Any], agent: Any) -> AsyncIterator[httpx.AsyncClient]:
+    """The example app with ``agent`` streaming, served by uvicorn; a client pointed at it."""
+    verifier = Verifier(VerifierConfig.from_dict(config))
+    app = example.create_app(verifier=verifier, agent=agent, streaming_agent=agent)
+    async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=WAIT) as client:
+        yield client
+
+
+async def sse_events(response: httpx.Response) -> AsyncIterator[tuple[str, Any]]:
+    """The (event name, JSON data) pairs of a Server-Sent Events body, as each one ends."""
+    name, data = "message", []
+    async for line in response.aiter_lines():
+        if line.startswith("event:"):
+            name = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].removeprefix(" "))
+        elif not line:
+            if data:
+                yield name, json.loads("\n".join(data))
+            name, data = "message", []
+
+
+def post_stream(client: httpx.AsyncClient, message: str, conversation: str = "c1") -> Any:
+    body = {"conversationId": conversation, "message": message}
+    return client.stream("POST", "/chat/stream", json=body)
+
+
+async def read_all(client: httpx.AsyncClient, message: str, conversation: str = "c1") -> list:
+    async with post_stream(client, message, conversation) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        return [event async for event in sse_events(response)]
+
+
+def text_of(events: list[tuple[str, Any]]) -> str:
+    """The text the user sees at the end: the deltas after the last retract."""
+    shown = ""
+    for name, data in events:
+        if name == "delta":
+            shown += data["text"]
+        elif name == "retract":
+            shown = ""
+    return shown
+
+
+class Gated:
+    """An agent that streams ``first``, waits until the test opens the gate, then streams the
+    rest; it records whether its stream was closed before it finished."""
+
+    def __init__(self, first: str, rest: str) -> None:
+        self.first, self.rest = first, rest
+        self.gate = asyncio.Event()
+        self.closed = asyncio.Event()
+        self.finished = False
+        self.calls: list[list[dict[str, Any]]] = []
+
+    async def __call__(self, messages: list[dict[str, Any]]) -> AsyncIterator[str]:
+        self.calls.append(messages)
+        try:
+            yield self.first
+            async with asyncio.timeout(WAIT):  # the test opens it once the client has `first`
+                await self.gate.wait()
+            yield self.rest
+            self.finished = True
+        finally:
+            if not self.finished:
+                self.closed.set()
+
+
+async def test_deltas_reach_the_client_while_the_agent_is_still_writing(
+    provider: ProviderServer, release_config: dict[str, Any]
+) -> None:
+    provider.push(Step(text="PASS"))
+    agent = Gated(FIRST, "day 2 Belém.")
+    received: list[tuple[str, Any]] = []
+    async with chat_app(release_config, agent) as client, post_stream(client, QUESTION) as response:
+        async for event in sse_events(response):
+            received.append(event)
+            if text_of(received) == FIRST:
+                # The agent is waiting for this: it has not written its second part yet.
+                assert not agent.finished and len(provider.seen) == 0
+                agent.gate.set()
+    names = [name for name, _ in received]
+    assert names[-1] == "done" and "retract" not in names
+    assert text_of(received) == SHORT
+    assert received[-1][1] | {"costUsd": 0} == {
+        "conversationId": "c1",
+        "reply": SHORT,
+        "status": "passed",
+        "reason": None,
+        "attempts": 1,
+        "costUsd": 0,
+    }
+
+
+async def test_a_failed_reply_is_retracted_and_the_retry_streamed_in_its_place(
+    provider: ProviderServer, release_config: dict[str, Any]
+) -> None:
+    provider.push(Step(text=FAIL_ANSWER), Step(text="PASS"))
+
+    async def agent(messages: list[dict[str, Any]]) -> AsyncIterator[str]:
+        if "third day" in str(messages[-1]["content"]):
+            for piece in ("Done: day 1 Alfama, ", "day 2 Belém, ", "day 3 Sintra."):
+                yield piece
+        else:
+            for piece in ("Done: day 1 Alfama, ", "day 2 Belém."):
+                yield piece
+
+    async with chat_app(release_config, agent) as client:
+        events = await read_all(client, QUESTION)
+    names = [name for name, _ in events]
+    retract = names.index("retract")
+    assert "".join(d["text"] for n, d in events[:retract] if n == "delta") == SHORT
+    assert events[retract][1] == {"attempt": 1, "reason": "incomplete"}
+    assert names.count("retract") == 1 and names[-1] == "done"
+    assert text_of(events) == FIXED
+    done = events[-1][1]
+    assert (done["reply"], done["status"], done["attempts"]) == (FIXED, "passed", 2)
+
+
+async def test_the_next_turn_sees_only_the_delivered_reply(
+    provider: ProviderServer, release_config: dict[str, Any]
+) -> None:
+    provider.push(Step(text=FAIL_ANSWER), Step(text="PASS"), Step(text="PASS"))
+    calls: list[list[dict[str, Any]]] = []
+
+    async def agent(messages: list[dict[str, Any]]) -> AsyncIterator[str]:
+        calls.append(messages)
+        if len(calls) == 1:
+            yield SHORT
+        elif len(calls) == 2:
+            yield FIXED
+        else:
+            yield "You are welcome."
+
+    async with chat_app(release_config, agent) as client:
+        await read_all(client, QUESTION)
+        events = await read_all(client, "Thanks, that is all.")
+    assert text_of(events) == "You are welcome."
+    assert calls[2] == [
+        {"role": "user", "content": QUESTION},
+        {"role": "assistant", "content": FIXED},
+        {"role": "user", "content": "Thanks, that is all."},
+    ]
+
+
+async def test_a_client_that_disconnects_while_the_agent_writes_stops_the_agent(
+    provider: ProviderServer, release_config: dict[str, Any]
+) -> None:
+    agent = Gated(FIRST, "never written")
+    async with chat_app(release_config, agent) as client:
+        async with post_stream(client, QUESTION) as response:
+            async for name, data in sse_events(response):
+                assert (name, data) == ("delta", {"text": FIRST})
+                break  # leaving the block closes the connection
+        async with asyncio.timeout(WAIT):
+            await agent.closed.wait()
+        # The conversation is free again, and keeps nothing of the abandoned turn.
+        provider.push(Step(text="PASS"))
+        agent.gate.set()
+        events = await read_all(client, "Again, please.")
+    assert agent.calls[1] == [{"role": "user", "content": "Again, please."}]
+    assert text_of(events) == FIRST + "never written"
+    assert len(provider.seen) == 1  # no judge call for the abandoned reply
+
+
+async def test_a_client_that_disconnects_during_the_judge_call_cancels_it(
+    provider: ProviderServer, release_config: dict[str, Any]
+) -> None:
+    provider.push(Step(text="PASS", delay=60))  # a judge that does not answer in time
+
+    async def agent(messages: list[dict[str, Any]]) -> AsyncIterator[str]:
+        yield SHORT
+
+    async with chat_app(release_config, agent) as client:
+        async with post_stream(client, QUESTION) as response:
+            async for name, data in sse_events(response):
+                assert (name, data) == ("delta", {"text": SHORT})
+                assert await provider.wait_for_requests(1, within=WAIT) == 1
+                assert provider.open_connections == 1
+                break
+        # The judge's connection is closed as soon as the client is gone, not after 60 s.
+        assert await provider.wait_for_open_connections(0, within=WAIT) == 0
+
+
+async def test_a_model_that_fails_its_first_reply_ends_the_stream_with_an_error_event(
+    release_config: dict[str, Any],
+) -> None:
+    async def broken(messages: list[dict[str, Any]]) -> AsyncIterator[str]:
+        raise ConnectionError("the chat model is down")
+        yield ""  # pragma: no cover - makes this an async generator
+
+    async with chat_app(release_config, broken) as client:
+        events = await read_all(client, QUESTION)
+    assert events == [("error", {"detail": "the chat model did not answer"})]
+
+
+async def test_the_page_is_served_at_the_root(release_config: dict[str, Any]) -> None:
+    async with chat_app(release_config, Gated("", "")) as client:
+        response = await client.get("/")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/html")
+    assert 'fetch("chat/stream"' in response.text
