@@ -3,7 +3,9 @@
 It speaks the OpenAI chat-completions wire format on ``.../chat/completions`` and the
 Anthropic messages format on ``.../messages``, answering each request from a script of
 ``Step`` values (text, status, delay, a body or raw bytes, a dropped connection, a stall in the
-middle of the body, or a listener that goes away). It runs its own event loop in a thread, so
+middle of the body, or a listener that goes away). An OpenAI request that asks for a stream
+(``"stream": true``) is answered with Server-Sent Events of ``chat.completion.chunk`` objects,
+one per piece of ``Step.chunks``, as OpenAI streams them. It runs its own event loop in a thread, so
 both ``await verifier.run`` and ``verifier.run_sync`` can use it, and sets ``TCP_NODELAY`` and
 writes each response in one send.
 
@@ -44,6 +46,10 @@ class Step:
     """Send the headers (with the full ``content-length``) and half the body, then nothing."""
     stop_listening: bool = False
     """After this answer, close the connection and the listener: later connections are refused."""
+    chunks: tuple[str, ...] | None = None
+    """A streamed answer's text pieces, each its own event (None: ``text`` in one piece)."""
+    stall_after: int | None = None
+    """A streamed answer sends this many pieces, then nothing until the client closes."""
 
 
 @dataclass
@@ -98,6 +104,28 @@ def openai_body(step: Step, model: str) -> dict[str, Any]:
             "total_tokens": step.prompt_tokens + step.completion_tokens,
         },
     }
+
+
+def openai_chunks(step: Step, model: str, *, usage: bool) -> list[dict[str, Any]]:
+    """A streamed OpenAI answer: a chunk per piece, the finish reason, then (when the request
+    asked for it with ``stream_options.include_usage``) the usage in a chunk of its own."""
+    pieces = step.chunks if step.chunks is not None else (step.text or "",)
+
+    def chunk(delta: dict[str, Any], finish: str | None) -> dict[str, Any]:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        return {
+            "id": "chatcmpl-test",
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [choice],
+        }
+
+    out = [chunk({"role": "assistant", "content": piece}, None) for piece in pieces]
+    out.append(chunk({}, "stop"))
+    if usage:
+        out.append({**chunk({}, None), "choices": [], "usage": openai_body(step, model)["usage"]})
+    return out
 
 
 def anthropic_body(step: Step, model: str) -> dict[str, Any]:
@@ -346,6 +374,10 @@ class ProviderServer:
             transport.abort()
             return False
         model = str(body.get("model", "unknown"))
+        streamed = body.get("stream") is True and not path.rstrip("/").endswith("/messages")
+        if streamed and step.body is None and step.status == 200:
+            await self._stream(reader, writer, step, model, body)
+            return True
         if step.body is not None:
             payload = step.body
         elif path.rstrip("/").endswith("/messages"):
@@ -373,6 +405,31 @@ class ProviderServer:
         writer.write(head_out.encode("latin-1") + b"\r\n" + payload)
         await writer.drain()
         return not step.stop_listening
+
+    async def _stream(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        step: Step,
+        model: str,
+        body: dict[str, Any],
+    ) -> None:
+        """Answer with Server-Sent Events, each written (chunked) as soon as it is made."""
+        usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+            b"transfer-encoding: chunked\r\n\r\n"
+        )
+        events = [f"data: {json.dumps(c)}\n\n" for c in openai_chunks(step, model, usage=usage)]
+        for sent, event in enumerate([*events, "data: [DONE]\n\n"]):
+            if sent == step.stall_after:
+                await self._until_closed(reader, None)
+                raise ConnectionError("the client closed a stalled stream")
+            data = event.encode()
+            writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            await writer.drain()
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
 
 
 @contextlib.contextmanager

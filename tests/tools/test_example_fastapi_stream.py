@@ -20,7 +20,7 @@ import pytest
 from conftest import API_KEY
 from replyguard import Verifier, VerifierConfig
 from support.example_app import load_example, serving
-from support.provider_server import ANTHROPIC, ProviderServer, Step
+from support.provider_server import ANTHROPIC, OPENAI, ProviderServer, Step
 
 example = load_example()
 
@@ -48,12 +48,17 @@ def release_config(provider: ProviderServer) -> dict[str, Any]:
 
 
 @asynccontextmanager
-async def chat_app(config: dict[str, Any], agent: Any) -> AsyncIterator[httpx.AsyncClient]:
+async def client_of(app: Any) -> AsyncIterator[httpx.AsyncClient]:
+    """``app`` served by uvicorn; a client pointed at it."""
+    async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=WAIT) as client:
+        yield client
+
+
+def chat_app(config: dict[str, Any], agent: Any) -> Any:
     """The example app with ``agent`` streaming, served by uvicorn; a client pointed at it."""
     verifier = Verifier(VerifierConfig.from_dict(config))
     app = example.create_app(verifier=verifier, agent=agent, streaming_agent=agent)
-    async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=WAIT) as client:
-        yield client
+    return client_of(app)
 
 
 async def sse_events(response: httpx.Response) -> AsyncIterator[tuple[str, Any]]:
@@ -251,3 +256,53 @@ async def test_the_page_is_served_at_the_root(release_config: dict[str, Any]) ->
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/html")
     assert 'fetch("chat/stream"' in response.text
+
+
+# -- the example's own litellm agent, streamed from the loopback provider ----------------------
+
+PIECES = ("Done: day 1 Alfama, ", "day 2 Belém, ", "day 3 Sintra.")
+
+
+def litellm_app(config: dict[str, Any], provider: ProviderServer) -> Any:
+    """The example app with its own litellm agents, the model being the loopback server."""
+    model, url = OPENAI.judge_model, provider.url
+    return example.create_app(
+        verifier=Verifier(VerifierConfig.from_dict(config)),
+        agent=example.litellm_agent(model, api_base=url, api_key=API_KEY),
+        streaming_agent=example.litellm_streaming_agent(model, api_base=url, api_key=API_KEY),
+        agent_model=model,
+    )
+
+
+async def test_the_litellm_agent_streams_the_models_chunks_as_deltas(
+    provider: ProviderServer, release_config: dict[str, Any]
+) -> None:
+    provider.respond_with(
+        lambda seen: Step(chunks=PIECES) if seen.path == OPENAI.path else Step(text="PASS")
+    )
+    async with client_of(litellm_app(release_config, provider)) as client:
+        events = await read_all(client, QUESTION)
+    assert [data["text"] for name, data in events if name == "delta"] == list(PIECES)
+    done = events[-1][1]
+    assert (done["reply"], done["status"], done["attempts"]) == (FIXED, "passed", 1)
+    assert done["costUsd"] > 0
+    agent_request = provider.seen[0].body
+    assert (agent_request["stream"], agent_request["stream_options"]) == (
+        True,
+        {"include_usage": True},
+    )
+
+
+async def test_a_client_that_disconnects_closes_the_models_stream(
+    provider: ProviderServer, release_config: dict[str, Any]
+) -> None:
+    provider.push(Step(chunks=PIECES, stall_after=1))  # one piece, then the model stalls
+    async with client_of(litellm_app(release_config, provider)) as client:
+        async with post_stream(client, QUESTION) as response:
+            async for name, data in sse_events(response):
+                assert (name, data) == ("delta", {"text": PIECES[0]})
+                assert provider.open_connections == 1
+                break
+        # The model's connection closes with the client's: no more tokens are paid for.
+        assert await provider.wait_for_open_connections(0, within=WAIT) == 0
+    assert [seen.path for seen in provider.seen] == [OPENAI.path]  # and no judge call
