@@ -61,6 +61,14 @@ def output_text(output: Any) -> str:
     return pydantic_core.to_json(output, fallback=str).decode()
 
 
+def retry_conversation(turn: Turn, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What ``Verifier.stream`` added after the turn's user message when it asks for a retry:
+    the feedback last, and before it each earlier reply the user was not shown and its feedback
+    (a reply withdrawn with a ``Retract``, or cut short, is left out: it never enters the
+    history the retry sees)."""
+    return messages[len(turn.history) + 1 :]
+
+
 def retry_feedback(messages: list[dict[str, Any]]) -> str:
     """The feedback of a retry: the last message ``Verifier.run`` hands the agent."""
     content = messages[-1].get("content")
@@ -84,6 +92,11 @@ class Attempts(Generic[R]):
     def last(self) -> R:
         """The newest result (there is one once the agent was called)."""
         return self._results[-1][1]
+
+    def find(self, outcome: Outcome) -> R | None:
+        """``delivered(outcome)``, or None when no attempt was recorded (a streamed attempt is
+        recorded only once its stream ran to its end)."""
+        return self.delivered(outcome) if self._results else None
 
     def delivered(self, outcome: Outcome) -> R:
         """The newest result whose text is the delivered response, else the newest result.

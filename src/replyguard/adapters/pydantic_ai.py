@@ -10,7 +10,11 @@ Two ways in, both failing open like the core:
 - ``VerifiedAgent(agent, verifier)`` runs the agent through ``Verifier.run``: triggers,
   budgets and hooks apply, and each retry continues the conversation (``message_history``)
   with the feedback as the next user prompt. ``run`` returns a ``VerifiedRunResult`` holding the
-  delivered ``AgentRunResult`` and the ``Outcome``.
+  delivered ``AgentRunResult`` and the ``Outcome``. ``run_stream_events`` streams instead:
+  each attempt is an ``Agent.run_stream`` whose text goes through ``Verifier.stream``, and
+  comes out as pydantic-ai's own ``PartStartEvent`` / ``PartDeltaEvent`` (a ``TextPart``),
+  with a ``Retract`` when text already shown is withdrawn, and a ``VerifiedStreamedRunResult``
+  last.
 
     agent = Agent(model, output_validators=...)
     agent.output_validator(judge_output_validator(verifier))
@@ -18,7 +22,8 @@ Two ways in, both failing open like the core:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -28,13 +33,18 @@ try:
         ModelMessage,
         ModelRequest,
         ModelResponse,
+        PartDeltaEvent,
+        PartStartEvent,
         RetryPromptPart,
         SystemPromptPart,
+        TextPart,
+        TextPartDelta,
         ToolCallPart,
         ToolReturnPart,
         UserContent,
         UserPromptPart,
     )
+    from pydantic_ai.result import StreamedRunResult
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
         "replyguard.adapters.pydantic_ai needs pydantic-ai: pip install 'replyguard[pydantic-ai]'"
@@ -48,15 +58,22 @@ from replyguard.adapters._shared import (
     judge_output,
     make_turn,
     output_text,
+    retry_conversation,
     retry_feedback,
     turn_defaults,
 )
 from replyguard.runner._feedback import feedback_message
 from replyguard.runner._verifier import Verifier
 from replyguard.telemetry._events import Events
-from replyguard.types import Outcome, Reply, RunMeta, ToolCallRecord
+from replyguard.types import Delta, Outcome, Reply, Retract, RunMeta, ToolCallRecord
 
-__all__ = ["VerifiedAgent", "VerifiedRunResult", "judge_output_validator", "openai_messages"]
+__all__ = [
+    "VerifiedAgent",
+    "VerifiedRunResult",
+    "VerifiedStreamedRunResult",
+    "judge_output_validator",
+    "openai_messages",
+]
 
 DepsT = TypeVar("DepsT")
 OutputT = TypeVar("OutputT")
@@ -112,6 +129,19 @@ def openai_messages(messages: Sequence[ModelMessage]) -> list[dict[str, Any]]:
             out.extend(_request_messages(message))
         else:
             out.append(_response_message(message))
+    return out
+
+
+def model_messages(messages: Sequence[dict[str, Any]]) -> list[ModelMessage]:
+    """OpenAI-style user and assistant messages with text content as pydantic-ai messages."""
+    out: list[ModelMessage] = []
+    for message in messages:
+        content = message.get("content")
+        text = content if isinstance(content, str) else ""
+        if message.get("role") == "assistant":
+            out.append(ModelResponse(parts=[TextPart(text)]))
+        else:
+            out.append(ModelRequest(parts=[UserPromptPart(text)]))
     return out
 
 
@@ -202,6 +232,33 @@ class VerifiedRunResult(VerifiedResult[AgentRunResult[OutputT]]):
         return self.all_messages()[self.history_length :]
 
 
+@dataclass(frozen=True)
+class VerifiedStreamedRunResult(VerifiedResult[StreamedRunResult[Any, Any] | None]):
+    """The last item of ``VerifiedAgent.run_stream_events``: the ``StreamedRunResult`` of the
+    delivered attempt (None if none ran to its end) and the ``Outcome``."""
+
+    history_length: int
+    """How many messages of ``all_messages()`` were given as ``message_history``."""
+
+    @property
+    def output(self) -> str:
+        """The delivered text (``outcome.response``)."""
+        return self.outcome.response
+
+    def all_messages(self) -> list[ModelMessage]:
+        """The conversation up to the delivered output, for the next ``message_history``. A
+        withdrawn reply is not part of it."""
+        return self.result.all_messages() if self.result is not None else []
+
+    def new_messages(self) -> list[ModelMessage]:
+        """The messages of this verified run, after the history."""
+        return self.all_messages()[self.history_length :]
+
+
+StreamedItem = PartStartEvent | PartDeltaEvent | Retract | VerifiedStreamedRunResult
+"""What ``VerifiedAgent.run_stream_events`` yields."""
+
+
 class VerifiedAgent(Generic[DepsT, OutputT]):
     """A pydantic-ai ``Agent`` whose ``run`` and ``run_sync`` go through ``Verifier.run``.
 
@@ -263,3 +320,65 @@ class VerifiedAgent(Generic[DepsT, OutputT]):
     ) -> VerifiedRunResult[OutputT]:
         """``run`` for code without an event loop (on the verifier's ``run_sync`` loop)."""
         return self._prepare(user_prompt, message_history, run_kwargs).run_sync(self.verifier)
+
+    async def run_stream_events(
+        self,
+        user_prompt: Prompt,
+        *,
+        message_history: Sequence[ModelMessage] | None = None,
+        **run_kwargs: Any,
+    ) -> AsyncIterator[StreamedItem]:
+        """Stream a verified run of an agent with text output, as ``Verifier.stream`` shows it.
+
+        Each attempt is an ``Agent.run_stream`` (tools run as usual; the text of its final
+        response streams). The text the user may see comes as pydantic-ai's own events: a
+        ``PartStartEvent`` with a ``TextPart`` (index 0) for the first piece, then
+        ``PartDeltaEvent`` with a ``TextPartDelta``. A ``Retract`` means the text shown so far
+        is withdrawn: clear it; the next piece is a new ``PartStartEvent`` at index 0, which
+        replaces the part, as pydantic-ai's protocol says. The last item is a
+        ``VerifiedStreamedRunResult``. A retry runs on the history, the prompt, the replies the
+        user did not see and the feedback (``streaming.mode`` decides what is shown). Closing
+        the iterator closes the agent's run and any judge call in flight.
+        """
+        history = list(message_history or [])
+        turn = make_turn(prompt_text(user_prompt), openai_messages(history), self._fields)
+        attempts: Attempts[StreamedRunResult[Any, Any]] = Attempts()
+        calls = 0
+
+        async def attempt(messages: list[dict[str, Any]]) -> AsyncIterator[str | RunMeta]:
+            nonlocal calls
+            calls += 1
+            prompt: Prompt = user_prompt
+            before = history
+            if calls > 1:
+                added = retry_conversation(turn, messages)
+                asked = ModelRequest(parts=[UserPromptPart(user_prompt)])
+                prompt, before = (
+                    retry_feedback(messages),
+                    [*history, asked, *model_messages(added[:-1])],
+                )
+            pieces: list[str] = []
+            async with self.agent.run_stream(
+                prompt, message_history=before, **run_kwargs
+            ) as result:
+                async for piece in result.stream_text(delta=True, debounce_by=None):
+                    pieces.append(piece)
+                    yield piece
+            attempts.add("".join(pieces), result)
+            yield RunMeta(tool_calls=tool_ledger(result.new_messages()), usage=_usage(result.usage))
+
+        showing = False
+        async with aclosing(self.verifier.stream(attempt, turn)) as events:
+            async for event in events:
+                if isinstance(event, Delta):
+                    if showing:
+                        yield PartDeltaEvent(index=0, delta=TextPartDelta(event.text))
+                    else:
+                        showing = True
+                        yield PartStartEvent(index=0, part=TextPart(event.text))
+                elif isinstance(event, Retract):
+                    showing = False
+                    yield event
+                else:
+                    found = attempts.find(event.outcome)
+                    yield VerifiedStreamedRunResult(found, event.outcome, len(history))
