@@ -15,24 +15,27 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 import pydantic_core
 
 from replyguard.gate._prechecks import skip_reason
 from replyguard.runner._sync import blocked_context
 from replyguard.telemetry._events import Events, describe_error
-from replyguard.types import Outcome, Reply, Turn, Verdict
+from replyguard.types import Outcome, Reply, StreamEvent, Turn, Verdict
 
 if TYPE_CHECKING:
+    from replyguard.runner._agents import Agent
     from replyguard.runner._verifier import Verifier
 
 R = TypeVar("R")
 T = TypeVar("T")
 AttemptFn = Callable[[list[dict[str, Any]]], Awaitable[Reply]]
 """One attempt of a framework run, as ``Verifier.run`` calls it."""
+StreamingAttemptFn = Callable[[list[dict[str, Any]]], AsyncIterator[Any]]
+"""One streamed attempt, as ``Verifier.stream`` calls it: text pieces, then a ``RunMeta``."""
 
 _TURN_OWN_FIELDS = frozenset({"user_message", "history"})
 
@@ -123,6 +126,18 @@ class VerifiedResult(Generic[R]):
     def response(self) -> str:
         """The text to deliver (``outcome.response``: the output's text, or a check's repair)."""
         return self.outcome.response
+
+
+def stream_turn(
+    verifier: Verifier, attempt: StreamingAttemptFn, turn: Turn
+) -> AsyncGenerator[StreamEvent, None]:
+    """``verifier.stream(attempt, turn)``, to be closed with ``aclose`` (``aclosing``).
+
+    The casts only widen the declared types to what ``Verifier.stream`` does: it takes a
+    streaming agent, and returns an async generator.
+    """
+    events = verifier.stream(cast("Agent", attempt), turn)
+    return cast("AsyncGenerator[StreamEvent, None]", events)
 
 
 def blocking(work: Callable[[], T]) -> T:

@@ -60,6 +60,7 @@ from replyguard.adapters._shared import (
     output_text,
     retry_conversation,
     retry_feedback,
+    stream_turn,
     turn_defaults,
 )
 from replyguard.runner._feedback import feedback_message
@@ -368,7 +369,7 @@ class VerifiedAgent(Generic[DepsT, OutputT]):
             yield RunMeta(tool_calls=tool_ledger(result.new_messages()), usage=_usage(result.usage))
 
         showing = False
-        async with aclosing(self.verifier.stream(attempt, turn)) as events:
+        async with aclosing(stream_turn(self.verifier, attempt, turn)) as events:
             async for event in events:
                 if isinstance(event, Delta):
                     if showing:
