@@ -322,3 +322,298 @@ def test_streaming_config_errors_name_the_key_inside_it(data: dict[str, Any], ke
     with pytest.raises(ConfigError) as caught:
         VerifierConfig.from_dict(data)
     assert key in str(caught.value)
+
+
+# -- incremental checks cut a bad stream short ---------------------------------------------------
+
+
+def rules_config(make_config: Any, mode: str, **rules: Any) -> Any:
+    return make_config(
+        verifyAll=True,
+        checks=[{"type": "rules", **rules}],
+        streaming={"mode": mode, "holdBackChars": 8},
+    )
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_violation_closes_the_stream_at_once_and_retries_without_a_judge_call(
+    make_config: Any, mode: str
+) -> None:
+    judge = ScriptedJudge(["PASS"])  # for the retry only
+    agent = ScriptedStreamAgent(
+        [["Well, ", "as an ", "AI, ", "I cannot", " say more", " and more"], ["Monday at 10."]]
+    )
+    config = rules_config(make_config, mode, forbiddenPhrases=["as an AI"])
+    events = await collect(Verifier(config, judge=judge, preload=False).stream(agent, TURN))
+    outcome = checked(events)
+    assert (outcome.status, outcome.response) == (Status.PASSED, "Monday at 10.")
+    assert agent.pulled[0] == 3 and agent.closed == 2  # nothing read after the deciding chunk
+    judge.assert_exhausted()  # one judge call: the retry's
+    first = outcome.attempts[0]
+    assert first.reply.text == "Well, as an AI, "
+    assert first.verdict is not None and first.verdict.decisive and not first.verdict.passed
+    assert "as an AI" in (first.verdict.feedback or "")
+    assert "as an AI" in agent.calls[1][-1]["content"]
+    if mode == "release":
+        assert [e for e in events if isinstance(e, Retract)] == [Retract(1, "rules")]
+        # "Well, as an " had come: all but the last 8 characters were shown.
+        assert delivered_text(events[: events.index(Retract(1, "rules"))]) == "Well"
+
+
+class Shouting:
+    """A check of its own that decides on a prefix: three capitals in a row."""
+
+    name, required = "no_shouting", False
+
+    async def check(self, turn: Turn, reply: Reply) -> Any:
+        from replyguard.checks import failed, passed
+
+        shouting = any(w.isupper() and len(w) >= 3 for w in reply.text.split())
+        return (
+            failed(self.name, "tone_mismatch", "Do not shout.") if shouting else passed(self.name)
+        )
+
+    def scanner(self, turn: Turn) -> Any:
+        return ShoutScanner()
+
+
+class ShoutScanner:
+    def __init__(self) -> None:
+        self.scanned, self.pending_from, self.run = 0, None, 0
+
+    def feed(self, text: str) -> Any:
+        from replyguard.checks import failed
+
+        for char in text:
+            self.scanned += 1
+            self.run = self.run + 1 if char.isupper() else 0
+            if self.run >= 3:
+                return failed("no_shouting", "tone_mismatch", "Do not shout.")
+        return None
+
+    def finish(self) -> Any:
+        return None
+
+
+async def test_a_check_of_its_own_may_declare_itself_incremental(make_config: Any) -> None:
+    agent = ScriptedStreamAgent([["calm ", "then L", "OU", "D and more"], ["calm."]])
+    config = make_config(verifyAll=True, judgeAfterChecks="never")
+    streamed = Verifier(config, judge=ScriptedJudge([]), checks=[Shouting()], preload=False)
+    outcome = checked(await collect(streamed.stream(agent, TURN)))
+    assert (outcome.response, agent.pulled[0]) == ("calm.", 3)
+    assert outcome.attempts[0].checks[0].name == "no_shouting"
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_crashing_incremental_check_fails_open_to_the_end_check(
+    make_config: Any, mode: str
+) -> None:
+    class Broken(ShoutScanner):
+        def feed(self, text: str) -> Any:
+            raise RuntimeError("scanner bug")
+
+    class BrokenShouting(Shouting):
+        def scanner(self, turn: Turn) -> Any:
+            return Broken()
+
+    agent = ScriptedStreamAgent([["all ", "LOUD", " here"], ["calm."]])
+    config = make_config(verifyAll=True, judgeAfterChecks="never")
+    streamed = Verifier(config, judge=ScriptedJudge([]), checks=[BrokenShouting()], preload=False)
+    outcome = checked(await collect(streamed.stream(agent, TURN)))
+    assert outcome.response == "calm."  # the whole-reply check still caught it
+    assert agent.pulled[0] == 3
+
+
+async def test_a_slow_operator_pattern_is_left_to_the_end_check(make_config: Any) -> None:
+    config = rules_config(make_config, "release", mustNotMatch=["(a|a|aa){1,40}b"])
+    agent = ScriptedStreamAgent([["a" * 40, " fine"]])
+    streamed = Verifier(config, judge=ScriptedJudge(["PASS"]), preload=False)
+    outcome = checked(await collect(streamed.stream(agent, TURN)))
+    assert (outcome.status, outcome.response) == (Status.PASSED, "a" * 40 + " fine")
+
+
+async def test_a_violation_in_a_tool_call_step_does_not_cut_it(make_config: Any) -> None:
+    tool = {
+        "choices": [
+            {"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"name": "f"}}]}}
+        ]
+    }
+    pieces = [tool, "as an AI ", "model", RunMeta(stop_reason="tool_calls")]
+    config = rules_config(make_config, "buffer", forbiddenPhrases=["as an AI"])
+    streamed = Verifier(config, judge=ScriptedJudge([]), preload=False)
+    outcome = checked(await collect(streamed.stream(ScriptedStreamAgent([pieces]), TURN)))
+    assert (outcome.status, outcome.skip_reason) == (Status.SKIPPED, SkipReason.TOOL_CALLS)
+
+
+# -- careless hosts, cancellation, replyguard's own trouble ---------------------------------------
+
+
+def other_tasks(before: set[Any]) -> set[Any]:
+    import asyncio
+
+    return {t for t in asyncio.all_tasks() if t not in before and not t.done()}
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_closing_the_stream_early_closes_the_agents_stream(
+    make_config: Any, mode: str
+) -> None:
+    import asyncio
+    import contextlib
+
+    before = asyncio.all_tasks()
+    agent = ScriptedStreamAgent([["one ", "two ", "three ", "four"]])
+    config = make_config(enabled=False, streaming={"mode": mode})
+    streamed = Verifier(config, judge=ScriptedJudge([]), preload=False)
+    async with contextlib.aclosing(streamed.stream(agent, TURN)) as events:
+        async for event in events:
+            assert event == Delta("one ")
+            break
+    assert (agent.pulled[0], agent.closed) == (1, 1)
+    assert other_tasks(before) == set()
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_cancelling_the_consumer_during_the_judgement_closes_it_all(
+    make_config: Any, mode: str
+) -> None:
+    import asyncio
+
+    judging, cancelled = asyncio.Event(), asyncio.Event()
+
+    async def slow_judge(prompt: Any) -> str:
+        judging.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "PASS"
+
+    agent = ScriptedStreamAgent([["On ", "Monday."]])
+    streamed = verifier(make_config, ScriptedJudge([slow_judge]), mode, verifyAll=True)
+    before = asyncio.all_tasks()
+
+    async def consume() -> list[Any]:
+        return await collect(streamed.stream(agent, TURN))
+
+    task = asyncio.create_task(consume())
+    await judging.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert cancelled.is_set() and agent.closed == 1
+    assert other_tasks(before) == set()
+
+
+async def test_cancelling_the_consumer_while_the_agent_streams_closes_its_stream(
+    make_config: Any,
+) -> None:
+    import asyncio
+
+    started, closed = asyncio.Event(), asyncio.Event()
+
+    async def agent(messages: Any) -> Any:
+        try:
+            yield "first "
+            started.set()
+            await asyncio.Event().wait()
+            yield "never"
+        finally:
+            closed.set()
+
+    streamed = verifier(make_config, ScriptedJudge([]), "release", verifyAll=True)
+    task = asyncio.create_task(collect(streamed.stream(agent, TURN)))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert closed.is_set()
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_replyguards_own_fault_while_judging_releases_the_reply(
+    make_config: Any, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from replyguard.runner._assessment import Assessor
+
+    async def broken(self: Any, step: Any) -> Any:
+        raise RuntimeError("a bug in the assessment")
+
+    monkeypatch.setattr(Assessor, "assess", broken)
+    agent = ScriptedStreamAgent([["On ", "Monday."]])
+    streamed = verifier(make_config, ScriptedJudge([]), mode, verifyAll=True)
+    outcome = checked(await collect(streamed.stream(agent, TURN)))
+    assert (outcome.status, outcome.reason, outcome.response) == (
+        Status.FAILED_OPEN,
+        Reason.INTERNAL_ERROR,
+        "On Monday.",
+    )
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_replyguards_own_fault_mid_stream_passes_the_rest_through(
+    make_config: Any, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from replyguard.runner import _stream_source
+
+    real_add = _stream_source.Collected.add
+
+    def add(self: Any, text: str) -> None:
+        if text == "two ":
+            raise RuntimeError("a bug while reading")
+        real_add(self, text)
+
+    monkeypatch.setattr(_stream_source.Collected, "add", add)
+    agent = ScriptedStreamAgent([["one ", "two ", "three ", "four"]])
+    config = rules_config(make_config, mode, forbiddenPhrases=["five"])
+    streamed = Verifier(config, judge=ScriptedJudge([]), preload=False)
+    events = await collect(streamed.stream(agent, TURN))
+    outcome = checked(events)
+    assert (outcome.status, outcome.reason) == (Status.FAILED_OPEN, Reason.INTERNAL_ERROR)
+    assert outcome.response == "one three four"  # what reached replyguard, nothing twice
+    assert agent.closed == 1
+
+
+async def test_the_deadline_during_a_retry_stream_delivers_the_previous_reply(
+    make_config: Any,
+) -> None:
+    import asyncio
+
+    async def stalls(messages: Any) -> Any:
+        yield "It is on "
+        await asyncio.Event().wait()
+
+    first = ScriptedStreamAgent([["Soon."]])
+    calls = 0
+
+    async def agent(messages: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        return await first(messages) if calls == 1 else stalls(messages)
+
+    streamed = verifier(
+        make_config, ScriptedJudge([FAIL]), "release", verifyAll=True, maxLatencyMs=200
+    )
+    outcome = checked(await collect(streamed.stream(agent, TURN)))
+    assert (outcome.status, outcome.reason, outcome.response) == (
+        Status.FAILED_OPEN,
+        Reason.LATENCY_BUDGET,
+        "Soon.",
+    )
+
+
+async def test_on_exhausted_raise_raises_from_the_stream(make_config: Any) -> None:
+    from replyguard import VerificationExhausted
+
+    agent = ScriptedStreamAgent([["Soon."]])
+    streamed = verifier(
+        make_config,
+        ScriptedJudge([FAIL]),
+        "buffer",
+        verifyAll=True,
+        maxAttempts=1,
+        onExhausted="raise",
+    )
+    with pytest.raises(VerificationExhausted):
+        await collect(streamed.stream(agent, TURN))

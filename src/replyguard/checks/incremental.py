@@ -17,12 +17,15 @@ it is a whole word). ``"release"`` mode shows nothing from there on until it is 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import bisect
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from replyguard.types import CheckResult, Turn
 
-__all__ = ["IncrementalCheck", "PrefixScanner", "scanners_for"]
+__all__ = ["Bounded", "IncrementalCheck", "PrefixScanner", "SlidingSearch", "scanners_for"]
 
 
 @runtime_checkable
@@ -66,3 +69,155 @@ def scanners_for(checks: Iterable[Any], turn: Turn) -> list[tuple[str, PrefixSca
         if scanner is not None:
             found.append((check.name, scanner))
     return found
+
+
+# -- searching bounded patterns in a text that arrives in pieces ------------------------------
+
+_RUN = re.compile(r"\s{2,}")
+"""A run of whitespace that a collapsing window shortens to its first character."""
+
+
+@dataclass(frozen=True, slots=True)
+class Bounded:
+    """A pattern whose matches have a known reach (``replyguard.checks.patterns.reach``)."""
+
+    pattern: Any
+    """Compiled (``re`` or ``regex``); searched with ``search(text, pos)``."""
+    width: int
+    """The longest match."""
+    context: int
+    """Characters a look-around may see on either side of a match (at least 1)."""
+
+
+Search = Callable[[Any, str, int], Any]
+"""How a pattern is searched: ``(pattern, text, pos) -> match | None`` (may raise)."""
+
+
+def _plain_search(pattern: Any, text: str, pos: int) -> Any:
+    return pattern.search(text, pos)
+
+
+class SlidingSearch:
+    """Bounded patterns searched in a text fed piece by piece, each piece with just the overlap
+    a match can span: the window is the last ``width + 2 * context`` characters before the
+    piece, plus the piece. A match counts once ``context`` characters follow it (they decide
+    a look-ahead or a word boundary) or the text has ended; until then it is pending, and
+    ``pending_from`` says where it starts.
+
+    ``collapse``: search a view of the text in which every run of whitespace is its first
+    character (so a pattern written for single spaces finds words however far apart); offsets
+    reported are still those of the text itself.
+    """
+
+    __slots__ = (
+        "_anchors",
+        "_base",
+        "_collapse",
+        "_ends_in_space",
+        "_keep",
+        "_patterns",
+        "_removed",
+        "_search",
+        "_seen",
+        "_tail",
+        "pending_from",
+        "scanned",
+    )
+
+    def __init__(
+        self, patterns: Sequence[Bounded], *, collapse: bool = False, search: Search = _plain_search
+    ) -> None:
+        self._patterns = tuple(patterns)
+        self._keep = max(p.width + 2 * p.context for p in patterns)
+        self._collapse = collapse
+        self._search = search
+        self._tail = ""
+        self._base = 0  # view offset of the tail's first character
+        self._seen = 0  # view characters fed so far
+        self._ends_in_space = False
+        self._removed = 0  # characters the view dropped so far
+        self._anchors: list[tuple[int, int]] = []  # (view offset, dropped before it)
+        self.scanned = 0
+        self.pending_from: int | None = None
+
+    def feed(self, text: str) -> tuple[int, Any] | None:
+        """The next piece: ``(index of the pattern, match)`` for a match that counts."""
+        if self._collapse:
+            text = self._collapsed(text)
+        window = self._tail + text
+        before = self._seen
+        self._seen += len(text)
+        found = self._scan(window, before, final=False)
+        if len(window) > self._keep:
+            cut = len(window) - self._keep
+            self._tail, self._base = window[cut:], self._base + cut
+            if self._anchors and self._anchors[0][0] < self._base:
+                self._prune()
+        else:
+            self._tail = window
+        return found
+
+    def finish(self) -> tuple[int, Any] | None:
+        """The text has ended: any pending match counts."""
+        return self._scan(self._tail, self._seen, final=True)
+
+    def _scan(self, window: str, before: int, *, final: bool) -> tuple[int, Any] | None:
+        self.pending_from = None
+        end = len(window)
+        for index, bounded in enumerate(self._patterns):
+            # Matches that counted earlier would have stopped the text; those left to find
+            # end in what is new or in the last ``context`` characters before it.
+            pos = max(before - bounded.width - bounded.context - self._base, 0)
+            self.scanned += end - pos
+            match = self._search(bounded.pattern, window, pos)
+            if match is None:
+                continue
+            if final or match.end() + bounded.context <= end:
+                return index, match
+            offset = self._text_offset(self._base + match.start())
+            if self.pending_from is None or offset < self.pending_from:
+                self.pending_from = offset
+        return None
+
+    # -- the collapsed view --------------------------------------------------------------
+
+    def _collapsed(self, text: str) -> str:
+        if not text:
+            return text
+        continued = self._ends_in_space and text[0].isspace()
+        self._ends_in_space = text[-1].isspace()
+        if not continued and _RUN.search(text) is None:
+            return text
+        pieces: list[str] = []
+        at = 0
+        view = self._seen  # view offset of the piece's first character
+        if continued:
+            lead = len(text) - len(text.lstrip())
+            self._drop(view, lead)
+            at = lead
+        for run in _RUN.finditer(text, at):
+            pieces.append(text[at : run.start() + 1])
+            view += run.start() + 1 - at
+            self._drop(view, run.end() - run.start() - 1)
+            at = run.end()
+        pieces.append(text[at:])
+        return "".join(pieces)
+
+    def _drop(self, view: int, count: int) -> None:
+        if count:
+            self._removed += count
+            self._anchors.append((view, self._removed))
+
+    def _prune(self) -> None:
+        """Forget the anchors before the window, but the last of them (its count holds)."""
+        keep = 0
+        while keep + 1 < len(self._anchors) and self._anchors[keep + 1][0] <= self._base:
+            keep += 1
+        del self._anchors[:keep]
+
+    def _text_offset(self, view: int) -> int:
+        """The offset in the text itself of view offset ``view``."""
+        if not self._anchors:
+            return view
+        index = bisect.bisect_right(self._anchors, (view, float("inf"))) - 1
+        return view + (self._anchors[index][1] if index >= 0 else 0)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import re._parser as _re_parser  # type: ignore[import-not-found]  # no stubs; its width is exact
 import time
 from typing import Any
 
@@ -58,17 +59,72 @@ def deadline() -> float:
     return time.monotonic() + TIME_LIMIT
 
 
-def search(pattern: Any, text: str, until: float | None = None) -> Any:
-    """``pattern.search(text)`` by ``until`` (or the deadline set by ``within``, or a fresh
-    ``TIME_LIMIT``); raises ``PatternTimeout`` when it runs out."""
+def search(pattern: Any, text: str, until: float | None = None, pos: int = 0) -> Any:
+    """``pattern.search(text, pos)`` by ``until`` (or the deadline set by ``within``, or a fresh
+    ``TIME_LIMIT``); raises ``PatternTimeout`` when it runs out. Look-behinds see the text
+    before ``pos``."""
     until = until or _UNTIL.get() or deadline()
     left = until - time.monotonic()
     try:
         if left <= 0:
             raise TimeoutError
-        return pattern.search(text, timeout=left, concurrent=True)
+        return pattern.search(text, pos, timeout=left, concurrent=True)
     except TimeoutError:
         raise PatternTimeout(pattern.pattern, TIME_LIMIT) from None
+
+
+def reach(source: str, flags: int = 0) -> tuple[int, int] | None:
+    """How far a match of ``source`` can reach, for searching a text that arrives in pieces:
+    ``(width, context)``, the longest match and the characters a look-around or word
+    boundary may look at on either side of it; None when that is unbounded (``*``, ``+``, a
+    look-around of unbounded length), when the pattern is anchored to the text's start or
+    end (``^``, ``$``, ``\\A``, ``\\Z``), can match nothing at all, or is beyond what ``re``
+    can read (then it is searched on the whole reply only)."""
+    try:
+        parsed = _re_parser.parse(source, flags)
+        low, width = parsed.getwidth()
+    except Exception:  # regex-only syntax, or anything else re cannot read
+        return None
+    if width >= _MAX_REACH or width == 0 or low == 0:
+        return None
+    context = _context(parsed.data)
+    return None if context is None else (width, context)
+
+
+_MAX_REACH = 4096
+_BOUNDARIES = frozenset({"AT_BOUNDARY", "AT_NON_BOUNDARY"})
+
+
+def _context(items: Any) -> int | None:
+    """The widest look-around among parsed ``items`` (at least 1, for a word boundary or the
+    character a lookahead needs), or None when one is unbounded or an anchor is met."""
+    widest = 1
+    for op, value in items:
+        name = str(op)
+        if name == "AT":
+            if str(value) not in _BOUNDARIES:
+                return None
+            continue
+        if name in ("ASSERT", "ASSERT_NOT"):
+            width = value[1].getwidth()[1]
+            if width >= _MAX_REACH:
+                return None
+            widest = max(widest, width)
+        for inner in _subpatterns(value):
+            found = _context(inner)
+            if found is None:
+                return None
+            widest = max(widest, found)
+    return widest
+
+
+def _subpatterns(value: Any) -> list[Any]:
+    """The nested parsed patterns inside one parsed item's value."""
+    if isinstance(value, _re_parser.SubPattern):
+        return [value.data]
+    if isinstance(value, list | tuple):
+        return [found for item in value for found in _subpatterns(item)]
+    return []
 
 
 def search_source(source: str, text: str) -> Any:

@@ -28,11 +28,13 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from replyguard.checks import patterns
 from replyguard.checks.base import CheckResult, failed, passed
+from replyguard.checks.incremental import Bounded, SlidingSearch
 from replyguard.types import FailCategory, Reply, Turn
 
 RuleFunction = Callable[[str], tuple[bool, str]]
@@ -76,6 +78,12 @@ class RuleCheck:
         self._must_match = [(p, patterns.compile_pattern(p, flags)) for p in must_match]
         self._must_not_match = [(p, patterns.compile_pattern(p, flags)) for p in must_not_match]
         self._phrases = [(p, _phrase_pattern(p, flags)) for p in forbidden_phrases]
+        self._phrase_scan = _phrase_scan([p for p, _ in self._phrases], flags)
+        self._bounded = [
+            (source, Bounded(pattern, *limits))
+            for source, pattern in self._must_not_match
+            if (limits := patterns.reach(source, flags)) is not None
+        ]
 
     def violations(self, text: str) -> list[tuple[str, str]]:
         """Every rule ``text`` breaks, as ``(rule name, message)``, in a fixed order.
@@ -91,12 +99,7 @@ class RuleCheck:
         found: list[tuple[str, str]] = []
         length = len(text)
         if self._max_length is not None and length > self._max_length:
-            found.append(
-                (
-                    "max_length",
-                    f"The reply is {length:,} characters long; the limit is {self._max_length:,}.",
-                )
-            )
+            found.append(_too_long(length, self._max_length))
         if self._min_length is not None and length < self._min_length:
             found.append(
                 (
@@ -116,22 +119,14 @@ class RuleCheck:
                 )
         for source, pattern in self._must_not_match:
             if (match := patterns.search(pattern, text, until)) is not None:
-                found.append(
-                    (
-                        "must_not_match",
-                        f"The reply matches the forbidden pattern '{source}' "
-                        f"(at '{_shorten(match.group())}').",
-                    )
-                )
+                found.append(_forbidden_match(source, match))
         return found
 
     def _phrase_and_named_violations(self, text: str) -> list[tuple[str, str]]:
         found: list[tuple[str, str]] = []
         for phrase, pattern in self._phrases:
             if pattern.search(text) is not None:
-                found.append(
-                    ("forbidden_phrases", f"The reply contains the forbidden phrase '{phrase}'.")
-                )
+                found.append(_forbidden_phrase(phrase))
         for rule_name, rule in self._rules.items():
             message = _named_rule_violation(rule_name, rule, text)
             if message is not None:
@@ -153,9 +148,97 @@ class RuleCheck:
         found += self._phrase_and_named_violations(text)
         if not found:
             return passed(self.name, **_error(timed_out))
+        return self._failure(found)
+
+    def _failure(self, found: Sequence[tuple[str, str]]) -> CheckResult:
         count = "1 rule" if len(found) == 1 else f"{len(found)} rules"
         lines = "\n".join(f"- {rule}: {message}" for rule, message in found)
         return failed(self.name, self.category, f"The reply breaks {count}:\n{lines}")
+
+    def scanner(self, turn: Turn) -> _RuleScanner | None:
+        """The rules that can be decided on a prefix of a streamed reply (``max_length``,
+        forbidden phrases, ``must_not_match`` patterns of bounded length), or None."""
+        if self._max_length is None and self._phrase_scan is None and not self._bounded:
+            return None
+        return _RuleScanner(self)
+
+
+class _RuleScanner:
+    """A ``RuleCheck`` on a streamed reply: its length, its forbidden phrases (on a view of the
+    text whose whitespace runs are one character, so the overlap is the longest phrase) and
+    its bounded ``must_not_match`` patterns, each piece searched with just that overlap."""
+
+    def __init__(self, check: RuleCheck) -> None:
+        self._check = check
+        self._length = 0
+        phrases = check._phrase_scan
+        self._phrases = SlidingSearch([phrases], collapse=True) if phrases else None
+        bounded = [b for _, b in check._bounded]
+        self._patterns = SlidingSearch(bounded, search=_timed_search) if bounded else None
+        self.scanned = 0
+        self.pending_from: int | None = None
+
+    def feed(self, text: str) -> CheckResult | None:
+        self._length += len(text)
+        phrase = self._phrases.feed(text) if self._phrases is not None else None
+        pattern = self._patterns.feed(text) if self._patterns is not None else None
+        return self._found(phrase, pattern)
+
+    def finish(self) -> CheckResult | None:
+        phrase = self._phrases.finish() if self._phrases is not None else None
+        pattern = self._patterns.finish() if self._patterns is not None else None
+        return self._found(phrase, pattern)
+
+    def _found(
+        self, phrase: tuple[int, Any] | None, pattern: tuple[int, Any] | None
+    ) -> CheckResult | None:
+        check, found = self._check, []
+        searches = [s for s in (self._phrases, self._patterns) if s is not None]
+        self.scanned = sum(s.scanned for s in searches)
+        pending = [s.pending_from for s in searches if s.pending_from is not None]
+        self.pending_from = min(pending) if pending else None
+        if check._max_length is not None and self._length > check._max_length:
+            found.append(_too_long(self._length, check._max_length))
+        if phrase:
+            match = phrase[1]
+            found.append(_forbidden_phrase(check._phrases[match.lastindex - 1][0]))
+        if pattern:
+            index, match = pattern
+            found.append(_forbidden_match(check._bounded[index][0], match))
+        return check._failure(found) if found else None
+
+
+_FEED_TIME_LIMIT = 0.05
+"""Seconds an operator's pattern may take on one piece of a streamed reply (on the event loop:
+the window is short); one that runs over is left to the check of the whole reply."""
+
+
+def _timed_search(pattern: Any, text: str, pos: int) -> Any:
+    return patterns.search(pattern, text, time.monotonic() + _FEED_TIME_LIMIT, pos)
+
+
+def _phrase_scan(phrases: Sequence[str], flags: int) -> Bounded | None:
+    """Every phrase in one pattern (a group each) for the collapsed view, single-spaced."""
+    if not phrases:
+        return None
+    source = "|".join("(" + _phrase_source(p, r"\s") + ")" for p in phrases)
+    limits = patterns.reach(source, flags)
+    return Bounded(re.compile(source, flags), *limits) if limits else None
+
+
+def _too_long(length: int, limit: int) -> tuple[str, str]:
+    return "max_length", f"The reply is {length:,} characters long; the limit is {limit:,}."
+
+
+def _forbidden_phrase(phrase: str) -> tuple[str, str]:
+    return "forbidden_phrases", f"The reply contains the forbidden phrase '{phrase}'."
+
+
+def _forbidden_match(source: str, match: Any) -> tuple[str, str]:
+    return (
+        "must_not_match",
+        f"The reply matches the forbidden pattern '{source}' (at '{_shorten(match.group())}').",
+    )
 
 
 def _error(timed_out: Exception | None) -> dict[str, Any]:
@@ -163,13 +246,18 @@ def _error(timed_out: Exception | None) -> dict[str, Any]:
 
 
 def _phrase_pattern(phrase: str, flags: int) -> re.Pattern[str]:
+    return re.compile(_phrase_source(phrase, r"\s+"), flags)
+
+
+def _phrase_source(phrase: str, gap: str) -> str:
+    """The pattern of a forbidden phrase, its words ``gap`` apart."""
     words = phrase.replace("\u2019", "'").split()
     if not words:
         raise ValueError("a forbidden phrase must not be empty")
-    body = r"\s+".join(re.escape(word).replace("'", _APOSTROPHE) for word in words)
+    body = gap.join(re.escape(word).replace("'", _APOSTROPHE) for word in words)
     head = r"(?<!\w)" if _WORD_CHAR.fullmatch(words[0][0]) else ""
     tail = r"(?!\w)" if _WORD_CHAR.fullmatch(words[-1][-1]) else ""
-    return re.compile(head + body + tail, flags)
+    return head + body + tail
 
 
 def _shorten(text: str) -> str:

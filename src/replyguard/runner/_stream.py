@@ -26,8 +26,9 @@ task is left behind, for none is started.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 
 from replyguard.checks.base import Check
@@ -155,25 +156,28 @@ class StreamTurn:
         first.stream = await open_stream(self.agent, messages, run.v.agent_pool)
         outcome: Outcome | None = None
         try:
-            async for delta in self._read(first, guarded=may_judge):
-                yield delta
+            async with contextlib.aclosing(self._read(first, guarded=may_judge)) as deltas:
+                async for delta in deltas:
+                    yield delta
             if first.failed is not None:
                 raise first.failed.error
             reply = first.collected.reply()
             outcome = await run.gate(reply)
             if outcome is None:
-                async for event in self._loop(messages, first, reply):
-                    if isinstance(event, Outcome):
-                        outcome = event
-                    else:
-                        yield event
+                async with contextlib.aclosing(self._loop(messages, first, reply)) as steps:
+                    async for event in steps:
+                        if isinstance(event, Outcome):
+                            outcome = event
+                        else:
+                            yield event
         except VerificationExhausted:
             raise
         except Exception as exc:
             if first.failed is not None and exc is first.failed.error:
                 raise
-            async for event in self._fail_open(self.readings[-1], exc):
-                yield event
+            async with contextlib.aclosing(self._fail_open(self.readings[-1], exc)) as rest:
+                async for event in rest:
+                    yield event
             return
         assert outcome is not None  # the loop ends with one
         for event in self._closing(outcome):
@@ -182,7 +186,7 @@ class StreamTurn:
 
     async def _loop(
         self, messages: Messages, reading: _Reading, reply: Reply
-    ) -> AsyncIterator[StreamEvent | Outcome]:
+    ) -> AsyncGenerator[StreamEvent | Outcome]:
         """From the first reply (judged) to the outcome, which it yields last."""
         run = self.run
         feedback_so_far: list[str] = []
@@ -224,8 +228,9 @@ class StreamTurn:
             except Exception as exc:
                 yield await run.retry_failed(exc, number, previous)
                 return
-            async for delta in self._read(reading, guarded=True):
-                yield delta
+            async with contextlib.aclosing(self._read(reading, guarded=True)) as deltas:
+                async for delta in deltas:
+                    yield delta
             if reading.timed_out:
                 yield await run.retry_timed_out(number, previous)
                 return
@@ -243,14 +248,15 @@ class StreamTurn:
         self.shown = []
         return Retract(attempt, reason)
 
-    async def _read(self, reading: _Reading, *, guarded: bool) -> AsyncIterator[Delta]:
+    async def _read(self, reading: _Reading, *, guarded: bool) -> AsyncGenerator[Delta]:
         """Read one attempt's stream, showing what the mode allows; stops early on a
         violation (``reading.cut``), an agent error (``reading.failed``) or the deadline, and
         closes the stream, unless replyguard's own trouble leaves it to ``_fail_open``."""
         keep_open = False
         try:
-            async for delta in self._deltas(reading, guarded=guarded):
-                yield delta
+            async with contextlib.aclosing(self._deltas(reading, guarded=guarded)) as deltas:
+                async for delta in deltas:
+                    yield delta
         except Exception:
             keep_open = True  # the fail-open pass-through reads on
             raise
@@ -258,7 +264,7 @@ class StreamTurn:
             if not keep_open:
                 await close_stream(reading.stream)
 
-    async def _deltas(self, reading: _Reading, *, guarded: bool) -> AsyncIterator[Delta]:
+    async def _deltas(self, reading: _Reading, *, guarded: bool) -> AsyncGenerator[Delta]:
         run = self.run
         collected, scanners = reading.collected, reading.scanners
         live = not guarded  # nothing to verify: every delta at once
@@ -372,7 +378,7 @@ class StreamTurn:
         events.append(Delta(rest))
         return events
 
-    async def _fail_open(self, reading: _Reading, exc: Exception) -> AsyncIterator[StreamEvent]:
+    async def _fail_open(self, reading: _Reading, exc: Exception) -> AsyncGenerator[StreamEvent]:
         """replyguard's own trouble: release what is held, pass the rest of the agent's stream
         through untouched, and end with a ``failed_open`` outcome."""
         run = self.run
