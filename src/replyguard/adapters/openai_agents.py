@@ -4,7 +4,11 @@
   hooks apply, and each retry runs the agent again on the previous run's input list plus the
   feedback as a user message (with a ``session`` or a server-side conversation, on the feedback
   alone). ``run`` returns a ``VerifiedRunResult`` holding the delivered ``RunResult`` and the
-  ``Outcome``.
+  ``Outcome``. ``run_streamed`` streams instead, as the SDK's ``Runner.run_streamed`` does:
+  each attempt is a ``Runner.run_streamed`` whose text goes through ``Verifier.stream``;
+  ``stream_events()`` yields the SDK's own ``RawResponsesStreamEvent`` holding a
+  ``ResponseTextDeltaEvent`` for the text the user may see, and a ``Retract`` when text
+  already shown is withdrawn.
 - ``judge_output_guardrail(verifier)`` is an ``OutputGuardrail``: a FAIL trips it
   (``OutputGuardrailTripwireTriggered``), with the ``Verdict`` as its ``output_info``. The
   verifier's own trouble never trips it, nor does a FAIL in ``"shadow"`` mode (only logged).
@@ -20,7 +24,8 @@ would trip inside the run instead of a retry and judge every output twice.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from contextlib import aclosing
 from typing import Any
 
 try:
@@ -28,11 +33,14 @@ try:
         Agent,
         GuardrailFunctionOutput,
         OutputGuardrail,
+        RawResponsesStreamEvent,
         RunContextWrapper,
         Runner,
         RunResult,
+        RunResultStreaming,
         TResponseInputItem,
     )
+    from openai.types.responses import ResponseTextDeltaEvent
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
         "replyguard.adapters.openai_agents needs the OpenAI Agents SDK: "
@@ -47,13 +55,21 @@ from replyguard.adapters._shared import (
     judge_output,
     make_turn,
     output_text,
+    retry_conversation,
     retry_feedback,
+    stream_turn,
     turn_defaults,
 )
 from replyguard.runner._verifier import Verifier
-from replyguard.types import Outcome, Reply, RunMeta, ToolCallRecord, Turn
+from replyguard.types import Delta, Outcome, Reply, Retract, RunMeta, ToolCallRecord, Turn
 
-__all__ = ["VerifiedRunResult", "VerifiedRunner", "judge_output_guardrail", "openai_messages"]
+__all__ = [
+    "VerifiedRunResult",
+    "VerifiedRunResultStreaming",
+    "VerifiedRunner",
+    "judge_output_guardrail",
+    "openai_messages",
+]
 
 Input = str | list[TResponseInputItem]
 # Run options that keep the conversation on the server or in a session: a retry then sends the
@@ -197,6 +213,82 @@ class VerifiedRunResult(VerifiedResult[RunResult]):
         return self.result.to_input_list()
 
 
+def _run_meta(result: RunResult | RunResultStreaming) -> RunMeta:
+    """The tools a run called and its token usage."""
+    usage = result.context_wrapper.usage
+    return RunMeta(
+        tool_calls=tool_ledger([item.to_input_item() for item in result.new_items]),
+        usage={"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
+    )
+
+
+def _text_event(text: str, item_id: str, sequence: int) -> RawResponsesStreamEvent:
+    """``text`` as the SDK streams text: a raw ``response.output_text.delta`` event."""
+    delta = ResponseTextDeltaEvent(
+        type="response.output_text.delta",
+        item_id=item_id,
+        output_index=0,
+        content_index=0,
+        delta=text,
+        logprobs=[],
+        sequence_number=sequence,
+    )
+    return RawResponsesStreamEvent(data=delta)
+
+
+class VerifiedRunResultStreaming:
+    """A verified streamed run, as ``VerifiedRunner.run_streamed`` returns it: iterate
+    ``stream_events()``; once it ends, ``outcome``, ``result`` and ``final_output`` are set.
+
+    The text comes as ``RawResponsesStreamEvent`` events holding a ``ResponseTextDeltaEvent``;
+    its ``item_id`` changes after each ``Retract``, which says the text shown so far is
+    withdrawn: clear it, the events that follow replace it. Only text is streamed (the SDK's
+    other events of each attempt stay inside it); a run whose model writes text before calling
+    a tool streams that text too.
+    """
+
+    def __init__(
+        self, events: AsyncGenerator[RawResponsesStreamEvent | Retract | Outcome, None]
+    ) -> None:
+        self._events = events
+        self.outcome: Outcome | None = None
+        """What the verifier decided; set when the stream has ended."""
+        self.result: RunResultStreaming | None = None
+        """The SDK's result of the delivered attempt (None if none ran to its end)."""
+
+    @property
+    def final_output(self) -> Any:
+        """The delivered run's final output (the delivered text when no attempt ended)."""
+        if (
+            self.result is not None
+            and self.outcome is not None
+            and output_text(self.result.final_output) == self.outcome.response
+        ):
+            return self.result.final_output
+        return self.outcome.response if self.outcome is not None else None
+
+    @property
+    def response(self) -> str | None:
+        """The delivered text, once the stream has ended."""
+        return self.outcome.response if self.outcome is not None else None
+
+    def to_input_list(self) -> list[TResponseInputItem]:
+        """The conversation up to the delivered output, as input for the next run."""
+        if self.result is None:
+            raise RuntimeError("no attempt of this run ended: there is no input list")
+        return self.result.to_input_list()
+
+    async def stream_events(self) -> AsyncGenerator[RawResponsesStreamEvent | Retract, None]:
+        """The text events and retractions, as they come. Stopping early (``aclose``, or
+        cancelling the consumer) cancels the attempt's run and any judge call in flight."""
+        async with aclosing(self._events) as events:
+            async for event in events:
+                if isinstance(event, Outcome):
+                    self.outcome = event
+                else:
+                    yield event
+
+
 class VerifiedRunner:
     """``Runner.run`` and ``Runner.run_sync`` through ``Verifier.run``.
 
@@ -235,15 +327,9 @@ class VerifiedRunner:
                 else:
                     run_input = [*last.to_input_list(), {"role": "user", "content": feedback}]
             result = await Runner.run(agent, run_input, **options)
-            usage = result.context_wrapper.usage
-            new_items = [item.to_input_item() for item in result.new_items]
-            meta = RunMeta(
-                tool_calls=tool_ledger(new_items),
-                usage={"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
-            )
             text = output_text(result.final_output)
             attempts.add(text, result)
-            return Reply(text=text, meta=meta)
+            return Reply(text=text, meta=_run_meta(result))
 
         def finish(outcome: Outcome) -> VerifiedRunResult:
             return VerifiedRunResult(attempts.delivered(outcome), outcome)
@@ -257,3 +343,78 @@ class VerifiedRunner:
     def run_sync(self, agent: Agent[Any], input: Input, **run_kwargs: Any) -> VerifiedRunResult:
         """``run`` for code without an event loop (on the verifier's ``run_sync`` loop)."""
         return self._prepare(agent, input, run_kwargs).run_sync(self.verifier)
+
+    def run_streamed(
+        self, agent: Agent[Any], input: Input, **run_kwargs: Any
+    ) -> VerifiedRunResultStreaming:
+        """Run the agent streamed, through ``Verifier.stream``; iterate the result's
+        ``stream_events()``.
+
+        A retry runs on the input, the replies the user was not shown, and the feedback.
+        Options that keep the conversation elsewhere (``session``, ``conversation_id``,
+        ``previous_response_id``, ``auto_previous_response_id``) are refused with a
+        ``ValueError``: a withdrawn reply would stay in that conversation.
+        """
+        stored = sorted(key for key in _STATEFUL if run_kwargs.get(key))
+        if stored:
+            raise ValueError(
+                f"run_streamed keeps no conversation elsewhere ({', '.join(stored)}): a reply "
+                "withdrawn from the user would stay in it; use run, or pass the input list"
+            )
+        carriers = judge_guardrails(agent, run_kwargs)
+        if carriers:
+            raise ValueError(
+                f"{', '.join(carriers)} carries judge_output_guardrail: VerifiedRunner judges "
+                "the output itself (a FAIL is retried), so use one or the other, not both"
+            )
+        items = _items(input)
+        turn = _turn(agent, items, self._fields)
+        attempts: Attempts[RunResultStreaming] = Attempts()
+        calls = 0
+
+        async def attempt(messages: list[dict[str, Any]]) -> AsyncIterator[str | RunMeta]:
+            nonlocal calls
+            calls += 1
+            run_input: Input = input
+            if calls > 1:
+                added = retry_conversation(turn, messages)
+                said: list[Any] = [{"role": m["role"], "content": m["content"]} for m in added]
+                run_input = [*items, *said]
+            result = Runner.run_streamed(agent, run_input, **run_kwargs)
+            pieces: list[str] = []
+            events = result.stream_events()
+            ended = False
+            try:
+                async for event in events:
+                    if event.type == "raw_response_event" and isinstance(
+                        event.data, ResponseTextDeltaEvent
+                    ):
+                        pieces.append(event.data.delta)
+                        yield event.data.delta
+                ended = True
+            finally:
+                if not ended:
+                    # Cancelled first: closing the events of a run still going waits for it.
+                    result.cancel()  # the model's stream and the run's tasks with it
+                # stream_events is an async generator, though typed as an AsyncIterator.
+                await events.aclose()  # type: ignore[attr-defined]
+            attempts.add("".join(pieces), result)
+            yield _run_meta(result)
+
+        async def events() -> AsyncGenerator[RawResponsesStreamEvent | Retract | Outcome, None]:
+            shown, sequence = 0, 0
+            async with aclosing(stream_turn(self.verifier, attempt, turn)) as verified:
+                async for event in verified:
+                    if isinstance(event, Delta):
+                        sequence += 1
+                        yield _text_event(event.text, f"replyguard-{shown}", sequence)
+                    elif isinstance(event, Retract):
+                        shown += 1
+                        yield event
+                    else:
+                        found = attempts.find(event.outcome)
+                        streamed.result = found
+                        yield event.outcome
+
+        streamed = VerifiedRunResultStreaming(events())
+        return streamed

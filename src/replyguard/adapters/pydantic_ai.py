@@ -22,7 +22,7 @@ Two ways in, both failing open like the core:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -328,7 +328,7 @@ class VerifiedAgent(Generic[DepsT, OutputT]):
         *,
         message_history: Sequence[ModelMessage] | None = None,
         **run_kwargs: Any,
-    ) -> AsyncIterator[StreamedItem]:
+    ) -> AsyncGenerator[StreamedItem, None]:
         """Stream a verified run of an agent with text output, as ``Verifier.stream`` shows it.
 
         Each attempt is an ``Agent.run_stream`` (tools run as usual; the text of its final
