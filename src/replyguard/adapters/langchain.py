@@ -13,6 +13,14 @@ also works where an event loop already runs in the calling thread (a Jupyter cel
 called from async code): the turn then runs from a worker thread while the caller waits. It
 shows in callbacks as one chain run, with each attempt as a child run.
 
+``astream`` streams a verified turn through ``Verifier.stream``: each attempt is the
+runnable's own ``astream``, and the text the user may see comes back as the runnable's own
+chunks (an ``AIMessageChunk``, or a ``str`` from a chain ending in ``StrOutputParser``), with a
+``replyguard.Retract`` when the text shown so far is withdrawn (drop the chunks gathered since
+the last one: the chunks that follow replace them). A message stream ends with an empty chunk
+carrying the ``Outcome`` in ``response_metadata["replyguard"]``, so the chunks after the last
+``Retract``, added up, are the delivered message with its outcome.
+
 For an agent built with ``langchain.agents.create_agent``, see
 ``replyguard.adapters.langchain_agents`` (a middleware judging in the after-model hook).
 
@@ -22,7 +30,9 @@ For an agent built with ``langchain.agents.create_agent``, see
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from typing import Any, TypeVar, cast
 
 try:
     from langchain_core.callbacks import (
@@ -32,6 +42,7 @@ try:
     from langchain_core.language_models import LanguageModelInput
     from langchain_core.messages import (
         AIMessage,
+        AIMessageChunk,
         BaseMessage,
         HumanMessage,
         convert_to_messages,
@@ -48,11 +59,13 @@ from replyguard.adapters._shared import (
     Attempts,
     blocking,
     make_turn,
+    retry_conversation,
     retry_feedback,
+    stream_turn,
     turn_defaults,
 )
 from replyguard.runner._verifier import Verifier
-from replyguard.types import Outcome, Reply, RunMeta, Turn
+from replyguard.types import Delta, Outcome, Reply, Retract, RunMeta, Turn
 
 __all__ = ["METADATA_KEY", "VerifiedRunnable", "with_outcome"]
 
@@ -123,6 +136,16 @@ class Conversation:
         return list(self.messages)
 
 
+def chat_messages(messages: list[dict[str, Any]]) -> list[BaseMessage]:
+    """OpenAI-style user and assistant messages with text content as LangChain messages."""
+    out: list[BaseMessage] = []
+    for message in messages:
+        content = message.get("content")
+        text = content if isinstance(content, str) else ""
+        out.append(AIMessage(text) if message.get("role") == "assistant" else HumanMessage(text))
+    return out
+
+
 class VerifiedRunnable(Runnable[LanguageModelInput, ChatReply]):
     """A chat runnable whose reply is verified, and retried with the judge's feedback.
 
@@ -187,3 +210,64 @@ class VerifiedRunnable(Runnable[LanguageModelInput, ChatReply]):
             return delivered(attempts, await self.verifier.run(attempt, turn))
 
         return await self._acall_with_config(verified, input, config, **kwargs)
+
+    async def astream(  # type: ignore[override]  # the chunks, and a Retract between attempts
+        self, input: LanguageModelInput, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> AsyncIterator[ChatReply | Retract]:
+        """Stream a verified turn: the runnable's own chunks of the text the user may see, a
+        ``Retract`` when the text shown so far is withdrawn, and (for a message stream) a last
+        empty chunk carrying the ``Outcome``. Each attempt is the runnable's ``astream``; a
+        retry's input is the input, the replies the user was not shown and the feedback.
+        Stopping early closes the runnable's stream and any judge call in flight. It shows in
+        callbacks as one chain run, with each attempt as a child run."""
+
+        async def one() -> AsyncIterator[LanguageModelInput]:
+            yield input
+
+        chunks = self._atransform_stream_with_config(
+            one(), cast(Any, self._verified_stream), config, **kwargs
+        )
+        async with aclosing(chunks) as items:  # type: ignore[type-var]  # an async generator
+            async for item in items:
+                yield item
+
+    async def _verified_stream(
+        self,
+        inputs: AsyncIterator[LanguageModelInput],
+        run_manager: AsyncCallbackManagerForChainRun,
+        config: RunnableConfig,
+    ) -> AsyncIterator[ChatReply | Retract]:
+        messages = [message async for value in inputs for message in as_messages(value)]
+        turn = turn_of(messages, self._fields)
+        attempts: Attempts[ChatReply] = Attempts()
+        strings = False  # the runnable streams str (a chain ending in StrOutputParser)
+        calls = 0
+
+        async def attempt(sent: Messages) -> AsyncIterator[str | RunMeta]:
+            nonlocal calls, strings
+            calls += 1
+            next_input = list(messages)
+            if calls > 1:
+                next_input += chat_messages(retry_conversation(turn, sent))
+            child = patch_config(config, callbacks=run_manager.get_child())
+            gathered: Any = None
+            async with aclosing(self.runnable.astream(next_input, child)) as chunks:  # type: ignore[type-var]
+                async for chunk in chunks:
+                    strings = isinstance(chunk, str)
+                    gathered = chunk if gathered is None else gathered + chunk
+                    text = chunk if isinstance(chunk, str) else str(chunk.text)
+                    if text:
+                        yield text
+            if gathered is not None:
+                reply = reply_of(gathered)
+                attempts.add(reply.text, gathered)
+                yield reply.meta
+
+        async with aclosing(stream_turn(self.verifier, attempt, turn)) as events:
+            async for event in events:
+                if isinstance(event, Delta):
+                    yield event.text if strings else AIMessageChunk(content=event.text)
+                elif isinstance(event, Retract):
+                    yield event
+                elif not strings:
+                    yield with_outcome(AIMessageChunk(content=""), event.outcome)
