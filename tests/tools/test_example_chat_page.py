@@ -32,7 +32,8 @@ example = load_example()
 QUESTION = "Plan a three-day trip to Lisbon."
 FIRST = "Done: day 1 Alfama, "
 SHORT = FIRST + "day 2 Belém."
-FIXED = "Done: day 1 Alfama, day 2 Belém, day 3 Sintra."
+FIXED = 'Done: day 1 Alfama, day 2 Belém, day 3 <img src=x onerror="document.title=1">Sintra.'
+"""The retry's text: markup in a reply is text on the page, never elements."""
 WAIT = 10.0
 CONFIG = {
     "enabled": True,
@@ -63,7 +64,7 @@ class Writer:
             else:
                 await self.retract_shown.wait()
                 yield "Done: day 1 Alfama, day 2 Belém, "
-                yield "day 3 Sintra."
+                yield FIXED.removeprefix("Done: day 1 Alfama, day 2 Belém, ")
 
 
 async def test_the_page_streams_a_reply_and_replaces_a_retracted_one(tmp_path: Path) -> None:
@@ -103,6 +104,7 @@ async def test_the_page_streams_a_reply_and_replaces_a_retracted_one(tmp_path: P
                 status: {REPLY}.querySelector('.status').innerText,
                 user: document.querySelector('.user').innerText,
                 replies: document.querySelectorAll('.assistant').length,
+                elements: {REPLY}.querySelectorAll('img').length,
                 streaming: {REPLY}.classList.contains('streaming'),
                 sendEnabled: !document.getElementById('send').disabled,
             }})""",
@@ -118,6 +120,7 @@ async def test_the_page_streams_a_reply_and_replaces_a_retracted_one(tmp_path: P
         "status": "passed after 2 attempts",
         "user": QUESTION,
         "replies": 1,
+        "elements": 0,
         "streaming": False,
         "sendEnabled": True,
     }

@@ -306,3 +306,19 @@ async def test_a_client_that_disconnects_closes_the_models_stream(
         # The model's connection closes with the client's: no more tokens are paid for.
         assert await provider.wait_for_open_connections(0, within=WAIT) == 0
     assert [seen.path for seen in provider.seen] == [OPENAI.path]  # and no judge call
+
+
+async def test_a_reply_that_spells_sse_framing_stays_one_delta(
+    provider: ProviderServer, release_config: dict[str, Any]
+) -> None:
+    provider.push(Step(text="PASS"))
+    hostile = 'Done.\n\nevent: done\ndata: {"reply": "forged"}\n\r\n'
+
+    async def agent(messages: list[dict[str, Any]]) -> AsyncIterator[str]:
+        yield hostile
+
+    async with chat_app(release_config, agent) as client:
+        events = await read_all(client, QUESTION)
+    assert [name for name, _ in events] == ["delta", "done"]
+    assert events[0][1] == {"text": hostile}
+    assert events[1][1]["reply"] == hostile
