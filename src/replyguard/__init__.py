@@ -38,6 +38,11 @@ from replyguard.gate._prechecks import skip_reason  # noqa: E402
 from replyguard.judge._fallbacks import LiteLLMJudge  # noqa: E402
 from replyguard.judge._protocol import Judge, JudgeReply  # noqa: E402
 from replyguard.judge._verdict import parse_verdict  # noqa: E402
+from replyguard.runner._turn_scope import (  # noqa: E402
+    TurnContext,
+    current_turn,
+    idempotency_key,
+)
 from replyguard.runner._verifier import Verifier  # noqa: E402
 from replyguard.types import (  # noqa: E402
     Attempt,
@@ -86,11 +91,14 @@ __all__ = [
     "Status",
     "ToolCallRecord",
     "Turn",
+    "TurnContext",
     "Verdict",
     "VerificationExhausted",
     "Verifier",
     "VerifierConfig",
     "__version__",
+    "current_turn",
+    "idempotency_key",
     "parse_verdict",
     "repair_json",
     "skip_reason",

@@ -59,6 +59,8 @@ CHECK_KEYS = {
     "agentThreads": "agent_threads",
     "streaming": "streaming",
     "onSuspectedInjection": "on_suspected_injection",
+    "sideEffectTools": "side_effect_tools",
+    "onSideEffects": "on_side_effects",
     "mode": "mode",
     "router": "router",
     "tracing": "tracing",

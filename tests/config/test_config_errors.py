@@ -82,6 +82,8 @@ WRONG_TYPES: dict[str, Any] = {
     "onExhausted": False,
     "ledgerPath": 3,
     "onSuspectedInjection": None,
+    "sideEffectTools": "send_*",
+    "onSideEffects": "ask",
     "hookTimeoutSeconds": "2",
     "agentThreads": "4",
     "streaming": "release",

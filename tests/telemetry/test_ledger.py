@@ -30,6 +30,8 @@ FIELDS = {
     "checks",
     "failedChecks",
     "categories",
+    "awaitingUser",
+    "sideEffects",
 }
 
 

@@ -8,7 +8,9 @@ config is not ``enabled``), after the pre-checks; triggers do not apply. The sta
 - ``failed_open``: the judgement went wrong (error, timeout, unreadable verdict, ...); the
   reply would be delivered, ``reason`` says why — exit 0, with one line on stderr (a judge
   configuration error, such as a missing key or an unknown model, says so);
-- ``flagged``: a FAIL in shadow mode (``mode: "shadow"``): logged, delivered anyway — exit 0;
+- ``flagged``: a FAIL in shadow mode (``mode: "shadow"``), or a FAIL of a reply whose tool
+  calls already had side effects under ``onSideEffects: "deliver"`` (reason
+  ``side_effects``): delivered anyway — exit 0;
 - ``failed``: a FAIL; ``category`` and ``feedback`` say what must change — exit 1.
 
 A usage, input or config error exits 2 with a message on stderr, and so does an unexpected
@@ -43,9 +45,10 @@ from replyguard.errors import ConfigError, CrossFamilyError
 from replyguard.gate._prechecks import skip_reason
 from replyguard.judge._protocol import Judge
 from replyguard.runner._feedback import feedback_message
+from replyguard.runner._side_effects import SideEffects, done
 from replyguard.runner._verifier import Verifier
 from replyguard.telemetry._events import Events, describe_error
-from replyguard.types import FailCategory, Reply, SkipReason, Turn, Verdict
+from replyguard.types import FailCategory, Reason, Reply, SkipReason, ToolCallRecord, Turn, Verdict
 
 FAILED = "failed"
 FLAGGED = "flagged"
@@ -56,7 +59,8 @@ STDIN = "<stdin>"
 """How stdin is named in messages."""
 STATUSES_HELP = (
     "statuses: passed, skipped (a pre-check delivers the reply as it is), failed_open (the "
-    "judgement went wrong; the reply is delivered), flagged (a FAIL in shadow mode) - exit 0; "
+    "judgement went wrong; the reply is delivered), flagged (a FAIL in shadow mode, or after "
+    "side effects under onSideEffects deliver) - exit 0; "
     "failed (a FAIL) - exit 1; a usage, input or config error, or an internal error - exit 2 "
     "(never 1)"
 )
@@ -80,6 +84,10 @@ class Judgement:
     mode: str
     heartbeat: bool = False
     """The reply was a heartbeat run's (its retry message speaks of the task list)."""
+    done: tuple[ToolCallRecord, ...] = ()
+    """The reply's successful side-effecting tool calls, each once."""
+    on_side_effects: str = "notice"
+    """The turn's ``onSideEffects``."""
 
     @property
     def judged_fail(self) -> bool:
@@ -97,6 +105,8 @@ class Judgement:
         """Why it was skipped or failed open."""
         if self.skip is not None:
             return self.skip.value
+        if self.status == FLAGGED and self.mode != "shadow":
+            return Reason.SIDE_EFFECTS.value
         reason = self.verdict.fail_open_reason if self.verdict is not None else None
         return reason.value if reason is not None else None
 
@@ -119,31 +129,49 @@ class Judgement:
             "awaitingUser": self.awaiting_user,
         }
         if v is not None and self.judged_fail:
-            data["retryMessage"] = feedback_message(v, heartbeat=self.heartbeat)
+            notice = self.done if self.on_side_effects == "notice" else ()
+            data["retryMessage"] = feedback_message(v, heartbeat=self.heartbeat, done=notice)
         return data
 
 
 def decide(
-    verdict: Verdict | None, skip: SkipReason | None, mode: str, *, heartbeat: bool = False
+    verdict: Verdict | None,
+    skip: SkipReason | None,
+    mode: str,
+    *,
+    heartbeat: bool = False,
+    done: tuple[ToolCallRecord, ...] = (),
+    on_side_effects: str = "notice",
 ) -> Judgement:
-    """The status of one judgement under ``mode`` (``"enforce"`` or ``"shadow"``)."""
+    """The status of one judgement under ``mode`` (``"enforce"`` or ``"shadow"``), and, for a
+    FAIL after side effects (``done``), under ``on_side_effects``."""
     if skip is not None or verdict is None:
         return Judgement(SKIPPED, None, skip, mode, heartbeat)
     if verdict.fail_open_reason is not None:
         status = FAILED_OPEN
     elif verdict.passed:
         status = PASSED
+    elif mode == "shadow" or (done and on_side_effects == "deliver"):
+        status = FLAGGED
     else:
-        status = FLAGGED if mode == "shadow" else FAILED
-    return Judgement(status, verdict, None, mode, heartbeat)
+        status = FAILED
+    return Judgement(status, verdict, None, mode, heartbeat, done, on_side_effects)
 
 
 async def judge_one(verifier: Verifier, turn: Turn, reply: Reply) -> Judgement:
     """Pre-checks, then checks and judge: one judgement, never raising for the judge's faults."""
     skip = skip_reason(reply)
     verdict = None if skip is not None else await verifier.verify(turn, reply)
-    mode = verifier.config.for_run_kind(turn.run_kind).mode
-    return decide(verdict, skip, mode, heartbeat=turn.heartbeat)
+    config = verifier.config.for_run_kind(turn.run_kind)
+    acted = done(SideEffects(config.side_effect_tools).resolved(reply.meta.tool_calls))
+    return decide(
+        verdict,
+        skip,
+        config.mode,
+        heartbeat=turn.heartbeat,
+        done=acted,
+        on_side_effects=config.on_side_effects,
+    )
 
 
 def load_config(path: str | None) -> VerifierConfig:

@@ -58,6 +58,7 @@ Deliver = Literal["last", "first", "best"]
 OnExhausted = Literal["deliver", "raise"]
 JudgeAfterChecks = Literal["on_pass", "always", "never"]
 Mode = Literal["enforce", "shadow"]
+OnSideEffects = Literal["notice", "deliver", "retry"]
 ModelNames = Annotated[tuple[str, ...], Field(strict=False)]
 
 
@@ -103,6 +104,7 @@ class RunKind(BaseModel):
     deliver: Deliver | None = None
     on_exhausted: OnExhausted | None = None
     streaming: StreamingConfig | None = None
+    on_side_effects: OnSideEffects | None = None
 
     def overrides(self) -> dict[str, Any]:
         """The keys this profile sets (an explicit null included), as attribute names."""
@@ -194,6 +196,15 @@ class VerifierConfig(BaseModel):
     on_suspected_injection: Literal["annotate", "fail"] = "annotate"
     """A reply that addresses the judge: ``"annotate"`` marks the verdict and the log event;
     ``"fail"`` makes the attempt a ``rule_violation`` FAIL without asking the judge."""
+    side_effect_tools: tuple[str, ...] = Field(default=(), strict=False)
+    """Tool-name patterns (shell-style globs, case-sensitive: ``send_*``, ``*_create``,
+    ``deploy*``) of tools whose calls change the world; a tool call the agent marks
+    ``side_effect=False`` is never one, whatever the patterns say."""
+    on_side_effects: OnSideEffects = "notice"
+    """A FAIL after the turn made successful side-effecting tool calls: ``"notice"`` retries
+    with a list of what is already done (not to be repeated); ``"deliver"`` does not retry and
+    delivers the reply as it is, status ``flagged``, reason ``side_effects``; ``"retry"``
+    retries as after any FAIL."""
     hook_timeout_seconds: float = Field(default=2.0, gt=0, le=60)
     """How long a hook may run before it is abandoned (it never changes the outcome)."""
     agent_threads: int = Field(default=32, ge=1, le=1024)
@@ -248,6 +259,13 @@ class VerifierConfig(BaseModel):
         if any(not k.strip() for k in value):
             raise ValueError("keywords must not be empty")
         return tuple(k.strip() for k in value)
+
+    @field_validator("side_effect_tools")
+    @classmethod
+    def _patterns_not_empty(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if any(not p.strip() for p in value):
+            raise ValueError("tool-name patterns must not be empty")
+        return value
 
     @field_validator("rules_files")
     @classmethod

@@ -97,6 +97,8 @@ def render_metadata(meta: RunMeta | None, turn: Turn, *, redact: Redact = _same)
             lines.append(f"tool calls this turn ({len(meta.tool_calls)}):")
             for call in meta.tool_calls[:TOOL_LEDGER_ROWS]:
                 status = "succeeded" if call.succeeded else "FAILED"
+                if call.side_effect and call.succeeded:
+                    status += " [done: a side effect that already happened; never to repeat]"
                 arguments = (
                     _short(redact(_text(call.arguments))) if call.arguments is not None else ""
                 )

@@ -25,6 +25,7 @@ from replyguard.insights.stats import (
     PROPOSAL_PROMPT,
     PROPOSAL_TIMEOUT_SECONDS,
     Report,
+    RunKindStats,
 )
 from replyguard.judge._litellm import one_completion
 from replyguard.telemetry._events import describe_error, redact
@@ -38,6 +39,14 @@ def _counts(counts: dict[str, int]) -> str:
 
 def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.0f} ms"
+
+
+def _flagged(kind: RunKindStats) -> str:
+    """The flagged turns of a run kind, shadow mode's apart from side effects delivered."""
+    text = f"{kind.flagged_rate:.0%} flagged (shadow)"
+    if kind.side_effects_delivered:
+        text += f", {kind.side_effects_delivered_rate:.0%} flagged (side effects, not retried)"
+    return text
 
 
 def render(report: Report) -> str:
@@ -60,8 +69,7 @@ def render(report: Report) -> str:
         "BY RUN KIND (rates over verified turns)": [
             f"{k.name}: {k.turns} turns, {k.verified} verified, {k.first_attempt_pass_rate:.0%} "
             f"passed first time, {k.exhausted_rate:.0%} exhausted, "
-            f"{k.flagged_rate:.0%} flagged (shadow), {k.mean_attempts:.2f} "
-            f"attempts, ${k.cost_per_turn_usd:.4f}/turn"
+            f"{_flagged(k)}, {k.mean_attempts:.2f} attempts, ${k.cost_per_turn_usd:.4f}/turn"
             for k in report.run_kinds
         ],
         "BY CATEGORY (failed attempts)": [

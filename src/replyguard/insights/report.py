@@ -68,7 +68,9 @@ def _counter(values: Iterable[str | None]) -> dict[str, int]:
 def _run_kind_stats(name: str, entries: list[Entry]) -> RunKindStats:
     done = [e for e in entries if e.status not in UNVERIFIED]
     exhausted = sum(e.status == Status.EXHAUSTED for e in done)
-    flagged = sum(e.status == Status.FLAGGED for e in done)
+    flagged_all = [e for e in done if e.status == Status.FLAGGED]
+    acted = sum(e.reason == Reason.SIDE_EFFECTS for e in flagged_all)
+    flagged = len(flagged_all) - acted  # shadow mode's
     first = sum(e.status == Status.PASSED and e.attempts == 1 for e in done)
     return RunKindStats(
         name=name,
@@ -79,6 +81,8 @@ def _run_kind_stats(name: str, entries: list[Entry]) -> RunKindStats:
         exhausted_rate=rate(exhausted, len(done)),
         flagged=flagged,
         flagged_rate=rate(flagged, len(done)),
+        side_effects_delivered=acted,
+        side_effects_delivered_rate=rate(acted, len(done)),
         mean_attempts=rate(sum(e.attempts for e in done), len(done)),
         max_attempts=max((e.attempts for e in done), default=0),
         cost_per_turn_usd=rate(_usd(e.cost_usd for e in done), len(done), 6),

@@ -97,6 +97,10 @@ class RunKindStats(_Value):
     flagged: int
     """Turns judged FAIL in shadow mode (delivered unchanged)."""
     flagged_rate: float
+    side_effects_delivered: int = 0
+    """Turns judged FAIL after side effects and delivered unchanged (``onSideEffects:
+    "deliver"``: status ``flagged``, reason ``side_effects``), not counted in ``flagged``."""
+    side_effects_delivered_rate: float = 0.0
     mean_attempts: float
     max_attempts: int
     cost_per_turn_usd: float

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from replyguard._templates import render
-from replyguard.types import FailCategory, Verdict
+from replyguard.runner._side_effects import describe_call
+from replyguard.types import FailCategory, ToolCallRecord, Verdict
 
 GUIDANCE: dict[FailCategory | None, str] = {
     FailCategory.GOAL_MISSED: (
@@ -32,9 +35,12 @@ category."""
 NO_DETAILS = "(the reviewer gave no details)"
 
 
-def feedback_message(verdict: Verdict, *, heartbeat: bool = False) -> str:
+def feedback_message(
+    verdict: Verdict, *, heartbeat: bool = False, done: Sequence[ToolCallRecord] = ()
+) -> str:
     """The exact user message the agent receives after ``verdict`` failed its reply
-    (``heartbeat``: the reply was a heartbeat run's)."""
+    (``heartbeat``: the reply was a heartbeat run's; ``done``: the side-effecting tool calls
+    this turn already made, which the retry must not repeat)."""
     category = verdict.category
     return render(
         "feedback.j2",
@@ -42,4 +48,5 @@ def feedback_message(verdict: Verdict, *, heartbeat: bool = False) -> str:
         feedback=(verdict.feedback or "").strip() or NO_DETAILS,
         guidance=HEARTBEAT_GUIDANCE if heartbeat else GUIDANCE[category],
         heartbeat=heartbeat,
+        done=[describe_call(call) for call in done],
     )

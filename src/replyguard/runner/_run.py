@@ -23,11 +23,23 @@ from replyguard.runner._assessment import Assessor, Profile, Step
 from replyguard.runner._family_guard import FamilyGuard
 from replyguard.runner._feedback import feedback_message
 from replyguard.runner._hooks import Hooks
+from replyguard.runner._side_effects import SideEffects, done
+from replyguard.runner._turn_scope import agent_attempt
 from replyguard.telemetry._events import Events, describe_error
 from replyguard.telemetry._ledger import TIME_LIMIT as LEDGER_TIME_LIMIT
 from replyguard.telemetry._ledger import Ledger, ledger_record
 from replyguard.telemetry._tracing import Tracing, verdict_attributes
-from replyguard.types import Attempt, Outcome, Reason, Reply, SkipReason, Status, Turn, Verdict
+from replyguard.types import (
+    Attempt,
+    Outcome,
+    Reason,
+    Reply,
+    SkipReason,
+    Status,
+    ToolCallRecord,
+    Turn,
+    Verdict,
+)
 
 # A retry is asked for a final answer: a tool-call step, an empty reply or an error report in
 # its place is worse than the reply before it.
@@ -48,6 +60,7 @@ class TurnParts:
     agent_pool: AgentPool
     tracing: Tracing
     families: FamilyGuard
+    side_effects: SideEffects
 
 
 _REPORTED = {
@@ -74,26 +87,13 @@ def _normal(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
-def _sampled_in(turn: Turn, rate: float) -> bool:
-    """Whether ``turn`` is in the judged share: the same answer for the same turn id, always."""
+def _sampled_in(sample_key: str, rate: float) -> bool:
+    """Whether a turn is in the judged share: the same answer for the same key (the caller's
+    turn id, else the user message), always."""
     if rate >= 1:
         return True
-    key = (turn.id if turn.id is not None else turn.user_message).encode("utf-8")
-    draw = int.from_bytes(hashlib.sha256(key).digest()[:8], "big") / 2**64
-    return draw < rate
-
-
-def _with_turn_ledger(reply: Reply, earlier: Sequence[Attempt]) -> Reply:
-    """``reply`` as checks and judge see it: with the tool calls of the whole turn.
-
-    A retry's own ledger holds only its own calls; "I sent it" may rest on a call an earlier
-    attempt made.
-    """
-    calls = tuple(c for a in earlier for c in a.reply.meta.tool_calls)
-    if not calls:
-        return reply
-    meta = reply.meta.model_copy(update={"tool_calls": calls + reply.meta.tool_calls})
-    return reply.model_copy(update={"meta": meta})
+    draw = int.from_bytes(hashlib.sha256(sample_key.encode("utf-8")).digest()[:8], "big")
+    return draw / 2**64 < rate
 
 
 def _feedback_line(verdict: Verdict) -> str:
@@ -104,9 +104,20 @@ def _feedback_line(verdict: Verdict) -> str:
 class _Run:
     """Everything about one turn: its attempts, its clock, its spend. Lives for one ``run``."""
 
-    def __init__(self, parts: TurnParts, turn: Turn, profile: Profile, started: float) -> None:
+    def __init__(
+        self,
+        parts: TurnParts,
+        turn: Turn,
+        profile: Profile,
+        started: float,
+        *,
+        sample_key: str | None = None,
+    ) -> None:
+        """``turn`` carries its id (``with_turn_id``); ``sample_key`` is what ``sampleRate``
+        draws on: the caller's own id, else the user message (never an assigned id)."""
         self.v = parts
         self.turn = turn
+        self.sample_key = sample_key if sample_key is not None else turn.user_message
         self.profile = profile
         self.config = profile.config
         self.started = started
@@ -114,6 +125,8 @@ class _Run:
         self.deadline: float | None = None
         self.verified = False
         self.last_judge_cost = 0.0
+        self.tool_ledger: tuple[ToolCallRecord, ...] = ()
+        """The turn's tool calls so far, every attempt's, side effects settled."""
 
     # -- clock and money ------------------------------------------------------------------
 
@@ -185,6 +198,7 @@ class _Run:
                 run_kind=self.profile.name,
                 with_content=self.config.log_content,
                 configured_models=self.config.judge_models,
+                side_effects=[call.name for call in done(self.tool_ledger)],
             )
             # Bounded: by the time the turn has left, at least a moment, at most the default.
             left = self.time_left()
@@ -253,9 +267,10 @@ class _Run:
             self.attempts.append(Attempt(number=1, reply=reply, skip_reason=skip))
             return await self.finish(Status.SKIPPED, reply, skip=skip)
         trigger = self.profile.triggers.decide(turn, reply.text)
-        if trigger is None or (
-            trigger == TriggerKind.VERIFY_ALL and not _sampled_in(turn, config.sample_rate)
-        ):
+        sampled_out = trigger == TriggerKind.VERIFY_ALL and not _sampled_in(
+            self.sample_key, config.sample_rate
+        )
+        if trigger is None or sampled_out:
             self.attempts.append(Attempt(number=1, reply=reply))
             reason = None if trigger is None else Reason.SAMPLED_OUT
             return await self.finish(Status.NOT_TRIGGERED, reply, reason)
@@ -300,7 +315,8 @@ class _Run:
 
     async def judged(self, number: int, reply: Reply, feedback_so_far: Sequence[str]) -> Attempt:
         """Checks and judge on attempt ``number``, recorded."""
-        judged_reply = _with_turn_ledger(reply, self.attempts)
+        judged_reply = self.v.side_effects.with_turn_ledger(reply, [a.reply for a in self.attempts])
+        self.tool_ledger = judged_reply.meta.tool_calls
         step = Step(
             self.profile, self.turn, judged_reply, tuple(feedback_so_far), number, self.deadline
         )
@@ -334,6 +350,8 @@ class _Run:
             return await self.finish(Status.PASSED, reply, awaiting=verdict.awaiting_user)
         if config.mode == "shadow":  # judged and logged; the reply goes out unchanged
             return await self.finish(Status.FLAGGED, reply)
+        if config.on_side_effects == "deliver" and done(self.tool_ledger):
+            return await self.finish(Status.FLAGGED, reply, Reason.SIDE_EFFECTS)  # no repeats
         if _stagnant(previous, attempt):
             return await self.finish(Status.EXHAUSTED, self.delivery(reply), Reason.STAGNANT)
         if attempt.number == config.max_attempts:
@@ -347,7 +365,8 @@ class _Run:
         given to ``on_retry``)."""
         verdict = attempt.verdict
         assert verdict is not None
-        feedback = feedback_message(verdict, heartbeat=self.turn.heartbeat)
+        notice = done(self.tool_ledger) if self.config.on_side_effects == "notice" else ()
+        feedback = feedback_message(verdict, heartbeat=self.turn.heartbeat, done=notice)
         feedback_so_far.append(_feedback_line(verdict))
         self.v.events.info(
             "retry",
@@ -365,7 +384,8 @@ class _Run:
         """The agent's next reply, or the outcome when the retry itself ends the turn."""
         try:
             async with asyncio.timeout(self.time_left()):
-                retry = await call_agent(agent, messages, self.v.agent_pool)
+                with agent_attempt(self.turn, number):
+                    retry = await call_agent(agent, messages, self.v.agent_pool)
         except TimeoutError:
             return await self.retry_timed_out(number, previous)
         except Exception as exc:

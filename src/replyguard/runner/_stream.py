@@ -38,6 +38,7 @@ from replyguard.errors import VerificationExhausted
 from replyguard.runner._agents import Agent, Messages
 from replyguard.runner._run import TurnParts, _Run, _sampled_in
 from replyguard.runner._stream_source import Collected, close_stream, open_stream
+from replyguard.runner._turn_scope import agent_attempt, with_turn_id
 from replyguard.telemetry._events import describe_error
 from replyguard.types import (
     Attempt,
@@ -122,7 +123,7 @@ class StreamTurn:
         if turn.heartbeat:
             return config.verify_heartbeat, config.verify_heartbeat
         if config.verify_all:
-            sampled = _sampled_in(turn, config.sample_rate)
+            sampled = _sampled_in(run.sample_key, config.sample_rate)
             return sampled or bool(config.trigger_keywords), sampled
         return bool(config.trigger_keywords), False
 
@@ -153,7 +154,8 @@ class StreamTurn:
         first = _Reading(1, self._scanners(run.turn) if surely else [])
         self.readings.append(first)
         # The agent's own error on the first attempt is the caller's, as in ``run``.
-        first.stream = await open_stream(self.agent, messages, run.v.agent_pool)
+        with agent_attempt(run.turn, 1):
+            first.stream = await open_stream(self.agent, messages, run.v.agent_pool)
         outcome: Outcome | None = None
         try:
             async with contextlib.aclosing(self._read(first, guarded=may_judge)) as deltas:
@@ -221,7 +223,8 @@ class StreamTurn:
             self.readings.append(reading)
             try:
                 async with asyncio.timeout(run.time_left()):
-                    reading.stream = await open_stream(self.agent, messages, run.v.agent_pool)
+                    with agent_attempt(run.turn, number):
+                        reading.stream = await open_stream(self.agent, messages, run.v.agent_pool)
             except TimeoutError:
                 yield await run.retry_timed_out(number, previous)
                 return
@@ -270,7 +273,12 @@ class StreamTurn:
         live = not guarded  # nothing to verify: every delta at once
         release = self.release and guarded
         hold = self.hold if scanners else 0
-        next_item = reading.stream.__anext__
+        stream = reading.stream
+
+        async def next_item() -> Any:  # the agent's code runs inside its turn and attempt
+            with agent_attempt(run.turn, reading.number):
+                return await stream.__anext__()
+
         shown = self.shown
         self.shown_attempt = reading.number
         deadline = run.deadline if reading.number > 1 else None
@@ -450,5 +458,6 @@ def stream_events(
     note_host: Callable[[asyncio.AbstractEventLoop], None],
 ) -> AsyncIterator[StreamEvent]:
     """The events of one streamed turn (see the module's docstring)."""
-    run = _Run(parts, turn, profile, time.perf_counter())
+    sample_key = turn.id if turn.id is not None else turn.user_message
+    run = _Run(parts, with_turn_id(turn), profile, time.perf_counter(), sample_key=sample_key)
     return StreamTurn(run, agent, parts.assessor.checks, note_host).events()

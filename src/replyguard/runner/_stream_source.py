@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
 import inspect
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -66,7 +67,9 @@ async def _threaded(iterator: Iterator[Any], pool: AgentPool) -> AsyncIterator[A
     loop = asyncio.get_running_loop()
     try:
         while True:
-            item = await loop.run_in_executor(pool.executor(), next, iterator, _END)
+            context = contextvars.copy_context()  # current_turn() in the agent's thread
+            step = functools.partial(context.run, next, iterator, _END)
+            item = await loop.run_in_executor(pool.executor(), step)
             if item is _END:
                 return
             yield item

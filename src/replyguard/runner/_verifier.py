@@ -40,8 +40,10 @@ from replyguard.runner._hooks import Hook, Hooks
 from replyguard.runner._preflight import config_findings
 from replyguard.runner._preload import start_preload
 from replyguard.runner._run import TurnParts, _Run
+from replyguard.runner._side_effects import SideEffects
 from replyguard.runner._stream import stream_events
 from replyguard.runner._sync import SyncLoop
+from replyguard.runner._turn_scope import agent_attempt, with_turn_id
 from replyguard.telemetry._events import Events
 from replyguard.telemetry._ledger import Ledger
 from replyguard.telemetry._tracing import (
@@ -177,6 +179,7 @@ class Verifier:
                 self._agent_pool,
                 tracing,
                 self._families,
+                SideEffects(config.side_effect_tools),
             ),
         )
         for finding in config_findings(config):  # what `replyguard check-config` reports
@@ -293,14 +296,16 @@ class Verifier:
         started = time.perf_counter()
         self._sync.note_host(asyncio.get_running_loop())
         profile = self._profile(turn)
+        sample_key = turn.id if turn.id is not None else turn.user_message
+        turn = with_turn_id(turn)
         with self._tracing.span("replyguard.turn") as span:
             span.record(turn_attributes, turn, profile.name, profile.config.mode)
             messages: Messages = [*turn.history, {"role": "user", "content": turn.user_message}]
             try:
-                reply = await call_agent(agent, messages, self._agent_pool)
-                outcome = await _Run(self._parts, turn, profile, started).verify(
-                    agent, messages, reply
-                )
+                with agent_attempt(turn, 1):
+                    reply = await call_agent(agent, messages, self._agent_pool)
+                run = _Run(self._parts, turn, profile, started, sample_key=sample_key)
+                outcome = await run.verify(agent, messages, reply)
             except VerificationExhausted as exc:
                 span.record(outcome_attributes, exc.outcome)
                 raise

@@ -37,11 +37,14 @@ def ledger_record(
     run_kind: str | None,
     with_content: bool,
     configured_models: Sequence[str] = (),
+    side_effects: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The ledger line of one turn (camelCase keys, like the config).
 
     ``judgeModels`` names the models that answered, or, when none did (a timeout, an outage),
-    the configured ones, so a slow model can still be named.
+    the configured ones, so a slow model can still be named. ``sideEffects`` names the tools
+    of the successful side-effecting calls of the turn (from the same tool ledger the checks
+    and the judge saw), each distinct call once.
     """
     answered = sorted({v.model for v in outcome.verdicts if v.model})
     failed = [a for a in outcome.attempts if a.verdict is not None and not a.verdict.passed]
@@ -62,6 +65,8 @@ def ledger_record(
         "categories": [
             a.verdict.category.value if a.verdict and a.verdict.category else None for a in failed
         ],
+        "awaitingUser": outcome.awaiting_user,
+        "sideEffects": list(side_effects),
     }
     if with_content:
         record["feedback"] = [a.verdict.feedback for a in failed if a.verdict]
