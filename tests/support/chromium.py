@@ -21,7 +21,7 @@ import itertools
 import json
 import os
 import shutil
-import subprocess
+import signal
 import tempfile
 import threading
 from typing import Any
@@ -107,9 +107,7 @@ class Chromium:
         self._profile = tempfile.TemporaryDirectory(prefix="chromium-")
         commands_read, self._commands = os.pipe()  # Chromium reads fd 3
         self._answers, answers_write = os.pipe()  # Chromium writes fd 4
-        move, copies = _descriptors(commands_read, answers_write)
-        # Popen returns once the browser is started; every wait on it goes through to_thread.
-        self._process = subprocess.Popen(  # noqa: ASYNC220
+        self._pid = _spawn(
             [
                 str(CHROMIUM),
                 *FLAGS,
@@ -117,14 +115,11 @@ class Chromium:
                 f"--user-data-dir={self._profile.name}",
                 "about:blank",
             ],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            pass_fds=(3, 4),
-            preexec_fn=move,
+            commands_read,
+            answers_write,
         )
-        for fd in (commands_read, answers_write, *copies):
-            os.close(fd)
+        os.close(commands_read)
+        os.close(answers_write)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
         return self
@@ -135,11 +130,11 @@ class Chromium:
                 await self.send("Browser.close")
         with contextlib.suppress(OSError):
             os.close(self._commands)
-        try:
-            await asyncio.to_thread(self._process.wait, 10)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            await asyncio.to_thread(self._process.wait)
+        exited = asyncio.ensure_future(asyncio.to_thread(os.waitpid, self._pid, 0))
+        done, _ = await asyncio.wait({exited}, timeout=10)
+        if not done:
+            os.kill(self._pid, signal.SIGKILL)
+        await exited
         await asyncio.to_thread(self._reader.join, 10)
         os.close(self._answers)
         self._profile.cleanup()
@@ -217,15 +212,26 @@ def _settle(future: asyncio.Future[dict[str, Any]], message: dict[str, Any]) -> 
         future.set_result(message)
 
 
-def _descriptors(commands_read: int, answers_write: int) -> Any:
-    """What the child runs before exec: its descriptors 3 and 4 become the two pipe ends.
+def _spawn(argv: list[str], commands_read: int, answers_write: int) -> int:
+    """Start ``argv`` with the two pipe ends as its descriptors 3 and 4, and no output.
 
-    Copies numbered 10 and up are made first (in the parent), so that neither ``dup2`` can
-    overwrite the other end when a pipe end happens to be numbered 3 or 4."""
+    ``posix_spawn`` moves them there without running Python code in the child (which a
+    ``preexec_fn`` would, unsafely in a process with threads). Copies numbered 10 and up are
+    moved, so that neither move can overwrite the other end when one is numbered 3 or 4."""
     high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10) for fd in (commands_read, answers_write)]
-
-    def move() -> None:
-        os.dup2(high[0], 3)
-        os.dup2(high[1], 4)
-
-    return move, high
+    try:
+        return os.posix_spawn(
+            argv[0],
+            argv,
+            os.environ,
+            file_actions=[
+                (os.POSIX_SPAWN_DUP2, high[0], 3),
+                (os.POSIX_SPAWN_DUP2, high[1], 4),
+                (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+                (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
+            ],
+        )
+    finally:
+        for fd in high:
+            os.close(fd)
