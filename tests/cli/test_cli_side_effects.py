@@ -86,3 +86,31 @@ def test_insights_counts_side_effect_deliveries_apart_from_shadow_flags(
     out = capsys.readouterr().out
     assert "25% flagged (shadow), 25% flagged (side effects, not retried)" in out
     assert "side_effects" in out  # among the reasons
+
+
+def test_eval_tells_side_effect_flags_from_shadow_flags_by_reason(
+    tmp_path: Path, provider: ProviderServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    provider.respond_with(lambda seen: Step(text=FAIL_TEXT))
+    dataset = tmp_path / "dataset.jsonl"
+    records = [
+        {**TURN, "id": "acted", "label": "FAIL"},
+        {**TURN, "id": "shadowed", "runKind": "watch", "label": "FAIL"},
+    ]
+    dataset.write_text("".join(json.dumps(r) + "\n" for r in records))
+    config = config_file(
+        tmp_path,
+        provider,
+        sideEffectTools=["send_*"],
+        onSideEffects="deliver",
+        runKinds={"watch": {"mode": "shadow"}},
+    )
+    out = tmp_path / "out"
+    assert main(["eval", str(dataset), "--config", config, "--out", str(out)]) == 0
+    report = json.loads((out / "report.json").read_text())
+    rows = {row["id"]: (row["status"], row["reason"], row["judged"]) for row in report["results"]}
+    assert rows == {
+        "acted": ("flagged", "side_effects", "FAIL"),
+        "shadowed": ("flagged", None, "FAIL"),
+    }
+    assert (report["statuses"], report["reasons"]) == ({"flagged": 2}, {"side_effects": 1})

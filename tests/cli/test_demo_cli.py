@@ -32,9 +32,13 @@ async def test_demo_walks_every_path(tmp_path: Path) -> None:
         (Status.PASSED, None),
         (Status.FAILED_OPEN, Reason.JUDGE_TIMEOUT),
         (Status.PASSED, None),
+        (Status.PASSED, None),
+        (Status.FLAGGED, Reason.SIDE_EFFECTS),
     ]
-    assert [len(o.attempts) for o in outcomes] == [1, 1, 1, 2, 2, 2, 2, 2, 2, 1, 1]
-    assert [o.awaiting_user for o in outcomes] == [False] * 10 + [True]
+    assert [len(o.attempts) for o in outcomes] == [1, 1, 1, 2, 2, 2, 2, 2, 2, 1, 1, 2, 1]
+    assert [o.awaiting_user for o in outcomes] == [False] * 10 + [True, False, False]
+    told = [line for line in printed if line.startswith("    retry message: - ")]
+    assert told == ['    retry message: - send_email({"invoice":"2026-03","to":"ada@example.com"})']
     assert any("→ PASS [awaiting_user]" in line for line in printed)
     assert all(o.judge_cost_usd > 0 for o in outcomes[2:7])  # priced by litellm's map
     assert any("FAIL [rule_violation]: Remove the emoji." in line for line in printed)
@@ -48,7 +52,8 @@ async def test_demo_walks_every_path(tmp_path: Path) -> None:
 def test_cli_demo_prints_each_turn(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
-    assert out.count("→ status=") == 11
+    assert out.count("→ status=") == 13
+    assert "status=flagged reason=side_effects" in out
     assert "status=passed awaiting_user=true" in out
     assert "status=failed_open reason=judge_timeout" in out
 

@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from test_cli_verify import config_file, turn_file, verify
 from test_eval_cli import live_config, run_eval
 
 from replyguard._cli.turn_file import read_dataset
@@ -70,3 +71,26 @@ def test_eval_counts_the_judges_awaiting_user_passes_and_the_false_fail_rate(
     assert rows[RECORDS[1].id]["awaitingUser"] is True
     assert f"awaiting the user {fair - 1}" in printed
     assert json.loads((out / "report.json").read_text())["awaitingUser"] == fair - 1
+
+
+@pytest.mark.parametrize(
+    ("answer", "status", "awaiting"),
+    [
+        ("PASS [awaiting_user]", "passed", True),
+        ("PASS", "passed", False),
+        ("FAIL [goal_missed]: the restaurant was named.\nPASS [awaiting_user]", "failed", False),
+    ],
+)
+def test_verify_prints_whether_the_reply_waits_for_the_user(
+    tmp_path: Path,
+    provider: ProviderServer,
+    capsys: pytest.CaptureFixture[str],
+    answer: str,
+    status: str,
+    awaiting: bool,
+) -> None:
+    provider.push(Step(text=answer))
+    turn = {"userMessage": "Book me a table for Friday.", "reply": "Which restaurant?"}
+    config = config_file(tmp_path, provider)
+    _, verdict, _ = verify(capsys, turn_file(tmp_path, turn), "--config", config)
+    assert (verdict["status"], verdict["awaitingUser"]) == (status, awaiting)

@@ -4,8 +4,9 @@ The judge is the real ``LiteLLMJudge`` (real prompt, real ``litellm.acompletion`
 from litellm's price map) with litellm's ``mock_response`` standing in for the provider's text.
 Each turn prints the path it took: skip, not triggered, pass, fail → retry → pass, exhausted,
 a heartbeat and a claim caught by deterministic checks without a judge call, a stagnant retry
-stopped early, a run kind's budget, fail-open on a judge timeout, and a clarifying question
-that passes awaiting the user. It says first that the
+stopped early, a run kind's budget, fail-open on a judge timeout, a clarifying question
+that passes awaiting the user, and two agents that acted: a retry told what is already done,
+and a deploy that is not retried (``onSideEffects``). It says first that the
 judge is scripted, shows each scenario's config keys and the tool calls behind a claim, marks
 the cold first judge call, and ends with next steps.
 """
@@ -29,6 +30,7 @@ from replyguard.testing import ScriptedAgent
 from replyguard.types import Outcome, Reason, Reply, RunMeta, ToolCallRecord, Turn
 
 JUDGE_MODEL = "anthropic/claude-sonnet-4-5"
+_INVOICE = {"to": "ada@example.com", "invoice": "2026-03"}
 AGENT_MODEL = "openai/gpt-4o"
 
 
@@ -161,6 +163,38 @@ SCENARIOS = [
         ["No restaurant or party size is known; one question is needed.\nPASS [awaiting_user]"],
         {"verifyAll": True},
     ),
+    Scenario(
+        "side effects, notice: the retry is told the email is already sent, and not to resend",
+        "Send Ada the March invoice and tell me when it is due.",
+        [
+            Reply(
+                text="Sent the March invoice to Ada.",
+                meta=RunMeta(tool_calls=(ToolCallRecord(name="send_email", arguments=_INVOICE),)),
+            ),
+            "The March invoice went to Ada earlier in this turn; it is due on 31 March.",
+        ],
+        [
+            "The due date is missing.\nFAIL [incomplete]: Say when the invoice is due.",
+            "Reports the send and the due date.\nPASS",
+        ],
+        {"verifyAll": True, "sideEffectTools": ["send_*", "deploy*"]},
+    ),
+    Scenario(
+        "side effects, deliver: after a deploy a FAIL is not retried; the reply is flagged",
+        "Deploy release 2.4.1 and list the checks that ran.",
+        [
+            Reply(
+                text="Deployed release 2.4.1 to production.",
+                meta=RunMeta(
+                    tool_calls=(
+                        ToolCallRecord(name="deploy_release", arguments={"version": "2.4.1"}),
+                    )
+                ),
+            )
+        ],
+        ["The checks are not listed.\nFAIL [incomplete]: List the checks that ran."],
+        {"verifyAll": True, "sideEffectTools": ["deploy*"], "onSideEffects": "deliver"},
+    ),
 ]
 
 HEARTBEAT_TASKS = (
@@ -221,6 +255,18 @@ def _describe_attempts(outcome: Outcome) -> list[str]:
     return lines
 
 
+def _notice(agent: ScriptedAgent) -> list[str]:
+    """The "already done" part of the retry messages the agent got, if any."""
+    lines: list[str] = []
+    for messages in agent.calls[1:]:
+        text = str(messages[-1].get("content") or "")
+        start = text.find("Already done in this turn")
+        if start >= 0:
+            block = text[start:].split("\n\n")[0]
+            lines += [f"    retry message: {line}" for line in block.splitlines()]
+    return lines
+
+
 def write_workspace(directory: str) -> None:
     """The demo agent's rules and heartbeat task list."""
     Path(directory, "AGENTS.md").write_text(RULES, encoding="utf-8")
@@ -262,6 +308,8 @@ async def run_demo(workspace: str, out: Callable[[str], None] = print) -> list[O
             out(f"    config: {settings}")
         out(f"    user: {scenario.user_message!r}")
         for line in _describe_attempts(outcome):
+            out(line)
+        for line in _notice(agent):
             out(line)
         reason = f" reason={outcome.reason.value}" if outcome.reason else ""
         reason += " awaiting_user=true" if outcome.awaiting_user else ""

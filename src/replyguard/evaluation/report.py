@@ -120,6 +120,7 @@ def build_report(
     latencies = [r.judgement.verdict.latency_ms for r in results if r.judgement.verdict]
     categories = [Categorised(r.judged_category, r.labelled_category) for r in results]
     statuses = Counter(r.judgement.status for r in results)
+    reasons = Counter(r.judgement.reason for r in results if r.judgement.reason is not None)
     p50, p95 = percentile(latencies, 50), percentile(latencies, 95)
     when = (created or datetime.now(UTC)).astimezone(UTC).replace(microsecond=0)
     report: dict[str, Any] = {
@@ -141,6 +142,7 @@ def build_report(
         },
         "confusion": _confusion_json(matrix),
         "statuses": dict(sorted(statuses.items())),
+        "reasons": dict(sorted(reasons.items())),
         "dataset": dataset,
         "replay": replay,
         "mode": mode,
