@@ -7,10 +7,15 @@ same ``api_base``:
 
 - ``/fast/...``  answer at once;
 - ``/d100/...``  answer after 100 ms (any number of milliseconds);
-- ``/hang/...``  never answer; the connection is closed when the client closes it.
+- ``/hang/...``  never answer; the connection is closed when the client closes it;
+- ``/s1000/...`` stream an OpenAI chat completion as Server-Sent Events: 1,000 chunks of
+  ``"w<n> "`` (any number), then a final chunk with the usage; ``/s1000p2/...`` waits 2 ms
+  before each chunk, ``/s1000x20/...`` makes chunk 20 say ``"as an AI "`` (suffixes combine:
+  ``/s1000p1x20/...``). A stream stops when the client closes it.
 
-``GET /_stats`` returns ``{"requests": n, "open": n, "connections": n}`` (requests answered
-or hung so far, connections open now, connections accepted so far).
+``GET /_stats`` returns ``{"requests": n, "open": n, "connections": n, "chunks": n,
+"streams_cut": n}`` (requests answered or hung so far, connections open now, connections
+accepted so far, stream chunks written, streams the client closed before their end).
 
 Run it in a thread of the calling process (``JudgeServer``, for tests) or in a process of its
 own (``JudgeServerProcess``, for benchmarks: the server then does not compete with the
@@ -24,6 +29,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -76,11 +82,37 @@ def _response(status: str, payload: bytes) -> bytes:
     ).encode("latin-1") + payload
 
 
+_STREAM = re.compile(r"s(\d+)(?:p(\d+))?(?:x(\d+))?")
+"""A streaming path's first segment: chunks, pause before each (ms), the odd chunk out."""
+
+
+def _chunk(model: str, text: str | None, usage: dict[str, int] | None = None) -> bytes:
+    event: dict[str, Any] = {
+        "id": "chatcmpl-bench",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "delta": {"content": text} if text is not None else {},
+                "finish_reason": None if text is not None else "stop",
+            }
+        ],
+    }
+    if usage is not None:
+        event["usage"] = usage
+    data = f"data: {json.dumps(event)}\n\n".encode()
+    return f"{len(data):x}\r\n".encode() + data + b"\r\n"
+
+
 class _Handler:
     def __init__(self) -> None:
         self.requests = 0
         self.open = 0
         self.connections = 0
+        self.chunks = 0
+        self.streams_cut = 0
         self._bodies: dict[tuple[str, str], bytes] = {}
 
     def body(self, path: str, raw: bytes) -> bytes:
@@ -127,7 +159,13 @@ class _Handler:
         raw = await reader.readexactly(length) if length else b""
         if method == "GET" and path.startswith("/_stats"):
             stats = json.dumps(
-                {"requests": self.requests, "open": self.open, "connections": self.connections}
+                {
+                    "requests": self.requests,
+                    "open": self.open,
+                    "connections": self.connections,
+                    "chunks": self.chunks,
+                    "streams_cut": self.streams_cut,
+                }
             ).encode()
             writer.write(_response("200 OK", stats))
             return True
@@ -137,10 +175,55 @@ class _Handler:
             while await reader.read(65536):  # until the client gives up and closes
                 pass
             return False
+        streamed = _STREAM.fullmatch(mode)
+        if streamed is not None:
+            await self._stream(reader, writer, raw, *streamed.groups())
+            return True
         if mode.startswith("d") and mode[1:].isdigit():
             await asyncio.sleep(int(mode[1:]) / 1000)
         writer.write(self.body(path, raw))  # headers and body in one write
         return True
+
+    async def _stream(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        raw: bytes,
+        count: str,
+        pause: str | None,
+        odd: str | None,
+    ) -> None:
+        """Server-Sent Events, chunk by chunk, until the end or until the client closes."""
+        model = str(json.loads(raw).get("model", "unknown")) if raw else "unknown"
+        total, wait = int(count), int(pause or 0) / 1000
+        closed = asyncio.create_task(reader.read())  # b"" when the client closes
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+            b"transfer-encoding: chunked\r\n\r\n"
+        )
+        try:
+            for index in range(total):
+                if wait:
+                    await asyncio.sleep(wait)
+                if closed.done():
+                    self.streams_cut += 1
+                    raise ConnectionError("the client closed the stream")
+                text = "as an AI " if str(index) == odd else f"w{index} "  # litellm refuses repeats
+                writer.write(_chunk(model, text))
+                self.chunks += 1
+                await writer.drain()
+            usage = {"prompt_tokens": 20, "completion_tokens": total, "total_tokens": total + 20}
+            writer.write(_chunk(model, None, usage) + _chunk_done())
+            await writer.drain()
+        finally:
+            closed.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await closed
+
+
+def _chunk_done() -> bytes:
+    data = b"data: [DONE]\n\n"
+    return f"{len(data):x}\r\n".encode() + data + b"\r\n0\r\n\r\n"
 
 
 async def serve(port: int = 0) -> tuple[asyncio.Server, _Handler]:

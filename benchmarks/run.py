@@ -8,7 +8,7 @@ writes ``table.md``, ``results.json`` and ``chart.png`` (when matplotlib is inst
 so it does not share the measured interpreter's GIL. No network beyond 127.0.0.1.
 
 Sections (``--only``): hot, logging, verified, bigturns, context, concurrency, import,
-coldstart, cli, memory, failopen.
+coldstart, cli, memory, failopen, streaming.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import scenarios as sc
+import streaming as st
 from judge_server import JudgeServerProcess
 
 SECTIONS = (
@@ -42,6 +43,7 @@ SECTIONS = (
     "cli",
     "memory",
     "failopen",
+    "streaming",
 )
 FAIL_OPEN_TIMEOUT = 0.5
 
@@ -91,6 +93,7 @@ class Sizes:
     cold_runs: int = 7
     cli_runs: int = 11
     log_pairs: int = 3000
+    stream_runs: int = 200
 
 
 FULL = Sizes(
@@ -110,6 +113,7 @@ QUICK = Sizes(
     cold_runs=3,
     cli_runs=5,
     log_pairs=1000,
+    stream_runs=40,
 )
 
 
@@ -438,6 +442,94 @@ async def failopen(sizes: Sizes, rows: list[Row], server: JudgeServerProcess) ->
     )
 
 
+async def streaming(sizes: Sizes, rows: list[Row], server: JudgeServerProcess) -> None:
+    deltas, hold = 1000, 64
+    measured, reference = await st.release_vs_raw(st.chunk_agent(deltas), sizes.stream_runs, hold)
+    raw, to_last = sc.median(reference.last), sc.median(measured.last)
+    per_delta = (to_last - raw) / deltas
+    rows.append(
+        Row(
+            f"streaming, release mode: per-delta overhead over iterating the raw litellm stream"
+            f" ({deltas} `ModelResponseStream` chunks made in advance; rules with forbidden"
+            " phrases scanned on every delta)",
+            us(per_delta),
+            f"{ms(raw)} raw, {ms(to_last)} to the last delta",
+            f"{to_last / raw:.2f}x",
+            f"+{us(per_delta)} per delta",
+            "≤ 5 µs per delta",
+            verdict(per_delta <= 5e-6),
+            {"measured_s": measured.last, "reference_s": reference.last, "deltas": deltas},
+        )
+    )
+    try:
+        runs = max(sizes.stream_runs // 4, 10)
+        agent = st.litellm_agent(server.url, f"s{deltas}")
+        measured, reference = await st.release_vs_raw(agent, runs, hold)
+        ratio = sc.median(measured.last) / sc.median(reference.last)
+        rows.append(
+            Row(
+                f"streaming, release mode: a {deltas}-delta reply over the loopback (litellm's"
+                " aiohttp path), to the last delta vs to the raw stream's end",
+                ms(sc.median(measured.last)),
+                ms(sc.median(reference.last)),
+                f"{ratio:.3f}x",
+                signed_ms(sc.median(measured.last) - sc.median(reference.last)),
+                "≤ 1.05x",
+                verdict(ratio <= 1.05),
+                {"measured_s": measured.last, "reference_s": reference.last},
+            )
+        )
+        for window in (0, hold):
+            agent = st.litellm_agent(server.url, "s200p1")
+            measured, reference = await st.release_vs_raw(agent, runs, window)
+            first, allowed = sc.median(measured.first), sc.median(reference.past_hold)
+            rows.append(
+                Row(
+                    f"streaming, release mode, holdBackChars {window}: time to the first delta"
+                    " (one 3-4 character chunk a millisecond) vs the raw stream's first text"
+                    f" past {window} characters",
+                    ms(first),
+                    ms(allowed),
+                    f"{first / allowed:.2f}x",
+                    signed_ms(first - allowed),
+                    "≤ +1 ms",
+                    verdict(first - allowed <= 1e-3),
+                    {"measured_s": measured.first, "reference_s": reference.past_hold},
+                )
+            )
+        cut = await st.cut_short(server.url, 1000, 1, 20)
+        rows.append(
+            Row(
+                "streaming: a bad stream cut short (forbidden phrase in chunk 20 of 1,000, one a"
+                " millisecond): chunks the provider sent before the stream was closed",
+                f"{cut['chunks_sent']} of {cut['chunks']}",
+                f"{cut['chunks']} without the cut",
+                f"{cut['chunks_sent'] / cut['chunks']:.3f}x",
+                f"{cut['chunks'] - cut['chunks_sent']} chunks not paid for",
+                "≤ 5% of the chunks sent",
+                verdict(cut["chunks_sent"] <= 0.05 * cut["chunks"] and cut["streams_cut"] == 1),
+                cut,
+            )
+        )
+    finally:
+        await sc.close_clients()
+    found = await st.memory_per_char((10_000, 100_000, 1_000_000))
+    small, large = found[100_000], found[1_000_000]
+    rows.append(
+        Row(
+            "streaming, buffer mode: peak memory of one turn per character of its reply"
+            " (10K / 100K / 1M characters, tracemalloc)",
+            " / ".join(f"{value:.1f} B" for value in found.values()),
+            "—",
+            f"{large / small:.2f}x (1M vs 100K)",
+            "—",
+            "linear: 1M ≤ 1.2x of 100K per character",
+            verdict(large <= 1.2 * small),
+            {"bytes_per_char": found},
+        )
+    )
+
+
 # -- output -----------------------------------------------------------------------------------
 
 
@@ -612,6 +704,8 @@ async def main_async(args: argparse.Namespace) -> list[Row]:
                 await memory(sizes, rows)
             elif name == "failopen":
                 await failopen(sizes, rows, server)
+            elif name == "streaming":
+                await streaming(sizes, rows, server)
             print(f"  {name} took {time.perf_counter() - started:.1f} s", file=sys.stderr)
     return rows
 

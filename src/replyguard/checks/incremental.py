@@ -90,11 +90,8 @@ class Bounded:
 
 
 Search = Callable[[Any, str, int], Any]
-"""How a pattern is searched: ``(pattern, text, pos) -> match | None`` (may raise)."""
-
-
-def _plain_search(pattern: Any, text: str, pos: int) -> Any:
-    return pattern.search(text, pos)
+"""How a pattern is searched: ``(pattern, text, pos) -> match | None`` (may raise); by default
+``pattern.search(text, pos)``."""
 
 
 class SlidingSearch:
@@ -115,7 +112,7 @@ class SlidingSearch:
         "_collapse",
         "_ends_in_space",
         "_keep",
-        "_patterns",
+        "_plans",
         "_removed",
         "_search",
         "_seen",
@@ -125,9 +122,9 @@ class SlidingSearch:
     )
 
     def __init__(
-        self, patterns: Sequence[Bounded], *, collapse: bool = False, search: Search = _plain_search
+        self, patterns: Sequence[Bounded], *, collapse: bool = False, search: Search | None = None
     ) -> None:
-        self._patterns = tuple(patterns)
+        self._plans = tuple((p.pattern, p.width + p.context, p.context) for p in patterns)
         self._keep = max(p.width + 2 * p.context for p in patterns)
         self._collapse = collapse
         self._search = search
@@ -142,14 +139,17 @@ class SlidingSearch:
 
     def feed(self, text: str) -> tuple[int, Any] | None:
         """The next piece: ``(index of the pattern, match)`` for a match that counts."""
-        if self._collapse:
-            text = self._collapsed(text)
+        if self._collapse and text:
+            if (self._ends_in_space and text[0].isspace()) or _RUN.search(text) is not None:
+                text = self._collapsed(text)
+            else:
+                self._ends_in_space = text[-1].isspace()
         window = self._tail + text
         before = self._seen
-        self._seen += len(text)
+        self._seen = before + len(text)
         found = self._scan(window, before, final=False)
-        if len(window) > self._keep:
-            cut = len(window) - self._keep
+        cut = len(window) - self._keep
+        if cut > 0:
             self._tail, self._base = window[cut:], self._base + cut
             if self._anchors and self._anchors[0][0] < self._base:
                 self._prune()
@@ -163,18 +163,20 @@ class SlidingSearch:
 
     def _scan(self, window: str, before: int, *, final: bool) -> tuple[int, Any] | None:
         self.pending_from = None
-        end = len(window)
-        for index, bounded in enumerate(self._patterns):
+        end, base, search = len(window), self._base, self._search
+        for index, (pattern, reach, context) in enumerate(self._plans):
             # Matches that counted earlier would have stopped the text; those left to find
             # end in what is new or in the last ``context`` characters before it.
-            pos = max(before - bounded.width - bounded.context - self._base, 0)
+            pos = before - reach - base
+            if pos < 0:
+                pos = 0
             self.scanned += end - pos
-            match = self._search(bounded.pattern, window, pos)
+            match = pattern.search(window, pos) if search is None else search(pattern, window, pos)
             if match is None:
                 continue
-            if final or match.end() + bounded.context <= end:
+            if final or match.end() + context <= end:
                 return index, match
-            offset = self._text_offset(self._base + match.start())
+            offset = self._text_offset(base + match.start())
             if self.pending_from is None or offset < self.pending_from:
                 self.pending_from = offset
         return None

@@ -168,20 +168,35 @@ class _RuleScanner:
     text whose whitespace runs are one character, so the overlap is the longest phrase) and
     its bounded ``must_not_match`` patterns, each piece searched with just that overlap."""
 
+    __slots__ = ("_check", "_length", "_patterns", "_phrases", "_searches")
+
     def __init__(self, check: RuleCheck) -> None:
         self._check = check
         self._length = 0
         phrases = check._phrase_scan
-        self._phrases = SlidingSearch([phrases], collapse=True) if phrases else None
+        self._phrases = SlidingSearch([phrases[0]], collapse=True) if phrases else None
         bounded = [b for _, b in check._bounded]
         self._patterns = SlidingSearch(bounded, search=_timed_search) if bounded else None
-        self.scanned = 0
-        self.pending_from: int | None = None
+        self._searches = tuple(s for s in (self._phrases, self._patterns) if s is not None)
+
+    @property
+    def scanned(self) -> int:
+        return sum(s.scanned for s in self._searches)
+
+    @property
+    def pending_from(self) -> int | None:
+        if len(self._searches) == 1:
+            return self._searches[0].pending_from
+        pending = [s.pending_from for s in self._searches if s.pending_from is not None]
+        return min(pending) if pending else None
 
     def feed(self, text: str) -> CheckResult | None:
         self._length += len(text)
         phrase = self._phrases.feed(text) if self._phrases is not None else None
         pattern = self._patterns.feed(text) if self._patterns is not None else None
+        limit = self._check._max_length
+        if phrase is None and pattern is None and (limit is None or self._length <= limit):
+            return None
         return self._found(phrase, pattern)
 
     def finish(self) -> CheckResult | None:
@@ -193,15 +208,12 @@ class _RuleScanner:
         self, phrase: tuple[int, Any] | None, pattern: tuple[int, Any] | None
     ) -> CheckResult | None:
         check, found = self._check, []
-        searches = [s for s in (self._phrases, self._patterns) if s is not None]
-        self.scanned = sum(s.scanned for s in searches)
-        pending = [s.pending_from for s in searches if s.pending_from is not None]
-        self.pending_from = min(pending) if pending else None
         if check._max_length is not None and self._length > check._max_length:
             found.append(_too_long(self._length, check._max_length))
-        if phrase:
+        if phrase and check._phrase_scan:
             match = phrase[1]
-            found.append(_forbidden_phrase(check._phrases[match.lastindex - 1][0]))
+            which = check._phrase_scan[1][match.lastindex - 1]
+            found.append(_forbidden_phrase(check._phrases[which][0]))
         if pattern:
             index, match = pattern
             found.append(_forbidden_match(check._bounded[index][0], match))
@@ -217,13 +229,29 @@ def _timed_search(pattern: Any, text: str, pos: int) -> Any:
     return patterns.search(pattern, text, time.monotonic() + _FEED_TIME_LIMIT, pos)
 
 
-def _phrase_scan(phrases: Sequence[str], flags: int) -> Bounded | None:
-    """Every phrase in one pattern (a group each) for the collapsed view, single-spaced."""
+def _phrase_scan(phrases: Sequence[str], flags: int) -> tuple[Bounded, list[int]] | None:
+    """Every phrase in one pattern for the collapsed view (words one whitespace apart), and
+    which phrase each of its groups is. Phrases sharing their edge conditions share them in
+    the pattern, behind a look-ahead for their first characters: most positions of a text are
+    then passed over at once."""
     if not phrases:
         return None
-    source = "|".join("(" + _phrase_source(p, r"\s") + ")" for p in phrases)
+    edged: dict[tuple[str, str], list[tuple[int, str, str]]] = {}
+    for index, phrase in enumerate(phrases):
+        head, body, tail = _phrase_parts(phrase, r"\s")
+        first = phrase.replace("\u2019", "'").split()[0][0]
+        starts = _APOSTROPHE[1:-1] if first == "'" else re.escape(first)
+        edged.setdefault((head, tail), []).append((index, body, starts))
+    alternatives: list[str] = []
+    order: list[int] = []
+    for (head, tail), members in edged.items():
+        starts = "".join(sorted({s for _, _, s in members}))
+        bodies = "|".join(f"({body})" for _, body, _ in members)
+        alternatives.append(f"(?=[{starts}]){head}(?:{bodies}){tail}")
+        order.extend(index for index, _, _ in members)
+    source = "|".join(alternatives)
     limits = patterns.reach(source, flags)
-    return Bounded(re.compile(source, flags), *limits) if limits else None
+    return (Bounded(re.compile(source, flags), *limits), order) if limits else None
 
 
 def _too_long(length: int, limit: int) -> tuple[str, str]:
@@ -251,13 +279,18 @@ def _phrase_pattern(phrase: str, flags: int) -> re.Pattern[str]:
 
 def _phrase_source(phrase: str, gap: str) -> str:
     """The pattern of a forbidden phrase, its words ``gap`` apart."""
+    return "".join(_phrase_parts(phrase, gap))
+
+
+def _phrase_parts(phrase: str, gap: str) -> tuple[str, str, str]:
+    """A forbidden phrase's pattern as (head condition, body, tail condition)."""
     words = phrase.replace("\u2019", "'").split()
     if not words:
         raise ValueError("a forbidden phrase must not be empty")
     body = gap.join(re.escape(word).replace("'", _APOSTROPHE) for word in words)
     head = r"(?<!\w)" if _WORD_CHAR.fullmatch(words[0][0]) else ""
     tail = r"(?!\w)" if _WORD_CHAR.fullmatch(words[-1][-1]) else ""
-    return head + body + tail
+    return head, body, tail
 
 
 def _shorten(text: str) -> str:

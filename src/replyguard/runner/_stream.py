@@ -330,17 +330,21 @@ class StreamTurn:
 
     def _scan(self, reading: _Reading, text: str) -> bool:
         """Feed ``text`` to the attempt's scanners; True when one of them cut the stream."""
-        for entry in tuple(reading.scanners):
-            name, scanner = entry
+        crashed: list[tuple[tuple[str, PrefixScanner], Exception]] = []
+        found = None
+        for entry in reading.scanners:
             try:
-                found = scanner.feed(text)
+                found = entry[1].feed(text)
             except Exception as exc:  # fail open: this check is left to the end
-                reading.scanners.remove(entry)
-                self._scanner_crashed(name, exc)
+                crashed.append((entry, exc))
                 continue
             if found is not None and not found.passed and not reading.collected.asks_tools:
-                return self._cut(reading, name, found)
-        return False
+                break
+            found = None
+        for gone, problem in crashed:
+            reading.scanners.remove(gone)
+            self._scanner_crashed(gone[0], problem)
+        return found is not None and self._cut(reading, entry[0], found)
 
     def _finish_scans(self, reading: _Reading) -> bool:
         for entry in tuple(reading.scanners):

@@ -92,8 +92,19 @@ async def close_stream(stream: Any) -> None:
 
 
 def _field(value: Any, name: str) -> Any:
+    """``value[name]`` of a dict, else the attribute ``name`` (None when absent). A pydantic
+    model's field is read from where pydantic keeps it (litellm's chunks keep theirs among the
+    extras), never through ``__getattr__``: on litellm's objects that takes microseconds."""
     if isinstance(value, dict):
         return value.get(name)
+    extra = getattr(value, "__pydantic_extra__", None)
+    if extra and name in extra:
+        return extra[name]
+    own = getattr(value, "__dict__", None)
+    if own is not None and name in own:
+        return own[name]
+    if hasattr(type(value), "__pydantic_fields__"):
+        return None  # a model without it
     return getattr(value, name, None)
 
 
@@ -162,14 +173,15 @@ class Collected:
 
     def _chunk_extras(self, chunk: Any) -> None:
         usage = _plain(_field(chunk, "usage"))
-        if usage:
-            self._usage = usage
-            cost = usage.get("cost")
-            if isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0:
-                self._cost = float(cost)
-        hidden = getattr(chunk, "_hidden_params", None)
+        if not usage:
+            return
+        self._usage = usage
+        costs = [usage.get("cost")]
+        private = getattr(chunk, "__pydantic_private__", None)  # litellm's hidden params
+        hidden = private.get("_hidden_params") if isinstance(private, dict) else None
         if isinstance(hidden, dict):
-            cost = hidden.get("response_cost")
+            costs.append(hidden.get("response_cost"))
+        for cost in costs:
             if isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0:
                 self._cost = float(cost)
 

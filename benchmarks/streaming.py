@@ -1,0 +1,210 @@
+"""The streaming scenarios: ``Verifier.stream`` against iterating the raw litellm stream.
+
+Each measured stream and its reference read the very same loopback stream (the judge server's
+``/s<N>...`` paths, in its own process), interleaved ABBA. ``release`` mode runs with a rules
+check (forbidden phrases, so the incremental scan does its work on every delta) and an instant
+in-process judge, so what is timed up to the last delta is replyguard's streaming path alone.
+Nothing here asserts: ``run.py`` compares the figures with their targets.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+import tracemalloc
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import scenarios as sc
+
+from replyguard import Delta, Done, Turn, Verifier, VerifierConfig
+
+TURN = Turn(user_message="Write the release notes.")
+PHRASES = ["as an AI", "I cannot help", "lorem ipsum"]
+MODEL = "openai/gpt-4o-mini"
+
+
+def stream_config(mode: str, hold: int, **keys: Any) -> VerifierConfig:
+    return VerifierConfig.from_dict(
+        {
+            "enabled": True,
+            "verifyAll": True,
+            "agentModel": "anthropic/claude-sonnet-4-5",
+            "model": MODEL,
+            "checks": [{"type": "rules", "forbiddenPhrases": PHRASES}],
+            "streaming": {"mode": mode, "holdBackChars": hold},
+            **keys,
+        }
+    )
+
+
+def litellm_agent(url: str, path: str) -> Callable[[list[dict[str, Any]]], Any]:
+    async def agent(messages: list[dict[str, Any]]) -> Any:
+        import litellm
+
+        return await litellm.acompletion(
+            model=MODEL,
+            messages=messages,
+            api_base=f"{url}/{path}",
+            api_key=sc.API_KEY,
+            stream=True,
+            stream_options={"include_usage": True},
+            max_retries=0,
+        )
+
+    return agent
+
+
+@dataclass
+class Timings:
+    """Seconds from the call to the first text, to the text passing ``hold`` characters, and
+    to the last text (the raw stream: to its end), for each run."""
+
+    first: list[float] = field(default_factory=list)
+    past_hold: list[float] = field(default_factory=list)
+    last: list[float] = field(default_factory=list)
+
+
+async def _raw(agent: Any, hold: int, into: Timings) -> None:
+    started = time.perf_counter()
+    stream = await agent([{"role": "user", "content": TURN.user_message}])
+    seen, first, past = 0, None, None
+    async for chunk in stream:
+        text = chunk.choices[0].delta.content if chunk.choices else None
+        if text:
+            now = time.perf_counter()
+            seen += len(text)
+            first = first or now
+            if past is None and seen > hold:
+                past = now
+    ended = time.perf_counter()  # the stream's end: litellm's own work on its last chunk too
+    into.first.append((first or ended) - started)
+    into.past_hold.append((past or ended) - started)
+    into.last.append(ended - started)
+
+
+async def _streamed(verifier: Verifier, agent: Any, into: Timings) -> None:
+    started = time.perf_counter()
+    first = last = None
+    async for event in verifier.stream(agent, TURN):
+        if isinstance(event, Delta):
+            last = time.perf_counter()
+            first = first or last
+        elif isinstance(event, Done) and event.outcome.status != "passed":
+            raise RuntimeError(f"the streamed turn ended {event.outcome.status}")
+    assert first is not None
+    assert last is not None
+    into.first.append(first - started)
+    into.past_hold.append(first - started)
+    into.last.append(last - started)
+
+
+async def release_vs_raw(agent: Any, runs: int, hold: int) -> tuple[Timings, Timings]:
+    """``release`` mode (rules with forbidden phrases, an instant judge) vs iterating the raw
+    stream ``agent`` gives, interleaved ABBA: (measured, reference)."""
+    verifier = Verifier(stream_config("release", hold), judge=sc.InstantJudge())
+    measured, reference, scratch = Timings(), Timings(), Timings()
+    for _ in range(5):  # warm-up: litellm's import, clients, the tokenizer
+        await _raw(agent, hold, scratch)
+        await _streamed(verifier, agent, scratch)
+    gc.collect()
+    for i in range(runs):
+        sides = [
+            lambda: _raw(agent, hold, reference),
+            lambda: _streamed(verifier, agent, measured),
+        ]
+        for side in sides[::-1] if i % 2 else sides:
+            await side()
+    return measured, reference
+
+
+def chunk_agent(deltas: int) -> Callable[[list[dict[str, Any]]], Any]:
+    """An agent streaming ``deltas`` litellm ``ModelResponseStream`` chunks made in advance:
+    no network, so the difference is replyguard's per-delta work alone."""
+    from litellm.types.utils import ModelResponseStream
+
+    chunks = [
+        ModelResponseStream(choices=[{"index": 0, "delta": {"content": f"w{i} "}}])
+        for i in range(deltas)
+    ]
+
+    async def stream() -> AsyncIterator[Any]:
+        for chunk in chunks:
+            yield chunk
+
+    async def agent(messages: list[dict[str, Any]]) -> Any:
+        return stream()
+
+    return agent
+
+
+async def cut_short(url: str, chunks: int, pause_ms: int, at: int) -> dict[str, Any]:
+    """A ``chunks``-long stream (one every ``pause_ms``) that says a forbidden phrase in chunk
+    ``at``, cut short in ``release`` mode; the retry is a clean 20-chunk stream. What the first
+    stream cost: the chunks the server wrote before it saw the client close."""
+    import json
+    import urllib.request
+
+    def stats() -> dict[str, Any]:
+        with urllib.request.urlopen(f"{url}/_stats", timeout=5) as response:
+            data: dict[str, Any] = json.loads(response.read())
+            return data
+
+    calls = 0
+    bad, clean = litellm_agent(url, f"s{chunks}p{pause_ms}x{at}"), litellm_agent(url, "s20")
+
+    async def agent(messages: list[dict[str, Any]]) -> Any:
+        nonlocal calls
+        calls += 1
+        return await (bad if calls == 1 else clean)(messages)
+
+    verifier = Verifier(
+        stream_config("release", 64, judgeAfterChecks="never"), judge=sc.InstantJudge()
+    )
+    before = stats()
+    outcome = None
+    async for event in verifier.stream(agent, TURN):
+        if isinstance(event, Done):
+            outcome = event.outcome
+    after = stats()
+    assert outcome is not None
+    assert len(outcome.attempts) == 2
+    return {
+        "status": str(outcome.status),
+        "chunks": chunks,
+        "at": at,
+        "chunks_sent": after["chunks"] - before["chunks"] - 20,
+        "streams_cut": after["streams_cut"] - before["streams_cut"],
+    }
+
+
+async def _pieces(text: str, size: int) -> AsyncIterator[str]:
+    for at in range(0, len(text), size):
+        yield text[at : at + size]
+
+
+async def memory_per_char(sizes: tuple[int, ...], mode: str = "buffer") -> dict[int, float]:
+    """Peak traced bytes of one streamed turn, per character of its reply, by reply size."""
+    verifier = Verifier(stream_config(mode, 64), judge=sc.InstantJudge())
+    found: dict[int, float] = {}
+    for size in sizes:
+        text = sc.prose(size)
+
+        async def agent(messages: list[dict[str, Any]], text: str = text) -> Any:
+            return _pieces(text, 40)
+
+        async for _ in verifier.stream(agent, TURN):  # warm: templates, tokenizer
+            pass
+        gc.collect()
+        tracemalloc.start()
+        try:
+            tracemalloc.reset_peak()
+            base = tracemalloc.get_traced_memory()[0]
+            async for _ in verifier.stream(agent, TURN):
+                pass
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        found[size] = (peak - base) / size
+    return found
