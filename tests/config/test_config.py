@@ -64,6 +64,8 @@ CHECK_KEYS = {
     "mode": "mode",
     "router": "router",
     "tracing": "tracing",
+    "state": "state",
+    "spendLimits": "spend_limits",
 }
 
 # One non-default value per key, to prove the JSON key reaches the attribute.

@@ -89,6 +89,8 @@ WRONG_TYPES: dict[str, Any] = {
     "streaming": "release",
     "mode": True,
     "router": ["judge"],
+    "state": "redis://127.0.0.1:6379",
+    "spendLimits": {"scope": "global"},
     "tracing": "yes",
 }
 CIRCUIT_BREAKER_WRONG_TYPES: dict[str, Any] = {"failureThreshold": "5", "cooldownSeconds": [30]}

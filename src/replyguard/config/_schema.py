@@ -33,6 +33,7 @@ from replyguard.config._json_file import (
 from replyguard.config._keys import ENV_PREFIX, MASK, ApiKey, key_values, resolved_key
 from replyguard.config._router import RouterConfig
 from replyguard.config._streaming import StreamingConfig
+from replyguard.config._state import SpendLimit, StateConfig
 from replyguard.errors import ConfigError, ReplyguardError
 
 __all__ = [
@@ -214,6 +215,12 @@ class VerifierConfig(BaseModel):
     """How ``Verifier.stream`` delivers a streamed reply: ``mode`` (``"buffer"`` or
     ``"release"``) and ``holdBackChars`` (docs/streaming.md). A run kind's ``streaming``
     replaces the whole object."""
+    state: StateConfig | None = None
+    """Share the circuit breaker and the spend limits with every instance using the same
+    Redis (a fleet of backends); without it, each process keeps its own."""
+    spend_limits: tuple[SpendLimit, ...] = Field(default=(), strict=False)
+    """Ceilings on judge spend per UTC-aligned window (fleet-wide with ``state``): a judgement
+    that would pass one is not made (``failed_open``, ``spend_limit``)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -334,7 +341,8 @@ class VerifierConfig(BaseModel):
     def secrets(self) -> tuple[str, ...]:
         """Every secret value this config may send, for redaction (env values read now)."""
         router = self.router.secrets() if self.router is not None else ()
-        return (*key_values(self.api_key), *router)
+        state = self.state.secrets() if self.state is not None else ()
+        return (*key_values(self.api_key), *router, *state)
 
     def underlying_models(self, model: str) -> tuple[str, ...]:
         """The models behind a judge model name: a router group's deployments, or itself."""
