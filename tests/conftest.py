@@ -48,6 +48,8 @@ KNOWN_KEYS: tuple[str, ...] = (
     "AIzaSyD-shaped-0123456789abcdefghijklmno",  # test_judge_answer_secrets, a Google key shape
     "ghp_shaped0123456789abcdefghijklmnopqrstu",  # test_judge_answer_secrets, a GitHub token shape
     "router-deployment-value-0001",  # test_judge_answer_secrets, a router deployment's key
+    "fleet-redis-password-0001",  # tests/state, the Redis password in state.redisUrl
+    "fleet-wrong-password-0002",  # tests/state, a wrong Redis password
 )
 
 

@@ -21,6 +21,7 @@ LEVELS: tuple[tuple[str, ...], ...] = (
     ("__init__", "adapters", "_cli"),
     ("insights", "runner", "testing"),
     ("checks", "gate", "judge"),
+    ("state",),
     ("config", "_workspace"),
     ("context", "errors", "telemetry"),
     ("_env", "_families", "_public", "_quoting", "_templates", "_version", "types"),

@@ -11,7 +11,7 @@ import functools
 import inspect
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -60,6 +60,7 @@ class Reason(StrEnum):
     INTERNAL_ERROR = "internal_error"
     LATENCY_BUDGET = "latency_budget"
     CIRCUIT_OPEN = "circuit_open"
+    SPEND_LIMIT = "spend_limit"
     STAGNANT = "stagnant"
     SAMPLED_OUT = "sampled_out"
     SIDE_EFFECTS = "side_effects"
@@ -238,6 +239,10 @@ class Verdict(_Frozen):
     """A PASS whose reply rightly waits for the user: one necessary clarifying question, or a
     justified refusal that says why (the judge marked it ``PASS [awaiting_user]``). Never set
     on a FAIL."""
+
+    shared_state: Literal["degraded"] | None = None
+    """``"degraded"`` when the judgement was decided on this instance's own state because the
+    fleet's shared state (Redis) did not answer."""
 
     @model_validator(mode="after")
     def _awaiting_only_on_pass(self) -> Verdict:

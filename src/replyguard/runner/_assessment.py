@@ -15,7 +15,7 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from replyguard._workspace import Workspace
 from replyguard.checks.base import Check
@@ -29,7 +29,9 @@ from replyguard.context._prompt import ContextLimits, JudgePrompt, Redact, Rules
 from replyguard.errors import CircuitOpenError, JudgeConfigError
 from replyguard.gate._triggers import TriggerMatcher
 from replyguard.judge._limiter import ConcurrencyLimiter
+from replyguard.judge._prices import call_estimate
 from replyguard.judge._protocol import Judge, JudgeReply
+from replyguard.state import SharedState, Ticket
 from replyguard.telemetry._events import Events, describe_error, redact
 from replyguard.telemetry._tracing import NO_TRACING, Tracing
 from replyguard.types import CheckResult, FailCategory, Reason, Reply, Turn, Verdict
@@ -103,11 +105,37 @@ def _until(seconds: float | None) -> contextlib.AbstractAsyncContextManager[Any]
     return asyncio.timeout(seconds) if seconds is not None else _NOTHING
 
 
-def _fail_open(reason: Reason, error: str, started: float) -> Verdict:
+def _fail_open(reason: Reason, error: str, started: float, ticket: Ticket | None = None) -> Verdict:
     latency = (time.perf_counter() - started) * 1000
     return Verdict(
-        passed=True, readable=False, fail_open_reason=reason, error=error, latency_ms=latency
+        passed=True,
+        readable=False,
+        fail_open_reason=reason,
+        error=error,
+        latency_ms=latency,
+        shared_state=_shared_state(ticket),
     )
+
+
+def _shared_state(ticket: Ticket | None) -> Literal["degraded"] | None:
+    """``"degraded"`` when the judgement was decided on this instance's own state."""
+    return "degraded" if ticket is not None and ticket.degraded else None
+
+
+def _estimate(config: VerifierConfig, prompt: JudgePrompt) -> float:
+    """The most one judge call of this prompt may cost (for spend limits)."""
+    if not config.spend_limits:
+        return 0.0
+    tokens_in = prompt.counted_tokens
+    if tokens_in is None:  # bounded by the budget and by its UTF-8 size, never counted here
+        size = tokens.size_bound(prompt.system) + tokens.size_bound(prompt.user)
+        tokens_in = min(config.context_token_budget, size)
+    models = [
+        (model, config.judge_max_tokens_for(name))
+        for name in config.judge_models
+        for model in config.underlying_models(name)
+    ]
+    return call_estimate(models, tokens_in)
 
 
 class Assessor:
@@ -121,8 +149,11 @@ class Assessor:
         limiter: ConcurrencyLimiter | None,
         redact: Redact | None = None,
         tracing: Tracing = NO_TRACING,
+        state: SharedState | None = None,
     ) -> None:
+        """``state``: the spend limits and shared breaker (None: neither is configured)."""
         self.checks = tuple(checks)
+        self._state = state
         self._tracing = tracing
         self._workspace = workspace
         self._events = events
@@ -151,9 +182,10 @@ class Assessor:
         profile, turn, reply = step.profile, step.turn, step.reply
         config, events = profile.config, self._events
         started = time.perf_counter()
+        ticket: Ticket | None = None
 
         def failed(reason: Reason, error: str) -> Verdict:
-            return _fail_open(reason, error, started)
+            return _fail_open(reason, error, started, ticket)
 
         if config.max_cost_usd == 0:
             return failed(Reason.COST_BUDGET, "maxCostUsd is 0: no judge spend is allowed")
@@ -187,11 +219,33 @@ class Assessor:
             events.error("judge_prompt_failed", error_class=type(exc).__name__)
             return failed(Reason.INTERNAL_ERROR, f"the judge prompt failed: {type(exc).__name__}")
         budget = Budget.at(config.timeout_seconds, step.deadline)
+        gate = self._state
+        answer: JudgeReply | None = None
         try:
             step_deadline = time.monotonic() + budget.seconds
             async with asyncio.timeout(budget.seconds), self._slot():
                 time_left = max(step_deadline - time.monotonic(), 0.001)
-                answer = await profile.judge.judge(prompt, time_left=time_left)
+                if gate is None:
+                    answer = await profile.judge.judge(prompt, time_left=time_left)
+                else:
+                    ticket = await gate.admit(
+                        config.judge_models,
+                        agent_id=turn.agent_id,
+                        run_kind=profile.name,
+                        estimate=_estimate(config, prompt),
+                        timeout_seconds=config.timeout_seconds,
+                        time_left=time_left,
+                    )
+                    if ticket.refused is not None:
+                        limit = ticket.refused
+                        error = f"the {limit.scope} spend limit of ${limit.usd:g} per "
+                        return failed(Reason.SPEND_LIMIT, f"{error}{limit.window} is reached")
+                    if ticket.blocked:
+                        error = "every judge model's circuit is open (fleet-wide)"
+                        return failed(Reason.CIRCUIT_OPEN, error)
+                    with ticket.active():
+                        time_left = max(step_deadline - time.monotonic(), 0.001)
+                        answer = await profile.judge.judge(prompt, time_left=time_left)
             if not isinstance(answer, JudgeReply):
                 raise TypeError(f"the judge returned {type(answer).__name__}, not a JudgeReply")
         except TimeoutError as exc:
@@ -207,6 +261,9 @@ class Assessor:
             kind = getattr(exc, "last_error_class", None) or type(exc).__name__
             reason = budget.reason if "timeout" in kind.lower() else Reason.JUDGE_ERROR
             return failed(reason, describe_error(exc, events.secrets))
+        finally:
+            if gate is not None and ticket is not None:
+                await _settled(gate, ticket, answer)
         try:
             async with _until(step.left()):
                 verdict = await answer.parsed()  # a long answer off the loop
@@ -218,6 +275,7 @@ class Assessor:
             "completion_tokens": answer.completion_tokens,
             "cost_usd": answer.cost_usd,
             "latency_ms": (time.perf_counter() - started) * 1000,
+            "shared_state": _shared_state(ticket),
         }
         if not verdict.readable:
             update["fail_open_reason"] = Reason.UNREADABLE_VERDICT
@@ -389,6 +447,17 @@ def _holds_mark(text: str) -> bool:
     ``awaiting-user``, ``awaiting user``, in any case)."""
     squeezed = text.casefold().replace("_", "").replace("-", "").replace(" ", "")
     return "awaitinguser" in squeezed
+
+
+async def _settled(gate: SharedState, ticket: Ticket, answer: JudgeReply | None) -> None:
+    """Hand the ticket back with what the judgement cost; a cancelled turn does not wait
+    for Redis (its reservation there expires by itself)."""
+    cost = answer.cost_usd if isinstance(answer, JudgeReply) else 0.0
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        gate.abandon(ticket, cost)
+    else:
+        await gate.settle(ticket, cost)
 
 
 def redacted_verdict(verdict: Verdict, secrets: Sequence[str]) -> Verdict:

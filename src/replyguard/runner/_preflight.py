@@ -6,13 +6,15 @@ prints them all), so the command passes exactly what the verifier accepts.
   ``requireCrossFamily``), or accepts it but then loses what it asks for on every turn: a
   ``workspaceDir`` that is not a folder (no rules, no heartbeat tasks), a ``ledgerPath`` in a
   folder that does not exist (every write fails), an ``env:NAME`` key whose variable is not set
-  (every judge call fails open).
+  (every judge call fails open); a ``state.redisUrl`` whose variable is not set, or without the
+  ``redis`` extra installed (refused: the fleet's limits would not hold).
 - **warning**: what it tolerates: a rules file or heartbeat file missing from the workspace, a
   judge of the agent's family without ``requireCrossFamily``, a model whose family is unknown.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 from dataclasses import dataclass, field
@@ -24,7 +26,7 @@ from pydantic import SecretStr
 from replyguard._families import model_family
 from replyguard.config._keys import ENV_PREFIX
 from replyguard.config._schema import VerifierConfig
-from replyguard.errors import CrossFamilyError, ReplyguardError
+from replyguard.errors import ConfigError, CrossFamilyError, ReplyguardError
 
 Level = Literal["error", "warning"]
 
@@ -61,6 +63,7 @@ def config_findings(config: VerifierConfig) -> list[Finding]:
     """Everything the verifier finds wrong with ``config``, errors and warnings, in key order."""
     found = [*_family_findings(config), *_workspace_findings(config), *_ledger_findings(config)]
     found += _key_findings(config)
+    found += state_findings(config)
     unique: dict[tuple[str, str, str], Finding] = {}
     for finding in found:
         unique.setdefault((finding.level, finding.key, finding.message), finding)
@@ -211,3 +214,20 @@ def _key_findings(config: VerifierConfig) -> list[Finding]:
                 )
             )
     return found
+
+
+def state_findings(config: VerifierConfig) -> list[Finding]:
+    """``state``'s refusals: an ``env:`` URL whose variable is unset, no redis-py installed."""
+    if config.state is None:
+        return []
+    raw = config.state.redis_url.get_secret_value()
+    name = raw[len(ENV_PREFIX) :].strip() if raw.startswith(ENV_PREFIX) else ""
+    if name and not os.environ.get(name):
+        message = f"environment variable {name} is not set"
+    elif importlib.util.find_spec("redis") is None:
+        message = "needs the redis package: pip install 'replyguard[redis]'"
+    else:
+        return []
+    key = "state.redisUrl"
+    refusal = ConfigError(None, [(key, message)])
+    return [Finding("error", key, message, "state_unusable", {"key": key}, refusal=refusal)]

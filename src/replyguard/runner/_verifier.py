@@ -29,6 +29,7 @@ from replyguard.judge._answer_cap import AnswerSessions
 from replyguard.judge._breaker import CircuitBreaker
 from replyguard.judge._clients import ClientScope, stop_logging_worker
 from replyguard.judge._fallbacks import LiteLLMJudge
+from replyguard.judge._fleet_breaker import FleetBreaker
 from replyguard.judge._limiter import ConcurrencyLimiter
 from replyguard.judge._litellm import import_litellm
 from replyguard.judge._protocol import Judge
@@ -37,13 +38,14 @@ from replyguard.runner._agents import Agent, AgentPool, Messages, as_reply, call
 from replyguard.runner._assessment import Assessor, Profile, Step
 from replyguard.runner._family_guard import FamilyGuard
 from replyguard.runner._hooks import Hook, Hooks
-from replyguard.runner._preflight import config_findings
+from replyguard.runner._preflight import config_findings, state_findings
 from replyguard.runner._preload import start_preload
 from replyguard.runner._run import TurnParts, _Run
 from replyguard.runner._side_effects import SideEffects
 from replyguard.runner._stream import stream_events
 from replyguard.runner._sync import SyncLoop
 from replyguard.runner._turn_scope import agent_attempt, with_turn_id
+from replyguard.state import SharedState
 from replyguard.telemetry._events import Events
 from replyguard.telemetry._ledger import Ledger
 from replyguard.telemetry._tracing import (
@@ -75,6 +77,7 @@ class Verifier:
         "_parts",
         "_profiles",
         "_router",
+        "_state",
         "_sync",
         "_tracing",
     )
@@ -90,6 +93,7 @@ class Verifier:
     _parts: TurnParts
     _profiles: dict[str | None, Profile]
     _router: JudgeRouter | None
+    _state: SharedState | None
     _sync: SyncLoop
     _tracing: Tracing
 
@@ -127,9 +131,13 @@ class Verifier:
         limit = config.max_concurrent_judge_calls
         limiter = ConcurrencyLimiter(limit) if limit is not None else None
         workspace = Workspace(config.workspace_dir, events)
-        breaker = CircuitBreaker(
-            config.circuit_breaker.failure_threshold, config.circuit_breaker.cooldown_seconds
+        breaker = (FleetBreaker if config.state is not None else CircuitBreaker).from_config(
+            config.circuit_breaker
         )
+        for finding in state_findings(config):  # before anything connects or reads a key
+            if finding.refusal is not None:
+                raise finding.refusal
+        shared = SharedState(config, events) if config.state or config.spend_limits else None
 
         router = JudgeRouter(config.router) if config.router is not None and not judge else None
         kinds = [config.for_run_kind(name) for name in config.run_kinds]
@@ -156,7 +164,12 @@ class Verifier:
         set_ = object.__setattr__
         set_(self, "_config", config)
         set_(self, "_events", events)
-        set_(self, "_assessor", Assessor(all_checks, workspace, events, limiter, redact, tracing))
+        set_(
+            self,
+            "_assessor",
+            Assessor(all_checks, workspace, events, limiter, redact, tracing, shared),
+        )
+        set_(self, "_state", shared)
         set_(self, "_profiles", profiles)
         set_(self, "_hooks", Hooks(on_verdict, on_retry, on_exhausted, on_fail_open, on_skip))
         set_(self, "_ledger", Ledger(config.ledger_path, events) if config.ledger_path else None)
@@ -216,6 +229,8 @@ class Verifier:
 
         await import_litellm()
         await asyncio.to_thread(tokens.encoding)
+        if self._state is not None:
+            await self._state.warmup()
         if self._router is not None:
             await self._router.router()
 
@@ -245,6 +260,8 @@ class Verifier:
             self._router.close()
 
     async def _close_loop_clients(self) -> None:
+        if self._state is not None:
+            await self._state.aclose()
         await self._clients.aclose()
         await self._answer_sessions.aclose()
         await stop_logging_worker()

@@ -68,6 +68,8 @@ def ledger_record(
         "awaitingUser": outcome.awaiting_user,
         "sideEffects": list(side_effects),
     }
+    if any(v.shared_state == "degraded" for v in outcome.verdicts):
+        record["sharedState"] = "degraded"
     if with_content:
         record["feedback"] = [a.verdict.feedback for a in failed if a.verdict]
     return record

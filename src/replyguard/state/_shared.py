@@ -1,0 +1,208 @@
+"""``SharedState``: admit and settle judgements against the spend limits and (with ``state``)
+the fleet's circuit breaker, on Redis when it answers, on this process's own state when not.
+
+Redis trouble never blocks a turn. Each Redis call is bounded by ``timeoutMs`` (and the time
+the judgement has left); when one fails (down, hung, credentials refused) this process uses its
+own state, logs one ``shared_state_unavailable`` warning (at most one a minute) and stops
+asking Redis: a background ping every ``RETRY_SECONDS`` finds it again, without a turn waiting
+for it. A judgement decided on local state carries ``degraded`` (the ledger's
+``"sharedState": "degraded"``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from collections.abc import Sequence
+
+from replyguard.config._schema import VerifierConfig
+from replyguard.config._state import SpendLimit
+from replyguard.state._local import LocalSpend
+from replyguard.state._redis import RedisState
+from replyguard.state._ticket import Ticket
+from replyguard.telemetry._events import Events, describe_error
+
+__all__ = ["RETRY_SECONDS", "SharedState"]
+
+RETRY_SECONDS = 1.0
+"""How often Redis is pinged while it is known to be unavailable."""
+WARNING_INTERVAL = 60.0
+"""At most one ``shared_state_unavailable`` warning in this many seconds."""
+RESERVATION_MARGIN = 10.0
+"""How much longer than the judgement's timeout an unsettled reservation lives."""
+_PER_INSTANCE = (
+    "spend limits and the circuit breaker hold per instance (not fleet-wide) until Redis is back"
+)
+
+
+class SharedState:
+    """The spend limits and the shared breaker of one verifier (see module doc)."""
+
+    def __init__(self, config: VerifierConfig, events: Events) -> None:
+        """``config.state`` must be resolvable (``Verifier`` checks it first)."""
+        self._limits = config.spend_limits
+        self._events = events
+        self._local = LocalSpend()
+        self._redis: RedisState | None = None
+        self._timeout = 0.0
+        prefix = "replyguard:"
+        if config.state is not None:
+            prefix = config.state.key_prefix
+            self._timeout = config.state.timeout_ms / 1000
+            self._redis = RedisState(
+                config.state.resolve_url(),
+                prefix=prefix,
+                timeout=self._timeout,
+                failure_threshold=config.circuit_breaker.failure_threshold,
+                cooldown_seconds=config.circuit_breaker.cooldown_seconds,
+            )
+        self._bases = tuple(f"{prefix}spend:{limit.scope}:{limit.window}" for limit in self._limits)
+        self._lock = threading.Lock()
+        self._down_until: float | None = None  # time.monotonic; None: Redis is answering
+        self._warned_at: float | None = None
+        self._pings: set[asyncio.Task[None]] = set()
+
+    @property
+    def shared(self) -> bool:
+        """Whether a Redis is configured (the breaker is then the fleet's)."""
+        return self._redis is not None
+
+    def _counters(
+        self, agent_id: str | None, run_kind: str | None
+    ) -> tuple[tuple[SpendLimit, str, str], ...]:
+        """Each limit with its counter's base key and this turn's value of its scope."""
+        values = {"global": "all", "agentId": agent_id or "", "runKind": run_kind or ""}
+        return tuple(
+            (limit, base, values[limit.scope])
+            for limit, base in zip(self._limits, self._bases, strict=True)
+        )
+
+    async def admit(
+        self,
+        models: Sequence[str],
+        *,
+        agent_id: str | None,
+        run_kind: str | None,
+        estimate: float,
+        timeout_seconds: float,
+        time_left: float,
+    ) -> Ticket:
+        """One judgement's ticket: the breaker's decisions (with Redis), the limit it would
+        pass or the spend held for it. At most one round trip, bounded by ``timeoutMs`` and
+        ``time_left``; never raises but for cancellation."""
+        counters = self._counters(agent_id, run_kind)
+        local_keys = tuple((limit, f"{base}:{value}") for limit, base, value in counters)
+        ttl = timeout_seconds + RESERVATION_MARGIN
+        if self._redis is not None:
+            if not self._redis.loaded:  # once: like litellm's import, not Redis's time
+                async with asyncio.timeout(time_left):
+                    await self._redis.load()
+            if self._available():
+                try:
+                    async with asyncio.timeout(max(min(self._timeout, time_left), 0.0)):
+                        decisions, refused, held = await self._redis.admit(
+                            models, counters, estimate, ttl
+                        )
+                except Exception as exc:
+                    self._unavailable(exc)
+                else:
+                    self._answered()
+                    return Ticket(
+                        decisions=decisions,
+                        refused=counters[refused - 1][0] if refused else None,
+                        reservation=held,
+                        shared=True,
+                        counters=local_keys,
+                    )
+        limit, held = self._local.reserve(local_keys, estimate, ttl) if counters else (None, None)
+        degraded = self._redis is not None
+        return Ticket(refused=limit, reservation=held, degraded=degraded, counters=local_keys)
+
+    async def settle(self, ticket: Ticket, cost: float) -> None:
+        """Hand a judgement's ticket back: its breaker reports and its real ``cost``. At most
+        one round trip (none when there is nothing to say); never raises but for
+        cancellation."""
+        if not ticket.shared:
+            self._local.settle(ticket.reservation, cost)
+            return
+        self._local.count(ticket.counters, cost)
+        reports = ticket.pending_reports()
+        if self._redis is None or (not reports and ticket.reservation is None):
+            return
+        if not self._available():
+            return  # the reservation expires by itself
+        try:
+            async with asyncio.timeout(self._timeout):
+                await self._redis.settle(reports, ticket.reservation, cost)
+        except Exception as exc:
+            self._unavailable(exc)
+
+    def abandon(self, ticket: Ticket, cost: float) -> None:
+        """Settle without waiting (a cancelled turn): this process's own state only; what the
+        ticket holds on Redis expires by itself."""
+        if ticket.shared:
+            self._local.count(ticket.counters, cost)
+        else:
+            self._local.settle(ticket.reservation, cost)
+
+    # -- Redis's availability ------------------------------------------------------------
+
+    def _available(self) -> bool:
+        """Whether to ask Redis now; while it is known down, start a background ping when due."""
+        with self._lock:
+            down_until = self._down_until
+            if down_until is None:
+                return True
+            if time.monotonic() < down_until or self._pings:
+                return False
+            self._down_until = time.monotonic() + RETRY_SECONDS
+        task = asyncio.get_running_loop().create_task(self._ping())
+        self._pings.add(task)
+        task.add_done_callback(self._pings.discard)
+        return False
+
+    async def _ping(self) -> None:
+        assert self._redis is not None
+        try:
+            async with asyncio.timeout(self._timeout):
+                await self._redis.ping()
+        except Exception as exc:
+            self._unavailable(exc)
+        else:
+            self._answered()
+
+    def _answered(self) -> None:
+        with self._lock:
+            was_down, self._down_until = self._down_until is not None, None
+        if was_down:
+            self._events.info("shared_state_restored", note="limits are fleet-wide again")
+
+    def _unavailable(self, exc: BaseException) -> None:
+        now = time.monotonic()
+        with self._lock:
+            self._down_until = now + RETRY_SECONDS
+            warn = self._warned_at is None or now - self._warned_at >= WARNING_INTERVAL
+            if warn:
+                self._warned_at = now
+        if warn:
+            error = describe_error(exc, self._events.secrets) if str(exc) else type(exc).__name__
+            if isinstance(exc, TimeoutError):
+                error = f"no answer within {self._timeout * 1000:g} ms"
+            self._events.warning("shared_state_unavailable", error=error, note=_PER_INSTANCE)
+
+    async def warmup(self) -> None:
+        """Import redis-py off the event loop before the first judgement needs it."""
+        if self._redis is not None:
+            await self._redis.load()
+
+    async def aclose(self) -> None:
+        """Stop this loop's pings and close its Redis client."""
+        loop = asyncio.get_running_loop()
+        for task in [t for t in list(self._pings) if t.get_loop() is loop]:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        if self._redis is not None:
+            await self._redis.aclose()

@@ -1,0 +1,160 @@
+"""Redis trouble never blocks a turn: killed and restarted, paused (SIGSTOP), refusing the
+password. Each Redis call is bounded by ``timeoutMs``; then the instance decides on its own
+state, says so once (``shared_state_unavailable``) and in the ledger, stops asking Redis while
+it is known down, and is back on the shared state when Redis answers again."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from replyguard import Turn, Verifier, VerifierConfig
+from replyguard.state import _shared
+from replyguard.testing import ScriptedAgent, ScriptedJudge, capture_events
+from support.redis_server import REDIS_PASSWORD, WRONG_PASSWORD, RedisServer, free_port
+
+TURN = Turn(user_message="Is the report done?")
+
+
+@pytest.fixture
+def own_redis() -> Iterator[RedisServer]:
+    """A redis-server of this test's own, to kill, pause or restart."""
+    server = RedisServer(REDIS_PASSWORD)
+    try:
+        yield server.start()
+    finally:
+        server.stop()
+
+
+@pytest.fixture(autouse=True)
+def quick_retry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ping a Redis known to be down every 20 ms instead of every second."""
+    monkeypatch.setattr(_shared, "RETRY_SECONDS", 0.02)
+
+
+def shared_config(url: str, tmp_path: Path, **keys: Any) -> VerifierConfig:
+    return VerifierConfig.from_dict(
+        {
+            "enabled": True,
+            "verifyAll": True,
+            "model": "openai/replyguard-test-judge",
+            "state": {"redisUrl": url, "timeoutMs": 100},
+            "spendLimits": [{"scope": "global", "window": "1h", "usd": 100}],
+            "ledgerPath": str(tmp_path / "ledger.jsonl"),
+            **keys,
+        }
+    )
+
+
+def verifier_for(config: VerifierConfig) -> Verifier:
+    return Verifier(config, judge=ScriptedJudge(["PASS"] * 100, cost_usd=0.01), preload=False)
+
+
+async def turn_state(verifier: Verifier) -> str | None:
+    outcome = await verifier.run(ScriptedAgent(["Done."]), TURN)
+    assert outcome.status.value == "passed"  # the judge was asked every time
+    return outcome.verdicts[-1].shared_state
+
+
+async def until_shared(verifier: Verifier, within: float = 5.0) -> int:
+    """Turns run until one is decided on Redis again (fails after ``within`` seconds)."""
+    until, turns = time.monotonic() + within, 0
+    while time.monotonic() < until:
+        turns += 1
+        if await turn_state(verifier) is None:
+            return turns
+        await asyncio.sleep(0.01)
+    raise AssertionError("the verifier never went back to Redis")
+
+
+def unavailable(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [e for e in events if e["event"] == "shared_state_unavailable"]
+
+
+def counting_admissions(verifier: Verifier) -> list[int]:
+    """Count the verifier's calls to Redis's admission script."""
+    redis = verifier._state._redis  # type: ignore[union-attr]
+    calls = [0]
+    admit = redis.admit
+
+    async def counted(*args: Any) -> Any:
+        calls[0] += 1
+        return await admit(*args)
+
+    redis.admit = counted
+    return calls
+
+
+async def test_redis_killed_and_restarted_mid_run(own_redis: RedisServer, tmp_path: Path) -> None:
+    config = shared_config(own_redis.url(), tmp_path)
+    verifier = verifier_for(config)
+    with capture_events() as events:
+        assert await turn_state(verifier) is None
+        own_redis.kill()
+        assert [await turn_state(verifier) for _ in range(4)] == ["degraded"] * 4
+        own_redis.start()
+        recovered_after = await until_shared(verifier)
+    warnings = unavailable(events)
+    assert len(warnings) == 1  # rate-limited: one for the outage
+    assert "per instance" in warnings[0]["note"]
+    assert warnings[0]["log_level"] == "warning"
+    text = await asyncio.to_thread(Path(config.ledger_path or "").read_text)
+    lines = [json.loads(line) for line in text.splitlines()]
+    marked = [line.get("sharedState") for line in lines]
+    assert marked == [None] + ["degraded"] * (4 + recovered_after - 1) + [None]
+    await verifier.aclose()
+
+
+async def test_a_paused_redis_costs_one_timeout_then_nothing_until_it_answers(
+    own_redis: RedisServer, tmp_path: Path
+) -> None:
+    verifier = verifier_for(shared_config(own_redis.url(), tmp_path))
+    assert await turn_state(verifier) is None
+    admissions = counting_admissions(verifier)
+    own_redis.pause()
+    try:
+        started = time.monotonic()
+        assert await turn_state(verifier) == "degraded"
+        assert time.monotonic() - started < 2.0  # bounded by timeoutMs (0.1 s), generously
+        asked = admissions[0]
+        assert [await turn_state(verifier) for _ in range(5)] == ["degraded"] * 5
+        assert admissions[0] == asked  # known down: no turn waited on Redis again
+    finally:
+        own_redis.resume()
+    await until_shared(verifier)
+    assert admissions[0] > asked
+    await verifier.aclose()
+
+
+async def test_a_refused_password_degrades_without_showing_it(
+    own_redis: RedisServer, tmp_path: Path
+) -> None:
+    verifier = verifier_for(shared_config(own_redis.url(WRONG_PASSWORD), tmp_path))
+    with capture_events() as events:
+        assert [await turn_state(verifier) for _ in range(3)] == ["degraded"] * 3
+    (warning,) = unavailable(events)
+    assert "Authentication" in warning["error"]
+    text = json.dumps(events, default=str)
+    assert WRONG_PASSWORD not in text and REDIS_PASSWORD not in text
+    await verifier.aclose()
+
+
+async def test_a_judgement_the_fleet_refuses_while_degraded_is_marked(tmp_path: Path) -> None:
+    # Nothing listens on this port: every turn is decided on local state, which still holds
+    # the spend limit (per instance) and says so.
+    config = shared_config(
+        f"redis://127.0.0.1:{free_port()}/0",
+        tmp_path,
+        spendLimits=[{"scope": "global", "window": "1h", "usd": 0.015}],
+    )
+    verifier = verifier_for(config)
+    verdicts = [await verifier.verify(TURN, "Done.") for _ in range(3)]
+    assert [v.fail_open_reason for v in verdicts] == [None, None, "spend_limit"]
+    assert {v.shared_state for v in verdicts} == {"degraded"}
+    await verifier.aclose()

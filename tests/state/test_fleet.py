@@ -1,0 +1,118 @@
+"""Several instances in separate OS processes share one circuit breaker and one spend limit
+through a real redis-server (tests/support/redis_server.py), judging through litellm against
+the loopback provider server."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from support.fleet import Instance, fleet_of
+from support.provider_server import ProviderServer, Step
+from support.redis_server import REDIS_PASSWORD, RedisServer, redis_server
+
+_prefixes = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def redis() -> Iterator[RedisServer]:
+    """One redis-server for the module's tests (each test uses its own ``keyPrefix``)."""
+    with redis_server(REDIS_PASSWORD) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def fleet() -> Iterator[list[Instance]]:
+    """Three instances, each its own OS process."""
+    with fleet_of(3) as instances:
+        yield instances
+
+
+JUDGE = "openai/gpt-4o-mini"  # priced in litellm's map: $0.15 / $0.60 per million tokens
+CALL_COST = 900 * 0.15e-6 + 12 * 0.60e-6  # what the provider's usage (900 in, 12 out) costs
+
+
+def fleet_config(redis: RedisServer, provider: ProviderServer, **keys: Any) -> dict[str, Any]:
+    return {
+        "enabled": True,
+        "model": JUDGE,
+        "apiKey": "sk-test-SECRETKEY-0123456789abcdef",
+        "apiBase": f"{provider.url}/v1",
+        "state": {
+            "redisUrl": redis.url(),
+            "keyPrefix": f"fleet-test-{next(_prefixes)}:",
+            "timeoutMs": 500,
+        },
+        **keys,
+    }
+
+
+def test_an_open_circuit_fails_every_instance_open_even_one_that_never_called(
+    redis: RedisServer, fleet: list[Instance]
+) -> None:
+    with ProviderServer(default=Step(text=None, status=503, body=b'{"error": "down"}')) as server:
+        config = fleet_config(redis, server, circuitBreaker={"failureThreshold": 3})
+        first, *others = fleet
+        first.send(config, turns=3)
+        assert [v["reason"] for v in first.answer()] == ["judge_error"] * 3
+        for instance in others:
+            instance.send(config, turns=2)
+        reasons = [v["reason"] for instance in others for v in instance.answer()]
+        assert reasons == ["circuit_open"] * 4
+        assert len(server.seen) == 3  # the other instances never called the judge
+
+
+def test_after_the_cooldown_one_probe_goes_for_the_whole_fleet(
+    redis: RedisServer, fleet: list[Instance]
+) -> None:
+    failing = Step(text=None, status=503, body=b'{"error": "down"}')
+    # The probe's answer takes longer than the judgement may: it is still in flight while
+    # every other judgement of the fleet asks, then fails and re-opens the circuit.
+    with ProviderServer([failing], default=Step(text="PASS", delay=5.0)) as server:
+        config = fleet_config(
+            redis,
+            server,
+            timeoutSeconds=1.5,
+            circuitBreaker={"failureThreshold": 1, "cooldownSeconds": 0.3},
+        )
+        fleet[0].send(config, turns=1)
+        assert [v["reason"] for v in fleet[0].answer()] == ["judge_error"]
+        time.sleep(0.35)  # the cool-down is the behaviour under test
+        for instance in fleet:
+            instance.send(config, turns=4, concurrency=4)
+        reasons = sorted(str(v["reason"]) for instance in fleet for v in instance.answer())
+        assert reasons == ["circuit_open"] * 11 + ["judge_timeout"]
+        assert len(server.seen) == 2  # the failure, then the fleet's one probe
+
+
+def test_concurrent_spend_of_the_fleet_stays_within_the_limit_plus_one_call_per_instance(
+    redis: RedisServer, fleet: list[Instance]
+) -> None:
+    import redis as redis_py
+
+    limit = 20 * CALL_COST
+    with ProviderServer(default=Step(text="PASS")) as server:
+        config = fleet_config(
+            redis, server, spendLimits=[{"scope": "global", "window": "1h", "usd": limit}]
+        )
+        for instance in fleet:
+            instance.send(config, turns=16, concurrency=8)
+        verdicts = [v for instance in fleet for v in instance.answer()]
+    spent = sum(v["cost"] for v in verdicts)
+    judged = [v for v in verdicts if v["reason"] is None]
+    refused = [v for v in verdicts if v["reason"] == "spend_limit"]
+    assert len(judged) + len(refused) == len(verdicts) == 48
+    assert refused, "the limit was never reached"
+    assert spent <= limit + len(fleet) * CALL_COST
+    assert all(v["sharedState"] is None for v in verdicts), verdicts
+    # Redis's counter of the window holds exactly what the instances say they spent.
+    client = redis_py.Redis.from_url(redis.url())
+    prefix = config["state"]["keyPrefix"]
+    keys = list(client.keys(f"{prefix}spend:global:1h:*:all"))
+    assert len(keys) == 1
+    assert float(client.get(keys[0]) or 0) == pytest.approx(spent, abs=1e-9)
+    client.close()
