@@ -239,7 +239,6 @@ class Verdict(_Frozen):
     """A PASS whose reply rightly waits for the user: one necessary clarifying question, or a
     justified refusal that says why (the judge marked it ``PASS [awaiting_user]``). Never set
     on a FAIL."""
-
     shared_state: Literal["degraded"] | None = None
     """``"degraded"`` when the judgement was decided on this instance's own state because the
     fleet's shared state (Redis) did not answer."""

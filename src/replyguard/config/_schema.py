@@ -32,8 +32,8 @@ from replyguard.config._json_file import (
 )
 from replyguard.config._keys import ENV_PREFIX, MASK, ApiKey, key_values, resolved_key
 from replyguard.config._router import RouterConfig
-from replyguard.config._streaming import StreamingConfig
 from replyguard.config._state import SpendLimit, StateConfig
+from replyguard.config._streaming import StreamingConfig
 from replyguard.errors import ConfigError, ReplyguardError
 
 __all__ = [
