@@ -8,7 +8,7 @@ writes ``table.md``, ``results.json`` and ``chart.png`` (when matplotlib is inst
 so it does not share the measured interpreter's GIL. No network beyond 127.0.0.1.
 
 Sections (``--only``): hot, logging, verified, bigturns, context, concurrency, import,
-coldstart, cli, memory, failopen, streaming.
+coldstart, cli, memory, failopen, streaming, fleet.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ SECTIONS = (
     "memory",
     "failopen",
     "streaming",
+    "fleet",
 )
 FAIL_OPEN_TIMEOUT = 0.5
 
@@ -530,6 +531,46 @@ async def streaming(sizes: Sizes, rows: list[Row], server: JudgeServerProcess) -
     )
 
 
+async def fleet_section(sizes: Sizes, rows: list[Row]) -> None:
+    import fleet
+
+    found = await fleet.measure(sizes.fail_open_runs * 200)
+    timeout = found["timeout_s"]
+    rows += [
+        Row(
+            f"shared breaker + spend limit per judged turn, loopback Redis"
+            f" (median of {found['pairs'] - found['left_out']} pairs, {found['left_out']} left"
+            f" out as degraded; p95 {ms(found['up_p95_s'], 3)})",
+            ms(found["up_s"], 3),
+            "the same turn without state",
+            "—",
+            signed_ms(found["up_s"], 3),
+            "≤ 0.3 ms",
+            verdict(found["up_s"] <= 0.0003),
+            found,
+        ),
+        Row(
+            "spend limit per judged turn, in-process (no state)",
+            ms(found["local_s"], 3),
+            "the same turn without limits",
+            target="—",
+        ),
+        Row(
+            f"Redis paused: the first turn's added time (timeoutMs {timeout * 1000:g})",
+            ms(found["down_first_s"], 1),
+            f"{ms(timeout, 0)} timeout",
+            target="≤ timeoutMs + 10 ms",
+            result=verdict(found["down_first_s"] <= timeout + 0.01),
+        ),
+        Row(
+            "Redis paused: each later turn's added time (known down)",
+            ms(found["down_later_s"], 3),
+            target="≤ 0.1 ms",
+            result=verdict(found["down_later_s"] <= 0.0001),
+        ),
+    ]
+
+
 # -- output -----------------------------------------------------------------------------------
 
 
@@ -706,6 +747,8 @@ async def main_async(args: argparse.Namespace) -> list[Row]:
                 await failopen(sizes, rows, server)
             elif name == "streaming":
                 await streaming(sizes, rows, server)
+            elif name == "fleet":
+                await fleet_section(sizes, rows)
             print(f"  {name} took {time.perf_counter() - started:.1f} s", file=sys.stderr)
     return rows
 

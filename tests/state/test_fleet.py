@@ -45,7 +45,7 @@ def fleet_config(redis: RedisServer, provider: ProviderServer, **keys: Any) -> d
         "state": {
             "redisUrl": redis.url(),
             "keyPrefix": f"fleet-test-{next(_prefixes)}:",
-            "timeoutMs": 500,
+            "timeoutMs": 3000,  # generous: this machine may be busy
         },
         **keys,
     }
@@ -114,5 +114,8 @@ def test_concurrent_spend_of_the_fleet_stays_within_the_limit_plus_one_call_per_
     prefix = config["state"]["keyPrefix"]
     keys = list(client.keys(f"{prefix}spend:global:1h:*:all"))
     assert len(keys) == 1
-    assert float(client.get(keys[0]) or 0) == pytest.approx(spent, abs=1e-9)
+    until = time.monotonic() + 5  # the last settlements land in the background
+    while float(client.get(keys[0]) or 0) != pytest.approx(spent, abs=1e-9):
+        assert time.monotonic() < until, "Redis's counter never reached the instances' spend"
+        time.sleep(0.01)
     client.close()

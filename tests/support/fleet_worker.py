@@ -46,6 +46,7 @@ async def _serve(commands: TextIO, answers: TextIO) -> None:
         if verifier is None:
             config = VerifierConfig.from_dict(command["config"])
             verifier = verifiers[key] = Verifier(config, preload=False)
+            await verifier.warmup()
         results = await _judgements(verifier, command)
         answers.write(json.dumps({"verdicts": results}) + "\n")
         answers.flush()

@@ -63,6 +63,7 @@ class SharedState:
         self._down_until: float | None = None  # time.monotonic; None: Redis is answering
         self._warned_at: float | None = None
         self._pings: set[asyncio.Task[None]] = set()
+        self._settling: set[asyncio.Task[None]] = set()
 
     @property
     def shared(self) -> bool:
@@ -122,8 +123,9 @@ class SharedState:
 
     async def settle(self, ticket: Ticket, cost: float) -> None:
         """Hand a judgement's ticket back: its breaker reports and its real ``cost``. At most
-        one round trip (none when there is nothing to say); never raises but for
-        cancellation."""
+        one round trip (none when there is nothing to say), awaited only when the breaker has
+        news (a failure, or the answer of a failing or probed model): spend alone is settled
+        in the background. Never raises but for cancellation."""
         if not ticket.shared:
             self._local.settle(ticket.reservation, cost)
             return
@@ -133,6 +135,17 @@ class SharedState:
             return
         if not self._available():
             return  # the reservation expires by itself
+        settling = self._settle_on_redis(reports, ticket, cost)
+        if reports:  # the breaker must know before the next judgement asks
+            await settling
+            return
+        # Spend alone: off the turn's path (the reservation holds until it lands).
+        task = asyncio.get_running_loop().create_task(settling)
+        self._settling.add(task)
+        task.add_done_callback(self._settling.discard)
+
+    async def _settle_on_redis(self, reports: dict[str, bool], ticket: Ticket, cost: float) -> None:
+        assert self._redis is not None
         try:
             async with asyncio.timeout(self._timeout):
                 await self._redis.settle(reports, ticket.reservation, cost)
@@ -192,13 +205,30 @@ class SharedState:
                 error = f"no answer within {self._timeout * 1000:g} ms"
             self._events.warning("shared_state_unavailable", error=error, note=_PER_INSTANCE)
 
-    async def warmup(self) -> None:
-        """Import redis-py off the event loop before the first judgement needs it."""
-        if self._redis is not None:
-            await self._redis.load()
+    async def warmup(self, within: float = 5.0) -> None:
+        """Import redis-py off the event loop and open this loop's connection (``within``
+        seconds, not ``timeoutMs``), so the first judgement pays for neither. A Redis that
+        does not answer is known down from here on (and pinged again in the background)."""
+        if self._redis is None:
+            return
+        await self._redis.load()
+        try:
+            async with asyncio.timeout(within):
+                await self._redis.ping()
+        except Exception as exc:
+            self._unavailable(exc)
+
+    async def settled(self) -> None:
+        """Wait until this loop's background settlements have landed (each bounded by
+        ``timeoutMs``)."""
+        loop = asyncio.get_running_loop()
+        settling = [t for t in list(self._settling) if t.get_loop() is loop]
+        if settling:
+            await asyncio.wait(settling)
 
     async def aclose(self) -> None:
-        """Stop this loop's pings and close its Redis client."""
+        """Let this loop's settlements land, stop its pings and close its Redis client."""
+        await self.settled()
         loop = asyncio.get_running_loop()
         for task in [t for t in list(self._pings) if t.get_loop() is loop]:
             task.cancel()
