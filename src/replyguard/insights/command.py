@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import glob
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,7 @@ from replyguard.insights.stats import (
     PROPOSAL_MAX_TOKENS,
     PROPOSAL_PROMPT,
     PROPOSAL_TIMEOUT_SECONDS,
+    Entry,
     Report,
     RunKindStats,
 )
@@ -134,9 +137,28 @@ def _positive(value: str) -> int:
     return int(value)
 
 
+def ledger_paths(arguments: Sequence[str]) -> tuple[list[Path], str | None]:
+    """The ledger files the arguments name, in order, each once: a path as it is, a glob
+    (``*``, ``?``, ``[``) expanded and sorted. Also the first glob that matches nothing."""
+    paths: list[Path] = []
+    for argument in arguments:
+        if glob.has_magic(argument):
+            matched = sorted(glob.glob(argument))
+            if not matched:
+                return [], argument
+            paths += map(Path, matched)
+        else:
+            paths.append(Path(argument))
+    return list(dict.fromkeys(paths)), None
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of ``replyguard insights``."""
-    parser.add_argument("ledger", help="the JSONL ledger file")
+    parser.add_argument(
+        "ledger",
+        nargs="+",
+        help="the JSONL ledger file(s): several paths or a quoted glob (one per instance)",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument(
         "--propose",
@@ -154,13 +176,23 @@ def main(args: argparse.Namespace) -> int:
     if args.propose and not args.config:
         print("replyguard insights: --propose needs --config FILE", file=sys.stderr)
         return 2
-    try:
-        entries, skipped = read_ledger(Path(args.ledger))
-    except (OSError, UnicodeDecodeError) as exc:
-        problem = "file not found" if isinstance(exc, FileNotFoundError) else type(exc).__name__
-        print(f"replyguard insights: cannot read ledger {args.ledger}: {problem}", file=sys.stderr)
+    paths, unmatched = ledger_paths(args.ledger)
+    if unmatched is not None:
+        print(f"replyguard insights: no ledger file matches {unmatched}", file=sys.stderr)
         return 2
-    report = summarise(entries, ledger=args.ledger, skipped=skipped, top=args.top)
+    entries: list[Entry] = []
+    skipped: list[int | str] = []
+    for path in paths:
+        try:
+            more, unread = read_ledger(path)
+        except (OSError, UnicodeDecodeError) as exc:
+            problem = "file not found" if isinstance(exc, FileNotFoundError) else type(exc).__name__
+            print(f"replyguard insights: cannot read ledger {path}: {problem}", file=sys.stderr)
+            return 2
+        entries += more
+        skipped += [f"{path}:{number}" if len(paths) > 1 else number for number in unread]
+    label = ", ".join(map(str, paths))
+    report = summarise(entries, ledger=label, skipped=skipped, top=args.top)
     data: dict[str, Any] = report.model_dump(mode="json")
     text = render(report)
     if args.propose:

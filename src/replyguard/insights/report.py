@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -119,7 +119,9 @@ def _model_stats(name: str, entries: list[Entry]) -> ModelStats:
     )
 
 
-def summarise(entries: list[Entry], *, ledger: str, skipped: list[int], top: int = 10) -> Report:
+def summarise(
+    entries: list[Entry], *, ledger: str, skipped: Sequence[int | str], top: int = 10
+) -> Report:
     """Aggregate the entries; ``top`` limits the themes listed (suggestions see them all)."""
     by_kind: dict[str, list[Entry]] = {}
     categories: dict[str, list[str]] = {}
@@ -152,7 +154,7 @@ def summarise(entries: list[Entry], *, ledger: str, skipped: list[int], top: int
     return Report(
         ledger=ledger,
         skipped_lines=len(skipped),
-        skipped_line_numbers=skipped[:SKIPPED_SHOWN],
+        skipped_line_numbers=list(skipped[:SKIPPED_SHOWN]),
         totals=totals,
         run_kinds=kinds,
         categories=[

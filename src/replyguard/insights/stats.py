@@ -156,11 +156,13 @@ class Suggestion(_Value):
 
 
 class Report(_Value):
-    """Everything ``insights`` says about one ledger (``--json`` prints it as it is)."""
+    """Everything ``insights`` says about its ledgers (``--json`` prints it as it is)."""
 
     ledger: str
+    """The ledger file, or the files merged (comma-separated)."""
     skipped_lines: int
-    skipped_line_numbers: list[int]
+    skipped_line_numbers: list[int | str]
+    """The first lines that were not entries: numbers, or ``file:number`` with several files."""
     totals: Totals
     run_kinds: list[RunKindStats]
     categories: list[CategoryStats]
