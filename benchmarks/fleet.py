@@ -77,7 +77,8 @@ async def measure(pairs: int) -> dict[str, Any]:
             later = [await _pair(plain, shared) for _ in range(pairs)]
         finally:
             server.resume()
-        assert first[2] and all(degraded for _, _, degraded in later)
+        assert first[2]
+        assert all(degraded for _, _, degraded in later)
         for verifier in (plain, shared, in_process):
             await verifier.aclose()
     return {
