@@ -35,6 +35,7 @@ from replyguard import (
     idempotency_key,
 )
 from replyguard.runner._side_effects import SideEffects, done
+from replyguard.runner._turn_scope import canonical_arguments
 from replyguard.testing import ScriptedAgent
 from support.provider_server import ANTHROPIC, ProviderServer, Seen, Step
 
@@ -422,3 +423,29 @@ async def test_a_streaming_agent_sees_its_turn_and_attempt_and_keys_stay_stable(
     assert seen[0][1:] == seen[1][1:]  # the same turn id and key on the retry
     assert seen[2][1] != seen[0][1] and seen[2][1].startswith("turn-")
     assert sum(type(event).__name__ == "Done" for event in events) == 2
+
+
+# -- careless agents ----------------------------------------------------------------------------
+
+
+async def test_odd_and_many_arguments_never_break_the_turn_and_the_list_is_capped(
+    provider: ProviderServer, config: Callable[..., VerifierConfig]
+) -> None:
+    provider.push(Step(text=FAIL), Step(text="PASS"))
+    deep: Any = "x"
+    for _ in range(5000):  # deeper than JSON can write back
+        deep = [deep]
+    odd = [
+        ToolCallRecord(name="send_deep", arguments=deep),
+        ToolCallRecord(name="send_set", arguments={"to": {"ada", "bob"}}),
+        ToolCallRecord(name="send_text", arguments="not json {"),
+        *(ToolCallRecord(name="send_email", arguments={"n": n}) for n in range(40)),
+    ]
+    agent = ScriptedAgent([acting("Sent them all.", *odd), "Sent them all; due 31 March."])
+    outcome = await run(config(), agent)
+    assert (outcome.status, len(outcome.attempts)) == (Status.PASSED, 2)
+    listed = [line for line in agent.calls[1][-1]["content"].splitlines() if line.startswith("- ")]
+    assert len(listed) == 21 and listed[-1] == "- … and 23 more"
+    assert listed[2] == '- send_text("not json {")'
+    with pytest.raises(TypeError, match="nested too deep"):
+        canonical_arguments(deep)

@@ -33,6 +33,9 @@ HEARTBEAT_GUIDANCE = (
 category."""
 
 NO_DETAILS = "(the reviewer gave no details)"
+LISTED_DONE = 20
+"""At most this many actions already done are listed in a retry message; a line counts the
+rest."""
 
 
 def feedback_message(
@@ -48,5 +51,6 @@ def feedback_message(
         feedback=(verdict.feedback or "").strip() or NO_DETAILS,
         guidance=HEARTBEAT_GUIDANCE if heartbeat else GUIDANCE[category],
         heartbeat=heartbeat,
-        done=[describe_call(call) for call in done],
+        done=[describe_call(call) for call in done[:LISTED_DONE]],
+        more_done=max(len(done) - LISTED_DONE, 0),
     )

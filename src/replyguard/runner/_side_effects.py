@@ -57,17 +57,23 @@ class SideEffects:
         calls = self.resolved(
             (*(c for r in earlier for c in r.meta.tool_calls), *reply.meta.tool_calls)
         )
-        if calls == reply.meta.tool_calls:
+        if not calls:
             return reply
         meta = reply.meta.model_copy(update={"tool_calls": calls})
         return reply.model_copy(update={"meta": meta})
 
 
 def _identity(call: ToolCallRecord) -> tuple[str, str]:
+    """The call's name and its arguments as text: canonical JSON, else their ``repr``, else
+    their type (never raises: an agent's odd arguments must not break the turn)."""
     try:
         return call.name, canonical_arguments(call.arguments)
     except TypeError:
+        pass
+    try:
         return call.name, repr(call.arguments)
+    except Exception:  # a repr that fails or recurses too deep
+        return call.name, f"[{type(call.arguments).__name__}]"
 
 
 def done(calls: Iterable[ToolCallRecord]) -> tuple[ToolCallRecord, ...]:

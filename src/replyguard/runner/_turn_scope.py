@@ -87,7 +87,7 @@ def canonical_arguments(arguments: Any) -> str:
     Raises ``TypeError`` for a value JSON cannot hold (a set, an object): a key must never
     rest on an object's address."""
     if isinstance(arguments, str):
-        with contextlib.suppress(ValueError):  # a plain string argument stands for itself
+        with contextlib.suppress(ValueError, RecursionError):  # a plain string stands for itself
             arguments = json.loads(arguments)
     try:
         return json.dumps(
@@ -100,6 +100,8 @@ def canonical_arguments(arguments: Any) -> str:
         )
     except ValueError as exc:  # NaN or infinity, or a cycle
         raise TypeError(f"tool arguments are not JSON: {exc}") from None
+    except RecursionError:
+        raise TypeError("tool arguments are nested too deep to write as JSON") from None
 
 
 def _plain(value: Any) -> Any:
