@@ -617,3 +617,38 @@ async def test_on_exhausted_raise_raises_from_the_stream(make_config: Any) -> No
     )
     with pytest.raises(VerificationExhausted):
         await collect(streamed.stream(agent, TURN))
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_shadow_mode_passes_the_stream_through_and_flags_it(
+    make_config: Any, mode: str
+) -> None:
+    events: list[Any] = []
+    agent = ScriptedStreamAgent([["as an AI ", "I would ", "say no."]])
+    config = make_config(
+        mode="shadow",
+        verifyAll=True,
+        checks=[{"type": "rules", "forbiddenPhrases": ["as an AI"]}],
+        streaming={"mode": mode},
+    )
+    streamed = Verifier(config, judge=ScriptedJudge([]), preload=False)
+    async for event in streamed.stream(agent, TURN):
+        events.append(event)
+        if isinstance(event, Delta):
+            assert agent.pulled[0] == len(events)  # shown as it came, never cut
+    outcome = checked(events)
+    assert (outcome.status, outcome.response) == (Status.FLAGGED, "as an AI I would say no.")
+
+
+async def test_a_sampled_out_turn_passes_through_as_it_comes(make_config: Any) -> None:
+    events: list[Any] = []
+    agent = ScriptedStreamAgent([["one ", "two"]])
+    config = make_config(verifyAll=True, sampleRate=0.0, streaming={"mode": "buffer"})
+    async for event in Verifier(config, judge=ScriptedJudge([]), preload=False).stream(
+        agent, TURN
+    ):
+        events.append(event)
+        if isinstance(event, Delta):
+            assert agent.pulled[0] == len(events)
+    outcome = checked(events)
+    assert (outcome.status, outcome.reason) == (Status.NOT_TRIGGERED, Reason.SAMPLED_OUT)

@@ -9,11 +9,11 @@ differs. Each attempt's text is read from the agent's stream as it comes and:
   any an incremental check has not decided yet); a reply rejected after some of it was shown
   is withdrawn with a ``Retract`` before the retry's text.
 
-A turn that cannot be judged (verification off, a trigger that cannot fire, a refused judge)
-is passed through as it comes, in either mode. While an attempt that will surely be judged
-streams, the incremental checks (``replyguard.checks.incremental``) scan each new piece; the
-first violation closes the agent's stream at once and starts the retry with the check's
-feedback, without a judge call.
+A turn whose reply cannot change (verification off, a trigger that cannot fire, a refused
+judge, ``"shadow"`` mode) is passed through as it comes, in either mode. While an attempt that
+will surely be judged streams, the incremental checks (``replyguard.checks.incremental``)
+scan each new piece; the first violation closes the agent's stream at once and starts the
+retry with the check's feedback, without a judge call.
 
 Whatever happens, the text of the ``Delta`` events after the last ``Retract`` is exactly the
 ``Outcome``'s ``response``: the end of the turn emits whatever is needed to make it so (the
@@ -120,11 +120,13 @@ class StreamTurn:
         config, turn = run.config, run.turn
         if not config.enabled or run.v.families.refused(run.profile, turn):
             return False, False
+        if config.mode == "shadow":  # judged, but the reply goes out unchanged: as it comes
+            return False, False
         if turn.heartbeat:
             return config.verify_heartbeat, config.verify_heartbeat
         if config.verify_all:
             sampled = _sampled_in(run.sample_key, config.sample_rate)
-            return sampled or bool(config.trigger_keywords), sampled
+            return sampled, sampled
         return bool(config.trigger_keywords), False
 
     def _scanners(self, turn: Turn) -> list[tuple[str, PrefixScanner]]:
