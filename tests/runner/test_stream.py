@@ -644,9 +644,7 @@ async def test_a_sampled_out_turn_passes_through_as_it_comes(make_config: Any) -
     events: list[Any] = []
     agent = ScriptedStreamAgent([["one ", "two"]])
     config = make_config(verifyAll=True, sampleRate=0.0, streaming={"mode": "buffer"})
-    async for event in Verifier(config, judge=ScriptedJudge([]), preload=False).stream(
-        agent, TURN
-    ):
+    async for event in Verifier(config, judge=ScriptedJudge([]), preload=False).stream(agent, TURN):
         events.append(event)
         if isinstance(event, Delta):
             assert agent.pulled[0] == len(events)
