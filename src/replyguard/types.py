@@ -195,7 +195,8 @@ class Turn(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     """Anything the caller wants to carry along (shown to the judge as run metadata)."""
     id: str | None = None
-    """An identifier of the turn, for logs, datasets and ``sampleRate``."""
+    """An identifier of the turn, for logs, datasets, ``sampleRate`` and idempotency keys;
+    ``run`` and ``stream`` give a turn without one a fresh id (``turn-…``)."""
     run_kind: str | None = None
     """The name of a ``runKinds`` profile whose budgets apply to this turn."""
     agent_id: str | None = None
