@@ -445,14 +445,16 @@ async def failopen(sizes: Sizes, rows: list[Row], server: JudgeServerProcess) ->
 
 async def streaming(sizes: Sizes, rows: list[Row], server: JudgeServerProcess) -> None:
     deltas, hold = 1000, 64
-    measured, reference = await st.release_vs_raw(st.chunk_agent(deltas), sizes.stream_runs, hold)
+    measured, reference = await st.release_vs_raw(
+        st.chunk_agent(deltas), sizes.stream_runs, hold, time.thread_time
+    )
     raw, to_last = sc.median(reference.last), sc.median(measured.last)
     per_delta = (to_last - raw) / deltas
     rows.append(
         Row(
             f"streaming, release mode: per-delta overhead over iterating the raw litellm stream"
             f" ({deltas} `ModelResponseStream` chunks made in advance; rules with forbidden"
-            " phrases scanned on every delta)",
+            " phrases scanned on every delta; CPU time of the thread)",
             us(per_delta),
             f"{ms(raw)} raw, {ms(to_last)} to the last delta",
             f"{to_last / raw:.2f}x",
@@ -466,17 +468,32 @@ async def streaming(sizes: Sizes, rows: list[Row], server: JudgeServerProcess) -
         runs = max(sizes.stream_runs // 4, 10)
         agent = st.litellm_agent(server.url, f"s{deltas}")
         measured, reference = await st.release_vs_raw(agent, runs, hold)
-        ratio = sc.median(measured.last) / sc.median(reference.last)
+        cpu = sc.median(measured.last_cpu) / sc.median(reference.last_cpu)
+        wall = sc.median(measured.last) / sc.median(reference.last)
         rows.append(
             Row(
                 f"streaming, release mode: a {deltas}-delta reply over the loopback (litellm's"
-                " aiohttp path), to the last delta vs to the raw stream's end",
+                " aiohttp path), to the last delta vs to the raw stream's end: CPU time of the"
+                " thread (wall time: the next row)",
+                ms(sc.median(measured.last_cpu)),
+                ms(sc.median(reference.last_cpu)),
+                f"{cpu:.3f}x",
+                signed_ms(sc.median(measured.last_cpu) - sc.median(reference.last_cpu)),
+                "≤ 1.05x",
+                verdict(cpu <= 1.05),
+                {"measured_cpu_s": measured.last_cpu, "reference_cpu_s": reference.last_cpu},
+            )
+        )
+        rows.append(
+            Row(
+                f"the same {deltas}-delta reply, wall time (on a loaded machine it counts the"
+                " turns other processes take)",
                 ms(sc.median(measured.last)),
                 ms(sc.median(reference.last)),
-                f"{ratio:.3f}x",
+                f"{wall:.3f}x",
                 signed_ms(sc.median(measured.last) - sc.median(reference.last)),
-                "≤ 1.05x",
-                verdict(ratio <= 1.05),
+                "—",
+                "info",
                 {"measured_s": measured.last, "reference_s": reference.last},
             )
         )

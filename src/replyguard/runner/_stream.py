@@ -38,7 +38,13 @@ from replyguard.errors import VerificationExhausted
 from replyguard.runner._agents import Agent, Messages
 from replyguard.runner._run import TurnParts, _Run, _sampled_in
 from replyguard.runner._stream_source import Collected, close_stream, open_stream
-from replyguard.runner._turn_scope import agent_attempt, with_turn_id
+from replyguard.runner._turn_scope import (
+    TurnContext,
+    agent_attempt,
+    enter_attempt,
+    leave_attempt,
+    with_turn_id,
+)
 from replyguard.telemetry._events import describe_error
 from replyguard.types import (
     Attempt,
@@ -259,76 +265,70 @@ class StreamTurn:
         closes the stream, unless replyguard's own trouble leaves it to ``_fail_open``."""
         keep_open = False
         try:
-            async with contextlib.aclosing(self._deltas(reading, guarded=guarded)) as deltas:
-                async for delta in deltas:
-                    yield delta
+            run = self.run
+            collected, scanners = reading.collected, reading.scanners
+            live = not guarded  # nothing to verify: every delta at once
+            release = self.release and guarded
+            hold = self.hold if scanners else 0
+            next_item = reading.stream.__anext__
+            scope = TurnContext(run.turn, reading.number)  # the agent's code runs in each read
+            shown = self.shown
+            self.shown_attempt = reading.number
+            deadline = run.deadline if reading.number > 1 else None
+            while True:
+                token = enter_attempt(scope)
+                try:
+                    if deadline is None:
+                        item = await next_item()
+                    else:
+                        async with asyncio.timeout_at(_loop_time(deadline)):
+                            item = await next_item()
+                    text = collected.text_of(item)
+                except StopAsyncIteration:
+                    break
+                except TimeoutError:
+                    reading.timed_out = True
+                    return
+                except Exception as exc:
+                    reading.failed = _AgentFailed(exc)
+                    return
+                finally:
+                    leave_attempt(token)
+                if not text:
+                    continue
+                collected.add(text)
+                if live:
+                    shown.append(text)
+                    yield Delta(text)
+                    continue
+                if scanners and self._scan(reading, text):
+                    return
+                if release:
+                    reading.held += text
+                    limit = collected.length - hold
+                    for _, scanner in scanners:
+                        pending = scanner.pending_from
+                        if pending is not None and pending < limit:
+                            limit = pending
+                    if limit > reading.released:
+                        count = limit - reading.released
+                        out, reading.held = reading.held[:count], reading.held[count:]
+                        reading.released = limit
+                        shown.append(out)
+                        yield Delta(out)
+            if scanners and self._finish_scans(reading):
+                return
+            if release and reading.held:
+                out, reading.held = reading.held, ""
+                reading.released = collected.length
+                shown.append(out)
+                yield Delta(out)
         except Exception:
             keep_open = True  # the fail-open pass-through reads on
             raise
         finally:
             if not keep_open:
                 await close_stream(reading.stream)
-
-    async def _deltas(self, reading: _Reading, *, guarded: bool) -> AsyncGenerator[Delta]:
-        run = self.run
-        collected, scanners = reading.collected, reading.scanners
-        live = not guarded  # nothing to verify: every delta at once
-        release = self.release and guarded
-        hold = self.hold if scanners else 0
-        stream = reading.stream
-
-        async def next_item() -> Any:  # the agent's code runs inside its turn and attempt
-            with agent_attempt(run.turn, reading.number):
-                return await stream.__anext__()
-
-        shown = self.shown
-        self.shown_attempt = reading.number
-        deadline = run.deadline if reading.number > 1 else None
-        while True:
-            try:
-                if deadline is None:
-                    item = await next_item()
-                else:
-                    async with asyncio.timeout_at(_loop_time(deadline)):
-                        item = await next_item()
-                text = collected.text_of(item)
-            except StopAsyncIteration:
-                break
-            except TimeoutError:
-                reading.timed_out = True
-                return
-            except Exception as exc:
-                reading.failed = _AgentFailed(exc)
-                return
-            if not text:
-                continue
-            collected.add(text)
-            if live:
-                shown.append(text)
-                yield Delta(text)
-                continue
-            if scanners and self._scan(reading, text):
-                return
-            if release:
-                reading.held += text
-                limit = collected.length - hold
-                for _, scanner in scanners:
-                    pending = scanner.pending_from
-                    if pending is not None and pending < limit:
-                        limit = pending
-                if limit > reading.released:
-                    count = limit - reading.released
-                    out, reading.held = reading.held[:count], reading.held[count:]
-                    reading.released = limit
-                    shown.append(out)
-                    yield Delta(out)
-        if scanners and self._finish_scans(reading):
-            return
-        if release and reading.held:
-            out, reading.held = reading.held, ""
-            reading.released = collected.length
-            shown.append(out)
-            yield Delta(out)
 
     def _scan(self, reading: _Reading, text: str) -> bool:
         """Feed ``text`` to the attempt's scanners; True when one of them cut the stream."""

@@ -153,13 +153,14 @@ class Collected:
                 f"a streaming agent yielded {type(item).__name__}: not text, a stream chunk, "
                 "a RunMeta or a Reply"
             )
-        self._chunk_extras(item)
         if not choices:
+            self._chunk_extras(item)  # the final chunk: usage, and litellm's cost
             return ""
         choice = choices[0]
         finish = _field(choice, "finish_reason")
         if finish:
             self._finish = str(finish)
+            self._chunk_extras(item)
         delta = _field(choice, "delta")
         if delta is None:
             return ""
