@@ -206,7 +206,6 @@ class _Handler:
                 if wait:
                     await asyncio.sleep(wait)
                 if closed.done():
-                    self.streams_cut += 1
                     raise ConnectionError("the client closed the stream")
                 text = "as an AI " if str(index) == odd else f"w{index} "  # litellm refuses repeats
                 writer.write(_chunk(model, text))
@@ -215,6 +214,9 @@ class _Handler:
             usage = {"prompt_tokens": 20, "completion_tokens": total, "total_tokens": total + 20}
             writer.write(_chunk(model, None, usage) + _chunk_done())
             await writer.drain()
+        except ConnectionError:  # seen as the client's close, or as a failed write
+            self.streams_cut += 1
+            raise
         finally:
             closed.cancel()
             with contextlib.suppress(asyncio.CancelledError):

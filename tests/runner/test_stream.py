@@ -424,12 +424,18 @@ async def test_a_crashing_incremental_check_fails_open_to_the_end_check(
     assert agent.pulled[0] == 3
 
 
-async def test_a_slow_operator_pattern_is_left_to_the_end_check(make_config: Any) -> None:
-    config = rules_config(make_config, "release", mustNotMatch=["(a|a|aa){1,40}b"])
-    agent = ScriptedStreamAgent([["a" * 40, " fine"]])
+async def test_a_pattern_out_of_time_on_a_piece_is_left_to_the_end_check(
+    make_config: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from replyguard.checks import rules
+
+    monkeypatch.setattr(rules, "_FEED_TIME_LIMIT", -1.0)  # every piece's search runs out
+    config = rules_config(make_config, "release", mustNotMatch=[r"\d{3}-\d{4}"])
+    agent = ScriptedStreamAgent([["Call 555-", "1234 ", "today."], ["Call the front desk."]])
     streamed = Verifier(config, judge=ScriptedJudge(["PASS"]), preload=False)
     outcome = checked(await collect(streamed.stream(agent, TURN)))
-    assert (outcome.status, outcome.response) == (Status.PASSED, "a" * 40 + " fine")
+    assert agent.pulled[0] == 3  # not cut: the pattern was left to the whole reply
+    assert outcome.response == "Call the front desk."  # which the end check caught
 
 
 async def test_a_violation_in_a_tool_call_step_does_not_cut_it(make_config: Any) -> None:
@@ -650,3 +656,53 @@ async def test_a_sampled_out_turn_passes_through_as_it_comes(make_config: Any) -
             assert agent.pulled[0] == len(events)
     outcome = checked(events)
     assert (outcome.status, outcome.reason) == (Status.NOT_TRIGGERED, Reason.SAMPLED_OUT)
+
+
+async def test_a_sync_agent_returning_a_sync_iterator_is_read_off_the_loop(
+    make_config: Any,
+) -> None:
+    import threading
+
+    threads: list[str] = []
+
+    def pieces() -> Any:
+        for piece in ("On ", "Monday."):
+            threads.append(threading.current_thread().name)
+            yield piece
+
+    def agent(messages: list[dict[str, Any]]) -> Any:
+        return pieces()
+
+    streamed = verifier(make_config, ScriptedJudge(["PASS"]), "release", verifyAll=True)
+    outcome = checked(await collect(streamed.stream(agent, TURN)))
+    assert outcome.response == "On Monday."
+    assert threads and all(name.startswith("replyguard-agent") for name in threads)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_judge_timeout_releases_the_reply(make_config: Any, mode: str) -> None:
+    judge = ScriptedJudge(["PASS"], delay=5.0)
+    agent = ScriptedStreamAgent([["On ", "Monday."]])
+    streamed = verifier(make_config, judge, mode, verifyAll=True, timeoutSeconds=0.05)
+    outcome = checked(await collect(streamed.stream(agent, TURN)))
+    assert (outcome.status, outcome.reason, outcome.response) == (
+        Status.FAILED_OPEN,
+        Reason.JUDGE_TIMEOUT,
+        "On Monday.",
+    )
+
+
+async def test_a_repaired_json_reply_replaces_what_was_shown(make_config: Any) -> None:
+    agent = ScriptedStreamAgent([['```json\n{"total": 12,', "}\n```"]])
+    config = make_config(
+        verifyAll=True,
+        judgeAfterChecks="never",
+        checks=[{"type": "json", "expect": "object", "deliverRepaired": True}],
+        streaming={"mode": "release", "holdBackChars": 0},
+    )
+    events = await collect(
+        Verifier(config, judge=ScriptedJudge([]), preload=False).stream(agent, TURN)
+    )
+    outcome = checked(events)
+    assert outcome.response == '{"total": 12}'
+    assert Retract(1, "passed") in events
