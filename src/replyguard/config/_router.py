@@ -7,12 +7,14 @@ may then name a group. ``replyguard.judge._router`` builds the Router from it.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
 from replyguard.config._checks import FILE_MODEL
-from replyguard.config._keys import ApiKey, key_values, resolved_key
+from replyguard.config._keys import ENV_PREFIX, ApiKey, key_values, resolved_key
 
 RoutingStrategy = Literal[
     "simple-shuffle",
@@ -84,12 +86,17 @@ class RouterConfig(BaseModel):
         """Every deployment's key value, for redaction."""
         return tuple(value for d in self.deployments for value in key_values(d.api_key))
 
-    def router_arguments(self, credentials: str) -> tuple[dict[str, Any], dict[str, str]]:
+    def router_arguments(
+        self, credentials: str, *, redis_url: str | None = None
+    ) -> tuple[dict[str, Any], dict[str, str]]:
         """The keyword arguments of ``litellm.Router``, and the keys (resolved now) by the
         credential names the deployments refer to (``{credentials}-{index}``).
 
         The Router logs its deployments at DEBUG, so they name their key instead of holding it;
         litellm looks the name up in ``litellm.credential_list`` when it sends the request.
+        Each deployment gets an id derived from its settings (``deployment_id``), the same in
+        every process, since litellm keys its rpm and tpm counters by it; with ``redis_url``
+        those counters are kept there, fleet-wide.
         """
         model_list = []
         keys: dict[str, str] = {}
@@ -106,8 +113,14 @@ class RouterConfig(BaseModel):
                 "weight": deployment.weight,
             }
             params.update({k: v for k, v in optional.items() if v is not None})
-            model_list.append({"model_name": deployment.model_name, "litellm_params": params})
-        arguments = {
+            model_list.append(
+                {
+                    "model_name": deployment.model_name,
+                    "litellm_params": params,
+                    "model_info": {"id": deployment_id(deployment, index)},
+                }
+            )
+        arguments: dict[str, Any] = {
             "model_list": model_list,
             "routing_strategy": self.routing_strategy,
             "num_retries": 0,
@@ -115,4 +128,24 @@ class RouterConfig(BaseModel):
             "fallbacks": [],
             "disable_cooldowns": True,
         }
+        if redis_url is not None:
+            arguments["redis_url"] = redis_url
         return arguments, keys
+
+
+def deployment_id(deployment: Deployment, index: int) -> str:
+    """A deployment's id: a digest of its place and settings (its key's reference, never the
+    key), so every process of a fleet gives the same deployment the same id."""
+    key = deployment.api_key.get_secret_value() if deployment.api_key is not None else ""
+    reference = key if key.startswith(ENV_PREFIX) else hashlib.sha256(key.encode()).hexdigest()
+    settings = [
+        index,
+        deployment.model_name,
+        deployment.model,
+        deployment.api_base,
+        reference,
+        deployment.rpm,
+        deployment.tpm,
+    ]
+    digest = hashlib.sha256(json.dumps(settings).encode()).hexdigest()
+    return f"replyguard-{digest[:20]}"

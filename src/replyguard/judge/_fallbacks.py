@@ -349,7 +349,7 @@ class LiteLLMJudge:
 
     def _failed(self, model: str, exc: Exception, secrets: tuple[str, ...]) -> None:
         """Log one model's failure, count it against its circuit, or raise if it is ours."""
-        kind = classify_failure(exc)
+        kind: str = classify_failure(exc)
         fields = {
             "model": model,
             "status_code": getattr(exc, "status_code", None),
@@ -361,9 +361,20 @@ class LiteLLMJudge:
             raise JudgeConfigError(
                 f"{model}: {fields['error']}", last_error_class=type(exc).__name__
             ) from None
-        if self._breaker is not None:
+        if model in self._routed and _over_router_limit(exc):
+            kind = "router_limit"  # the Router's own rpm/tpm limit: no fault of the model's
+        elif self._breaker is not None:
             self._breaker.record_failure(model)
         self._events.warning("judge_model_failed", failure=kind, **fields)
+
+
+def _over_router_limit(exc: Exception) -> bool:
+    """Whether the Router refused the call itself: every deployment of the group at its rpm or
+    tpm (a 429 that never reached a provider, so it does not count against the circuit)."""
+    if getattr(exc, "status_code", None) != 429:
+        return False
+    text = str(exc)
+    return "No deployments available" in text or "over defined rpm limit" in text
 
 
 def _added(reply: JudgeReply, spent: JudgeReply) -> JudgeReply:

@@ -20,12 +20,15 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import logging
 import sys
 import threading
 import uuid
 from typing import Any
 
 from replyguard.config._router import RouterConfig
+from replyguard.config._state import url_password
+from replyguard.telemetry._events import redact
 
 # The Router's strategy selectors, each a callback in litellm's global lists while it lives.
 _SELECTORS = (
@@ -44,15 +47,40 @@ _CALLBACK_LISTS = (
     "_async_failure_callback",
     "service_callback",
 )
+# litellm's loggers, which log the Redis settings (the URL with its password) at DEBUG.
+_LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy")
 # Every change to ``litellm.credential_list`` (one list for the process) holds this lock.
 _CREDENTIALS_LOCK = threading.Lock()
+
+
+class _Redacting(logging.Filter):
+    """Takes the fleet's Redis URL and password out of litellm's own log records."""
+
+    def __init__(self, secrets: tuple[str, ...]) -> None:
+        super().__init__()
+        self.secrets = secrets
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        raw = f"{record.msg} {record.args!r}" if record.args else str(record.msg)
+        if any(secret in raw for secret in self.secrets):
+            try:
+                message = record.getMessage()
+            except Exception:  # litellm passes arguments without placeholders at times
+                message = raw
+            record.msg, record.args = redact(message, self.secrets), None
+        return True
 
 
 class JudgeRouter:
     """The litellm ``Router`` of one verifier, built on first use, shared by its judges."""
 
-    def __init__(self, config: RouterConfig) -> None:
+    def __init__(self, config: RouterConfig, *, redis_url: str | None = None) -> None:
+        """``redis_url``: the fleet's Redis (``state``), where the Router then keeps its rpm
+        and tpm counters, so every instance counts the same usage."""
         self.config = config
+        self._redis_url = redis_url
+        secrets = (redis_url, url_password(redis_url)) if redis_url else ()
+        self._redacting = _Redacting(tuple(secret for secret in secrets if secret))
         self.groups = frozenset(config.groups)
         self._router: Any = None
         self._credentials = f"replyguard-{uuid.uuid4().hex[:12]}"
@@ -66,7 +94,9 @@ class JudgeRouter:
                 from litellm.models.credentials import CredentialItem
                 from litellm.router import Router
 
-                arguments, keys = self.config.router_arguments(self._credentials)
+                arguments, keys = self.config.router_arguments(
+                    self._credentials, redis_url=self._redis_url
+                )
                 self.resolved_keys = tuple(dict.fromkeys((*self.resolved_keys, *keys.values())))
                 self._forget_credentials()
                 litellm.credential_list.extend(
@@ -75,6 +105,9 @@ class JudgeRouter:
                     )
                     for name, key in keys.items()
                 )
+                if self._redacting.secrets:  # before the Router logs its Redis settings
+                    for name in _LITELLM_LOGGERS:
+                        logging.getLogger(name).addFilter(self._redacting)
                 self._router = Router(**arguments)
             return self._router
 
@@ -103,6 +136,8 @@ class JudgeRouter:
         if router is not None:
             _retire(router)
             _drop_selectors(router)
+        for name in _LITELLM_LOGGERS:
+            logging.getLogger(name).removeFilter(self._redacting)
 
 
 def _retire(router: Any) -> None:

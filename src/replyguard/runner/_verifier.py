@@ -139,7 +139,10 @@ class Verifier:
                 raise finding.refusal
         shared = SharedState(config, events) if config.state or config.spend_limits else None
 
-        router = JudgeRouter(config.router) if config.router is not None and not judge else None
+        router = None
+        if config.router is not None and not judge:
+            fleet = config.state.resolve_url() if config.state is not None else None
+            router = JudgeRouter(config.router, redis_url=fleet)
         kinds = [config.for_run_kind(name) for name in config.run_kinds]
         longest = max(c.timeout_seconds for c in (config, *kinds))
         clients = ClientScope(events, drain_seconds=longest + _DRAIN_MARGIN)
