@@ -449,3 +449,50 @@ async def test_odd_and_many_arguments_never_break_the_turn_and_the_list_is_cappe
     assert listed[2] == '- send_text("not json {")'
     with pytest.raises(TypeError, match="nested too deep"):
         canonical_arguments(deep)
+
+
+async def test_a_frameworks_own_tools_read_the_key_through_an_adapter(
+    make_config: Callable[..., VerifierConfig],
+) -> None:
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import (
+        ModelMessage,
+        ModelRequest,
+        ModelResponse,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+    )
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    from replyguard.adapters.pydantic_ai import VerifiedAgent
+    from replyguard.testing import ScriptedJudge
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        last = messages[-1]
+        returned = isinstance(last, ModelRequest) and any(
+            isinstance(part, ToolReturnPart) for part in last.parts
+        )
+        if not returned:  # every run (every attempt) sends the report again
+            return ModelResponse(parts=[ToolCallPart("send_report", {"title": "weekly"})])
+        runs = sum(isinstance(m, ModelResponse) for m in messages)
+        return ModelResponse(parts=[TextPart(f"I sent the weekly report ({runs}).")])
+
+    model.__name__ = "repeating"  # FunctionModel names its model after the function
+    agent = Agent(FunctionModel(model))
+    tools = Tools()
+    attempts: list[int] = []
+
+    @agent.tool_plain
+    def send_report(title: str) -> str:
+        scope = current_turn()
+        assert scope is not None
+        attempts.append(scope.attempt)
+        return tools.invoke("send_report", {"title": title})
+
+    judge = ScriptedJudge(["FAIL [incomplete]: add the date.", "PASS"])
+    verifier = Verifier(make_config(verifyAll=True, maxAttempts=2), judge=judge)
+    result = await VerifiedAgent(agent, verifier).run("Send the weekly report.")
+    assert result.outcome.status == Status.PASSED
+    assert attempts == [1, 2]  # the retry called the tool again
+    assert tools.calls == 2 and sum(tools.executed.values()) == 1
