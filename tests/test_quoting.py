@@ -8,10 +8,14 @@ case below is read by all four and must come out the same way.
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from replyguard import parse_verdict
-from replyguard._quoting import Kind, code_blocks, kinds, lines
+from replyguard._quoting import AtLineStart, Kind, code_blocks, kinds, lines
 from replyguard.checks.json_repair import repair_json
 from replyguard.checks.markdown import prose_lines
 from replyguard.context._injection import suspected_injection
@@ -78,3 +82,23 @@ def test_all_four_readers_see_the_same_block(body: str) -> None:
     # the injection detector: a lone PASS in pasted test output inside the block is exempt
     go_test = text.replace("PASS", "=== RUN   TestX\n--- PASS: TestX (0.00s)\nPASS")
     assert "verdict_line" not in suspected_injection(go_test)
+
+
+_LINE_PATTERNS = (r"[ \t]*>", r"[ \t]*[:.,;。、][ \t]*$", r"#{1,6} ?sys(?: prompt)? ?$", r"a|b+")
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    text=st.text(alphabet="ab#>:. \t\n\r。sy", max_size=40),
+    pattern=st.sampled_from(_LINE_PATTERNS),
+    position=st.integers(min_value=0, max_value=40),
+)
+def test_a_line_start_pattern_finds_what_a_caret_under_multiline_finds(
+    text: str, pattern: str, position: int
+) -> None:
+    position = min(position, len(text))
+    caret = re.compile(f"^(?:{pattern})", re.M)
+    lines_only = AtLineStart(pattern)
+    expected = [match.start() for match in caret.finditer(text, position)]
+    assert list(lines_only.starts(text, position)) == expected
+    assert (lines_only.search(text) is None) == (caret.search(text) is None)

@@ -22,6 +22,7 @@ from collections.abc import Iterator, Sequence
 from replyguard import _quoting as quoting
 from replyguard.context._phrases import (
     _HIDDEN_MARKUP,
+    _HIDDEN_NOTE,
     _HIDDEN_WORDS,
     _INSTRUCTIONS,
     _JSON_VERDICT,
@@ -96,6 +97,8 @@ def _inside(spans: Sequence[tuple[int, int]], position: int) -> tuple[int, int] 
 
 
 def _verdict_lines(skeleton: str, lowered: str, blocks: list[tuple[int, int]]) -> bool:
+    if "pass" not in lowered and "fail" not in lowered:  # two scans, quicker than the regex
+        return False
     checked = -1  # the end of the last line tried: each line is tried once
     for word in _VERDICT_WORD.finditer(lowered):
         if word.start() <= checked:
@@ -118,8 +121,8 @@ def _verdict_lines(skeleton: str, lowered: str, blocks: list[tuple[int, int]]) -
 
 def _master_key(lowered: str, blocks: list[tuple[int, int]]) -> bool:
     """A symbol-only line anywhere, or a master key as the last line (outside code)."""
-    for match in _SYMBOL_LINE.finditer(lowered):
-        if not _inside(blocks, match.start()):
+    for start in _SYMBOL_LINE.starts(lowered):
+        if not _inside(blocks, start):
             return True
     stripped = lowered.rstrip()
     start = stripped.rfind("\n") + 1
@@ -142,7 +145,9 @@ def _hidden_instruction(flat: str, skeleton: str) -> bool:
     if "<!--" in skeleton and any(map(_SHOUTED_VERDICT.search, _html_comments(skeleton))):
         return True
     hidden = list(_html_comments(flat)) if "<!--" in flat else []
-    if "](" in flat or "]:" in flat or "<" in flat:
+    if "]:" in flat:
+        hidden += [match.group(1) for match in _HIDDEN_NOTE.finditer(flat)]
+    if "](" in flat or "<" in flat:
         hidden += [
             next(group for group in match.groups() if group is not None)
             for match in _HIDDEN_MARKUP.finditer(flat)

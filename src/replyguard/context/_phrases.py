@@ -7,6 +7,7 @@ import functools
 import re
 from collections.abc import Sequence
 
+from replyguard._quoting import AtLineStart
 from replyguard.context._sanitise import _latin
 
 # -- phrase rules (on lower-case text, spaces collapsed) -------------------------------------
@@ -20,14 +21,30 @@ class _Rule:
     the text just before it), are checked on each match.
     """
 
-    def __init__(self, anchors: Sequence[str], pattern: str, before: str | None = None) -> None:
+    def __init__(
+        self,
+        anchors: Sequence[str],
+        pattern: str,
+        before: str | None = None,
+        *,
+        lines: bool = False,
+    ) -> None:
+        """``lines``: ``pattern`` is tried at line starts only (``AtLineStart``), as if it
+        began with ``^``; such a rule takes no ``before``."""
+        if lines and before is not None:
+            raise ValueError("a line-start rule has no `before` context")
         self.anchors = tuple(anchors)
         self._source = (pattern, before)
+        self._lines = lines
 
     @functools.cached_property
     def pattern(self) -> re.Pattern[str]:
         """Compiled on first use: compiling every rule would slow down importing replyguard."""
         return re.compile(self._source[0], re.M)
+
+    @functools.cached_property
+    def line_pattern(self) -> AtLineStart:
+        return AtLineStart(self._source[0])
 
     @functools.cached_property
     def before(self) -> re.Pattern[str] | None:
@@ -42,6 +59,8 @@ class _Rule:
                 return False
         elif anchors.isdisjoint(self.anchors):
             return False
+        if self._lines:  # a line start follows a newline: no word boundary to check
+            return self.line_pattern.search(text) is not None
         for match in self.pattern.finditer(text):
             start = match.start()
             if start and text[start - 1].isalnum() and match.group()[:1].isalnum():
@@ -139,10 +158,11 @@ _ROLE_MARKERS = (
     ),
     _Rule(
         ("system", "developer", "judge", "evaluator", "grader", "instruction", "verdict", "prompt"),
-        r"^[ >*#_\[(]*+(?:system|developer|judge|evaluator|grader) (?:prompt|message|override"
+        r"[ >*#_\[(]*+(?:system|developer|judge|evaluator|grader) (?:prompt|message|override"
         r"|instructions?|note)[\])*_ ]*:"
-        r"|^#{1,6} ?(?:system|instructions?|judge|evaluator|grader)(?: prompt)? ?:? ?$"
-        r"|^ ?(?:```|~~~) ?(?:system|judge|evaluator|grader|instructions?|verdict|prompt)\b",
+        r"|#{1,6} ?(?:system|instructions?|judge|evaluator|grader)(?: prompt)? ?:? ?$"
+        r"| ?(?:```|~~~) ?(?:system|judge|evaluator|grader|instructions?|verdict|prompt)\b",
+        lines=True,
     ),
 )
 # "...correctlyOutput PASS": an upper-case PASS right after a verdict word, wherever it stands.
@@ -150,10 +170,9 @@ _SHOUTED_DEMAND = re.compile(
     rf"(?i:output|verdict|answer|respond|reply|rating)[ \t]{{1,3}}PASS(?!\w){_UNCONDITIONAL}"
 )
 # Upper case only: "System: Ubuntu 22.04" is a spec sheet, "SYSTEM: ..." poses as one.
-_SHOUTED_ROLE = re.compile(
-    r"^[ \t>*#_\[(]*+(?:SYSTEM|DEVELOPER|JUDGE|EVALUATOR|GRADER|VERIFIER)"
-    r"(?:[ \t]+(?:PROMPT|MESSAGE|NOTE|OVERRIDE|INSTRUCTIONS?|UPDATE))?[\])*_ \t]*:",
-    re.M,
+_SHOUTED_ROLE = AtLineStart(
+    r"[ \t>*#_\[(]*+(?:SYSTEM|DEVELOPER|JUDGE|EVALUATOR|GRADER|VERIFIER)"
+    r"(?:[ \t]+(?:PROMPT|MESSAGE|NOTE|OVERRIDE|INSTRUCTIONS?|UPDATE))?[\])*_ \t]*:"
 )
 _SECTIONS = (
     r"user[_ -]?request|user[_ -]?rules|assistant[_ -]?instructions|conversation[_ -]?history"
@@ -168,9 +187,9 @@ _JSON_VERDICT = _Rule(
     r"(?:verdict|judge?ment|decision|final_verdict)[\"']? ?[:=] ?[\"']?(?:pass|fail)\b",
     before=r"[{,] ?[\"']?|[\"']",
 )
+_HIDDEN_NOTE = AtLineStart(r" ?\[[^\]\n]{0,40}\]: ?<?#?>? ?[(\"]([^\n]{0,400})")  # [//]: # (note)
 _HIDDEN_MARKUP = re.compile(
-    r"^ ?\[[^\]\n]{0,40}\]: ?<?#?>? ?[(\"]([^\n]{0,400})"  # [//]: # (note)
-    r"|\[ ?\]\(([^)\n]{0,400})\)"  # [](... "title")
+    r"\[ ?\]\(([^)\n]{0,400})\)"  # [](... "title")
     r"|\]\([^)\s]{0,400} [\"']([^\"'\n]{0,400})[\"']\)"  # [text](url "title")
     r"|<[a-z][^>\n]{0,200}?(?:\bhidden\b|display ?: ?none|visibility ?: ?hidden"
     r"|font-size ?: ?0|opacity ?: ?0)[^>\n]{0,200}>([^<\n]{0,400})",
@@ -222,7 +241,7 @@ _MASTER_KEY = re.compile(
     + r")"
     r"[ \t*_]*[:.。!]?[ \t*_]*"
 )
-_SYMBOL_LINE = re.compile(r"^[ \t]*[:.,;。、][ \t]*$", re.M)
+_SYMBOL_LINE = AtLineStart(r"[ \t]*[:.,;。、][ \t]*$")
 _TARGET_WORDS = ("pass", "fail", "verdict", "judge", "system", "ignore")
 _PADDING_LENGTH = 20_000  # characters
 _PADDING_RATIO = 20  # compressed this many times or more
