@@ -104,7 +104,7 @@ class VerificationExhausted(ReplyguardError):
         self.outcome = outcome
         self.attempts = outcome.attempts
         self.categories = tuple(
-            v.category.value if v.category is not None else None for v in outcome.verdicts
+            str(v.category) if v.category is not None else None for v in outcome.verdicts
         )
         self.cost_usd = outcome.cost_usd
         fallback = outcome.attempts[-1].reply if outcome.attempts else None

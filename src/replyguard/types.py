@@ -208,8 +208,9 @@ class Verdict(_Frozen):
 
     passed: bool
     """Whether the reply may be delivered as it is."""
-    category: FailCategory | None = None
-    """The failure's category, when the judge named a known one."""
+    category: FailCategory | str | None = None
+    """The failure's category, when the judge named a known one: a ``FailCategory`` for a
+    built-in, the name (``str``) of a category the config's ``categories`` adds."""
     feedback: str | None = None
     """What the judge says must change (FAIL) or, rarely, a note on a PASS."""
     reasoning: str | None = None
@@ -249,6 +250,17 @@ class Verdict(_Frozen):
         if self.awaiting_user and not self.passed:
             raise ValueError("a FAIL verdict is never awaiting_user")
         return self
+
+    @field_validator("category", mode="before")
+    @classmethod
+    def _built_in_category(cls, value: Any) -> Any:
+        """A built-in category's name is always its ``FailCategory``."""
+        if isinstance(value, str) and not isinstance(value, FailCategory):
+            try:
+                return FailCategory(value)
+            except ValueError:
+                return value
+        return value
 
 
 class CheckResult(_Frozen):

@@ -30,16 +30,20 @@ async def test_demo_walks_every_path(tmp_path: Path) -> None:
         (Status.PASSED, None),
         (Status.EXHAUSTED, Reason.STAGNANT),
         (Status.PASSED, None),
+        (Status.PASSED, None),
         (Status.FAILED_OPEN, Reason.JUDGE_TIMEOUT),
         (Status.PASSED, None),
         (Status.PASSED, None),
         (Status.FLAGGED, Reason.SIDE_EFFECTS),
     ]
-    assert [len(o.attempts) for o in outcomes] == [1, 1, 1, 2, 2, 2, 2, 2, 2, 1, 1, 2, 1]
-    assert [o.awaiting_user for o in outcomes] == [False] * 10 + [True, False, False]
+    assert [len(o.attempts) for o in outcomes] == [1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 1, 1, 2, 1]
+    assert [o.awaiting_user for o in outcomes] == [False] * 11 + [True, False, False]
     told = [line for line in printed if line.startswith("    retry message: - ")]
     assert told == ['    retry message: - send_email({"invoice":"2026-03","to":"ada@example.com"})']
     assert any("→ PASS [awaiting_user]" in line for line in printed)
+    custom = outcomes[9].attempts[0].verdict
+    assert custom is not None and custom.category == "medical_advice"
+    assert any("FAIL [medical_advice]: It names a dose" in line for line in printed)
     assert all(o.judge_cost_usd > 0 for o in outcomes[2:7])  # priced by litellm's map
     assert any("FAIL [rule_violation]: Remove the emoji." in line for line in printed)
     caught = [outcomes[5].attempts[0].verdict, outcomes[6].attempts[0].verdict]
@@ -52,7 +56,7 @@ async def test_demo_walks_every_path(tmp_path: Path) -> None:
 def test_cli_demo_prints_each_turn(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
-    assert out.count("→ status=") == 13
+    assert out.count("→ status=") == 14
     assert "status=flagged reason=side_effects" in out
     assert "status=passed awaiting_user=true" in out
     assert "status=failed_open reason=judge_timeout" in out
@@ -72,7 +76,7 @@ async def test_the_demo_explains_itself(tmp_path: Path) -> None:
     cold = [line for line in printed if "(cold start: the first judge call)" in line]
     assert len(cold) == 1 and cold[0] in printed[scenario["[3]"] : scenario["[4]"]]
     steps = printed[printed.index("Next steps:") :]
-    assert printed.index("Next steps:") > scenario["[10]"]
+    assert printed.index("Next steps:") > scenario["[12]"]
     assert any("replyguard verify" in line for line in steps)
     assert any("replyguard check-config" in line for line in steps)
 

@@ -336,6 +336,8 @@ def test_cli_json_prints_the_report_with_stable_keys(capsys: pytest.CaptureFixtu
         "categories",
         "checks",
         "judgeModels",
+        "rubrics",
+        "rubricChanges",
         "themes",
         "suggestions",
     ]

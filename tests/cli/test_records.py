@@ -113,7 +113,7 @@ def test_an_eval_record_reads_its_label_category_and_judge_output() -> None:
     ("extra", "message"),
     [
         ('"label": "pass"', "label: Input should be 'PASS' or 'FAIL'"),
-        ('"label": "FAIL", "labelCategory": "rude"', "labelCategory: Input should be"),
+        ('"label": "FAIL", "labelCategory": "rude!"', "labelCategory: not a category name"),
         ('"label": "PASS", "labelCategory": "incomplete"', "only given with label FAIL"),
         ('"judgeOutput": 3', "judgeOutput: Input should be a valid string"),
     ],

@@ -66,6 +66,8 @@ CHECK_KEYS = {
     "tracing": "tracing",
     "state": "state",
     "spendLimits": "spend_limits",
+    "rubricFile": "rubric_file",
+    "categories": "categories",
 }
 
 # One non-default value per key, to prove the JSON key reaches the attribute.

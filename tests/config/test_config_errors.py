@@ -92,6 +92,8 @@ WRONG_TYPES: dict[str, Any] = {
     "state": "redis://127.0.0.1:6379",
     "spendLimits": {"scope": "global"},
     "tracing": "yes",
+    "rubricFile": ["RUBRIC.md"],
+    "categories": ["medical_advice"],
 }
 CIRCUIT_BREAKER_WRONG_TYPES: dict[str, Any] = {"failureThreshold": "5", "cooldownSeconds": [30]}
 # A valid entry of each check type, and a wrong type for each of its keys.

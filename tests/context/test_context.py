@@ -985,6 +985,7 @@ def test_the_filled_template_is_the_rendered_template(present: int) -> None:
     optional = ["rules", "instructions", "history", "metadata", "feedback", "heartbeat"]
     values = {
         "nonce": NONCE,
+        "categories": "goal_missed|medical_advice",
         "user_message": "the {{ request }} %}",
         "reply": "the reply\n",
         **{

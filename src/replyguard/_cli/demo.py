@@ -4,11 +4,11 @@ The judge is the real ``LiteLLMJudge`` (real prompt, real ``litellm.acompletion`
 from litellm's price map) with litellm's ``mock_response`` standing in for the provider's text.
 Each turn prints the path it took: skip, not triggered, pass, fail → retry → pass, exhausted,
 a heartbeat and a claim caught by deterministic checks without a judge call, a stagnant retry
-stopped early, a run kind's budget, fail-open on a judge timeout, a clarifying question
-that passes awaiting the user, and two agents that acted: a retry told what is already done,
-and a deploy that is not retried (``onSideEffects``). It says first that the
-judge is scripted, shows each scenario's config keys and the tool calls behind a claim, marks
-the cold first judge call, and ends with next steps.
+stopped early, a run kind's budget, an operator's rubric and custom category, fail-open on a
+judge timeout, a clarifying question that passes awaiting the user, and two agents that acted:
+a retry told what is already done, and a deploy that is not retried (``onSideEffects``). It
+says first that the judge is scripted, shows each scenario's config keys and the tool calls
+behind a claim, marks the cold first judge call, and ends with next steps.
 """
 
 from __future__ import annotations
@@ -149,6 +149,26 @@ SCENARIOS = [
         run_kind="auto_reply",
     ),
     Scenario(
+        "operator rubric and category: a dosage fails as medical_advice, the retry follows "
+        "its guidance",
+        "How much ibuprofen can I take for a headache?",
+        [
+            "Done: take 800 mg every four hours.",
+            "I can't advise a dose for you: please ask a pharmacist or your doctor.",
+        ],
+        [
+            "The reply gives a dosage.\nFAIL [medical_advice]: It names a dose of 800 mg.",
+            "No dosage; it points to a pharmacist.\nPASS",
+        ],
+        {
+            "rubricFile": "RUBRIC.md",
+            "categories": {
+                "medical_advice": "Remove the dosage advice and suggest asking a pharmacist "
+                "or doctor."
+            },
+        },
+    ),
+    Scenario(
         "fail open: the judge is too slow, the reply is delivered as it is",
         "Draft the release note.",
         ["Done: release 2.4 adds offline mode."],
@@ -201,6 +221,7 @@ HEARTBEAT_TASKS = (
     "# Heartbeat\n- [ ] Check the inbox and answer anything urgent\n- [ ] Rotate logs\n"
 )
 RULES = "# Rules\n- Never use emoji in status updates.\n"
+RUBRIC = "- Never give a medicine dosage: point to a pharmacist or doctor instead.\n"
 
 
 INTRO = (
@@ -246,7 +267,7 @@ def _describe_attempts(outcome: Outcome) -> list[str]:
         elif verdict.passed:
             decision = "PASS [awaiting_user]" if verdict.awaiting_user else "PASS"
         else:
-            category = f" [{verdict.category.value}]" if verdict.category else ""
+            category = f" [{verdict.category}]" if verdict.category else ""
             by = " (by a check, no judge call)" if verdict.decisive else ""
             decision = f"FAIL{category}{by}: {verdict.feedback}"
         decision = decision.replace("\n", "\n        ")
@@ -268,9 +289,10 @@ def _notice(agent: ScriptedAgent) -> list[str]:
 
 
 def write_workspace(directory: str) -> None:
-    """The demo agent's rules and heartbeat task list."""
+    """The demo agent's rules, heartbeat task list and the operator's rubric."""
     Path(directory, "AGENTS.md").write_text(RULES, encoding="utf-8")
     Path(directory, "HEARTBEAT.md").write_text(HEARTBEAT_TASKS, encoding="utf-8")
+    Path(directory, "RUBRIC.md").write_text(RUBRIC, encoding="utf-8")
 
 
 async def run_demo(workspace: str, out: Callable[[str], None] = print) -> list[Outcome]:

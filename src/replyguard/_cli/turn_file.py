@@ -14,6 +14,7 @@ A dataset is read whole before it is refused: every bad line is reported at once
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self, TypeVar
@@ -109,10 +110,25 @@ class EvalRecord(TurnRecord):
 
     label: Label | None = None
     """The human verdict, when the record is labelled."""
-    label_category: Annotated[FailCategory | None, Field(strict=False)] = None
-    """The category the human gave a FAIL label."""
+    label_category: FailCategory | str | None = None
+    """The category the human gave a FAIL label: a built-in, or one of the config's custom
+    ``categories`` (any case; spaces and hyphens read as underscores)."""
     judge_output: str | None = None
     """A recorded raw judge text, parsed instead of calling a model under ``--replay``."""
+
+    @field_validator("label_category", mode="before")
+    @classmethod
+    def _category_name(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        name = "_".join(value.replace("-", " ").replace("_", " ").split()).lower()
+        try:
+            return FailCategory(name)
+        except ValueError:
+            pass
+        if not re.fullmatch(r"[a-z][a-z0-9_]*", name):
+            raise ValueError("not a category name (a built-in or one of the config's categories)")
+        return name
 
     @model_validator(mode="after")
     def _category_needs_a_fail(self) -> Self:

@@ -30,8 +30,8 @@ import asyncio
 import contextlib
 import json
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +88,8 @@ class Judgement:
     """The reply's successful side-effecting tool calls, each once."""
     on_side_effects: str = "notice"
     """The turn's ``onSideEffects``."""
+    categories: Mapping[str, str] = field(default_factory=dict)
+    """The config's custom categories (their guidance goes into the retry message)."""
 
     @property
     def judged_fail(self) -> bool:
@@ -117,7 +119,7 @@ class Judgement:
             "status": self.status,
             "reason": self.reason,
             "passed": not self.judged_fail,
-            "category": v.category.value if v is not None and v.category is not None else None,
+            "category": str(v.category) if v is not None and v.category is not None else None,
             "feedback": v.feedback if v is not None else None,
             "costUsd": round(v.cost_usd, 8) if v is not None else 0.0,
             "mode": self.mode,
@@ -130,7 +132,9 @@ class Judgement:
         }
         if v is not None and self.judged_fail:
             notice = self.done if self.on_side_effects == "notice" else ()
-            data["retryMessage"] = feedback_message(v, heartbeat=self.heartbeat, done=notice)
+            data["retryMessage"] = feedback_message(
+                v, heartbeat=self.heartbeat, done=notice, categories=self.categories
+            )
         return data
 
 
@@ -142,11 +146,12 @@ def decide(
     heartbeat: bool = False,
     done: tuple[ToolCallRecord, ...] = (),
     on_side_effects: str = "notice",
+    categories: Mapping[str, str] | None = None,
 ) -> Judgement:
     """The status of one judgement under ``mode`` (``"enforce"`` or ``"shadow"``), and, for a
     FAIL after side effects (``done``), under ``on_side_effects``."""
     if skip is not None or verdict is None:
-        return Judgement(SKIPPED, None, skip, mode, heartbeat)
+        return Judgement(SKIPPED, None, skip, mode, heartbeat, categories=dict(categories or {}))
     if verdict.fail_open_reason is not None:
         status = FAILED_OPEN
     elif verdict.passed:
@@ -155,7 +160,9 @@ def decide(
         status = FLAGGED
     else:
         status = FAILED
-    return Judgement(status, verdict, None, mode, heartbeat, done, on_side_effects)
+    return Judgement(
+        status, verdict, None, mode, heartbeat, done, on_side_effects, dict(categories or {})
+    )
 
 
 async def judge_one(verifier: Verifier, turn: Turn, reply: Reply) -> Judgement:
@@ -171,6 +178,7 @@ async def judge_one(verifier: Verifier, turn: Turn, reply: Reply) -> Judgement:
         heartbeat=turn.heartbeat,
         done=acted,
         on_side_effects=config.on_side_effects,
+        categories=verifier.config.categories,
     )
 
 

@@ -228,7 +228,8 @@ class _Judging:
         if ceiling is not None and self.judge_cost() + verdict.cost_usd > ceiling:
             return self.finish(Status.FAILED_OPEN, self.delivery(reply), Reason.COST_BUDGET)
         self.events.info("retry", turn_id=self.turn.id, attempt=number + 1)
-        feedback = HumanMessage(feedback_message(verdict), id=FEEDBACK_ID_PREFIX + uuid.uuid4().hex)
+        message = feedback_message(verdict, categories=self.config.categories)
+        feedback = HumanMessage(message, id=FEEDBACK_ID_PREFIX + uuid.uuid4().hex)
         return {"messages": [feedback], "jump_to": "model", "replyguard_turn": self.record()}
 
     async def verify(self, reply: Reply) -> Verdict:

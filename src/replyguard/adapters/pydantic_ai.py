@@ -206,7 +206,7 @@ def judge_output_validator(
                 category=verdict.category,
             )
             return output
-        raise ModelRetry(feedback_message(verdict))
+        raise ModelRetry(feedback_message(verdict, categories=verifier.config.categories))
 
     return validate
 

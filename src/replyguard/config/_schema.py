@@ -32,6 +32,7 @@ from replyguard.config._json_file import (
 )
 from replyguard.config._keys import ENV_PREFIX, MASK, ApiKey, key_values, resolved_key
 from replyguard.config._router import RouterConfig
+from replyguard.config._rubric import check_fits, checked_categories, read_rubric
 from replyguard.config._state import SpendLimit, StateConfig
 from replyguard.config._streaming import StreamingConfig
 from replyguard.errors import ConfigError, ReplyguardError
@@ -160,6 +161,14 @@ class VerifierConfig(BaseModel):
     """Rules files, read inside ``workspaceDir`` only."""
     heartbeat_file: str = "HEARTBEAT.md"
     """The heartbeat task list, inside ``workspaceDir``."""
+    rubric_file: str | None = None
+    """The operator's own judging criteria, inside ``workspaceDir``: added to the built-in
+    rubric (the same on every call, so still cached). Refused when the config loads if it is
+    empty or larger than a quarter of the smallest ``contextTokenBudget``."""
+    categories: dict[str, str] = Field(default_factory=dict)
+    """Custom FAIL categories, ``{name: retry guidance}``: names lower-case snake_case, never a
+    built-in or ``awaiting_user``. The judge is shown them; on a FAIL in one the agent gets its
+    guidance."""
     max_cost_usd: CostUsd | None = None
     """Per-turn ceiling on spend (judge calls, plus agent retries that report their cost):
     a retry is not started when one more judgement at the last call's cost would pass it."""
@@ -284,6 +293,16 @@ class VerifierConfig(BaseModel):
     def _heartbeat_file_relative(cls, value: str) -> str:
         return relative_inside(value, "heartbeatFile")
 
+    @field_validator("rubric_file")
+    @classmethod
+    def _rubric_file_relative(cls, value: str | None) -> str | None:
+        return None if value is None else relative_inside(value, "rubricFile")
+
+    @field_validator("categories")
+    @classmethod
+    def _categories_named(cls, value: dict[str, str]) -> dict[str, str]:
+        return checked_categories(value)
+
     # -- derived values ------------------------------------------------------------------
 
     def for_run_kind(self, name: str | None) -> VerifierConfig:
@@ -314,6 +333,24 @@ class VerifierConfig(BaseModel):
                     problems.append((f"runKinds.{name}.{path}", message))
         if problems:
             raise _RunKindsInvalid(problems)
+
+    def operator_rubric(self) -> str:
+        """The rubric file's text, read now ("" without ``rubricFile``); ``ConfigError`` (key
+        ``rubricFile``) when it is outside ``workspaceDir``, missing, empty, or larger than a
+        quarter of the smallest ``contextTokenBudget`` (the verifier's or a run kind's), or
+        when with the custom ``categories`` it leaves too little of that budget for the review.
+        """
+        if self.rubric_file is None and not self.categories:
+            return ""
+        kinds = (self.for_run_kind(name) for name in self.run_kinds)
+        budget = min(c.context_token_budget for c in (self, *kinds))
+        criteria = (
+            read_rubric(self.workspace_dir, self.rubric_file, budget)
+            if self.rubric_file is not None
+            else ""
+        )
+        check_fits(criteria, self.categories, budget)
+        return criteria
 
     @property
     def judge_models(self) -> tuple[str, ...]:
@@ -409,4 +446,10 @@ class VerifierConfig(BaseModel):
             for key in ("workspace_dir", "ledger_path")
             if (value := getattr(config, key)) is not None and not Path(value).is_absolute()
         }
-        return config.model_copy(update=relative) if relative else config
+        config = config.model_copy(update=relative) if relative else config
+        try:
+            config.operator_rubric()
+        except ConfigError as exc:
+            problems = [(prefix + key, message) for key, message in exc.problems]
+            raise ConfigError(str(file), problems) from None
+        return config

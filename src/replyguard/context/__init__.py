@@ -7,6 +7,8 @@ code masked, and replies that address the judge flagged.
 from replyguard.context._build import build_judge_prompt
 from replyguard.context._fitting import VIEW_EDGE, reply_in_view
 from replyguard.context._prompt import (
+    BUILT_IN_CATEGORIES,
+    DEFAULT_RUBRIC,
     FEEDBACK_CAP,
     HEARTBEAT_MIN_CAP,
     HISTORY_MESSAGE_CAP,
@@ -18,6 +20,7 @@ from replyguard.context._prompt import (
     ContextLimits,
     JudgePrompt,
     Redact,
+    Rubric,
     RulesSource,
     new_nonce,
     system_prompt,
@@ -25,6 +28,8 @@ from replyguard.context._prompt import (
 from replyguard.context._sections import render_message, render_metadata
 
 __all__ = [
+    "BUILT_IN_CATEGORIES",
+    "DEFAULT_RUBRIC",
     "FEEDBACK_CAP",
     "HEARTBEAT_MIN_CAP",
     "HISTORY_MESSAGE_CAP",
@@ -37,6 +42,7 @@ __all__ = [
     "ContextLimits",
     "JudgePrompt",
     "Redact",
+    "Rubric",
     "RulesSource",
     "build_judge_prompt",
     "new_nonce",

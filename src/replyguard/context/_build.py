@@ -52,6 +52,7 @@ from replyguard._templates import fill
 from replyguard.context import _tokens as tokens
 from replyguard.context._fitting import _EMPTY, _add_history, _cut, _fit, _Part, _Sections
 from replyguard.context._prompt import (
+    DEFAULT_RUBRIC,
     FEEDBACK_CAP,
     HEARTBEAT_MIN_CAP,
     HISTORY_MESSAGE_CAP,
@@ -61,11 +62,10 @@ from replyguard.context._prompt import (
     ContextLimits,
     JudgePrompt,
     Redact,
+    Rubric,
     RulesSource,
     _same,
-    _system_tokens,
     new_nonce,
-    system_prompt,
 )
 from replyguard.context._sanitise import fenced
 from replyguard.context._sections import (
@@ -97,6 +97,7 @@ def _at_once(
     history: Iterable[str],
     history_cap: int,
     trimmed: tuple[str, ...],
+    categories: str,
 ) -> JudgePrompt | None:
     """The prompt with every section whole, when its size alone proves that nothing would be
     cut (each section within its own cap, the filled request within ``room``); else None.
@@ -124,7 +125,7 @@ def _at_once(
         kept.append(shown)
     values = {name: shown for (name, _, _), shown in zip(sections, kept, strict=False)}
     values["history"] = "\n\n".join(reversed(kept[len(sections) :]))
-    user = fill("judge_context.j2", nonce=code, **values)
+    user = fill("judge_context.j2", nonce=code, categories=categories, **values)
     if tokens.size_bound(user) > room:
         return None
     return JudgePrompt(system, user, code, None, trimmed)
@@ -141,8 +142,12 @@ def build_judge_prompt(
     meta: RunMeta | None = None,
     nonce: str | None = None,
     redact: Redact | None = None,
+    rubric: Rubric = DEFAULT_RUBRIC,
 ) -> JudgePrompt:
     """Assemble the judge prompt for one reply within ``limits.budget`` tokens.
+
+    ``rubric``: the system message (the operator's criteria and categories included); the
+    review request's format reminder names its categories.
 
     ``redact`` rewrites every caller-supplied text before anything else happens to it (see the
     module doc); an exception it raises propagates, and no prompt is built.
@@ -168,8 +173,8 @@ def build_judge_prompt(
         cutter = tokens.Cutter(source, clean)
         return _Part(cutter, what, ends, _fit(cutter, limit, what, ends))
 
-    fixed = _system_tokens()
-    system = system_prompt()
+    fixed = rubric.tokens
+    system = rubric.system
     reply_source = piecewise(reply_text)
     reply_cap = min(limits.response_cap, budget)
     # The user request is cut last, after everything but the system message and a quarter of
@@ -202,6 +207,7 @@ def build_judge_prompt(
         (history(index) for index in range(len(history_source))),
         history_cap,
         ("history",) if history_trimmed else (),
+        rubric.category_names,
     )
     if whole is not None:
         return whole
@@ -221,6 +227,7 @@ def build_judge_prompt(
         metadata=part(metadata_source, METADATA_CAP, "metadata"),
         feedback=part(feedback_source, FEEDBACK_CAP, "feedback"),
         heartbeat=part(heartbeat_source, heartbeat_cap, "heartbeat tasks"),
+        categories=rubric.category_names,
     )
     if sections.reply.shown.cut:
         sections.trimmed.add("reply")

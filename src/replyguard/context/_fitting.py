@@ -96,10 +96,13 @@ class _Sections:
     feedback: _Part
     heartbeat: _Part
     trimmed: set[str] = field(default_factory=set)
+    categories: str = ""
+    """The categories the format reminder names (``a|b|c``)."""
 
     def values(self, nonce: str) -> dict[str, str]:
         return {
             "nonce": nonce,
+            "categories": self.categories,
             "user_message": self.user.text,
             "rules": self.rules.text,
             "instructions": self.instructions.text,
@@ -128,7 +131,9 @@ class _Sections:
 
     def template_tokens(self, nonce: str) -> int:
         """The tokens of the template's own text around the present sections."""
-        return tokens.count(literal_text("judge_context.j2", ("nonce",), **self.values(nonce)))
+        return tokens.count(
+            literal_text("judge_context.j2", ("nonce", "categories"), **self.values(nonce))
+        )
 
     def recut(self, part: _Part, limit: int) -> int:
         """Cut ``part`` again, from its source, to ``limit`` tokens; return the tokens saved."""

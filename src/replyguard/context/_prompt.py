@@ -4,6 +4,7 @@ per-call section code, and ``JudgePrompt``, what a build returns."""
 from __future__ import annotations
 
 import functools
+import hashlib
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -11,6 +12,7 @@ from typing import Any
 
 from replyguard._templates import render
 from replyguard.context import _tokens as tokens
+from replyguard.types import FailCategory
 
 # Per-message framing of a chat prompt, counted on top of the texts (OpenAI counts 3-4).
 MESSAGE_OVERHEAD = 8
@@ -112,12 +114,50 @@ def new_nonce() -> str:
     return secrets.token_hex(6)
 
 
-@functools.cache
+BUILT_IN_CATEGORIES = tuple(category.value for category in FailCategory)
+"""The five built-in FAIL categories, in the order the rubric lists them."""
+
+
+@dataclass(frozen=True)
+class Rubric:
+    """The judge's standing instructions (the system message): the built-in rubric, the
+    operator's criteria (``rubricFile``) and categories (``categories``). One per profile,
+    identical on every call, so providers can cache it."""
+
+    criteria: str = ""
+    """The operator's criteria, added to the built-in ones."""
+    categories: tuple[tuple[str, str], ...] = ()
+    """Custom FAIL categories: (name, retry guidance), shown to the judge."""
+
+    @functools.cached_property
+    def system(self) -> str:
+        """The system message."""
+        return render("judge_system.j2", criteria=self.criteria, categories=self.categories)
+
+    @functools.cached_property
+    def tokens(self) -> int:
+        """The system message's tokens, with its message framing."""
+        return tokens.count(self.system) + MESSAGE_OVERHEAD
+
+    @functools.cached_property
+    def digest(self) -> str:
+        """A short hash of the system message: a change of rubric changes it."""
+        return hashlib.sha256(self.system.encode("utf-8")).hexdigest()[:12]
+
+    @functools.cached_property
+    def category_names(self) -> str:
+        """Every category the judge may name, for the format reminder (``a|b|c``)."""
+        return "|".join((*BUILT_IN_CATEGORIES, *(name for name, _ in self.categories)))
+
+
+DEFAULT_RUBRIC = Rubric()
+"""The built-in rubric alone (no operator criteria, no custom categories)."""
+
+
 def system_prompt() -> str:
-    """The rubric: identical on every call, so providers can cache it."""
-    return render("judge_system.j2")
+    """The built-in rubric: identical on every call, so providers can cache it."""
+    return DEFAULT_RUBRIC.system
 
 
-@functools.cache
 def _system_tokens() -> int:
-    return tokens.count(system_prompt()) + MESSAGE_OVERHEAD
+    return DEFAULT_RUBRIC.tokens

@@ -23,6 +23,7 @@ from replyguard._cli.verify import UsageError, check_run_kind, load_config, read
 from replyguard.config._schema import VerifierConfig
 from replyguard.evaluation.report import build_report, summary, write_reports
 from replyguard.evaluation.run import Progress, judge_records
+from replyguard.types import FailCategory
 
 DEFAULT_OUT = "replyguard-eval"
 DEFAULT_CONCURRENCY = 4
@@ -119,6 +120,11 @@ def _records(
             check_run_kind(config, record.run_kind)
         except UsageError as exc:
             return [("runKind", str(exc))]
+        category = record.label_category
+        custom = isinstance(category, str) and not isinstance(category, FailCategory)
+        if custom and category not in config.categories:
+            known = ", ".join([*(c.value for c in FailCategory), *config.categories])
+            return [("labelCategory", f"unknown category {category!r} (one of: {known})")]
         return []
 
     if dataset is None or dataset == "-":

@@ -54,7 +54,7 @@ class RecordResult:
         verdict = self.judgement.verdict
         if not self.judgement.judged_fail or verdict is None:
             return None
-        return verdict.category.value if verdict.category is not None else UNCATEGORISED
+        return str(verdict.category) if verdict.category is not None else UNCATEGORISED
 
     @property
     def labelled_category(self) -> str | None:
@@ -62,7 +62,7 @@ class RecordResult:
         if self.record.label != FAIL:
             return None
         category = self.record.label_category
-        return category.value if category is not None else UNCATEGORISED
+        return str(category) if category is not None else UNCATEGORISED
 
     @property
     def awaiting_user(self) -> bool:

@@ -89,6 +89,12 @@ def render(report: Report) -> str:
             f"{m.timeouts} timeouts"
             for m in report.judge_models
         ],
+        f"RUBRICS ({report.rubric_changes} changes; rates over verified turns)": [
+            f"{r.name}: {r.turns} turns, {r.first_seen or '?'} to {r.last_seen or '?'}, "
+            f"{r.first_attempt_pass_rate:.0%} passed first time, "
+            f"{r.exhausted_rate:.0%} exhausted"
+            for r in report.rubrics
+        ],
         f"FEEDBACK THEMES (of {t.feedbacks} feedbacks)": [
             f'"{th.text}": {th.feedbacks} ({th.share:.0%}), e.g. "{th.example}"'
             for th in report.themes

@@ -23,6 +23,7 @@ from replyguard.insights.stats import (
     Entry,
     ModelStats,
     Report,
+    RubricStats,
     RunKindStats,
     Totals,
     kind_of,
@@ -119,6 +120,35 @@ def _model_stats(name: str, entries: list[Entry]) -> ModelStats:
     )
 
 
+def _rubric_stats(name: str, entries: list[Entry]) -> RubricStats:
+    done = [e for e in entries if e.status not in UNVERIFIED]
+    first = sum(e.status == Status.PASSED and e.attempts == 1 for e in done)
+    exhausted = sum(e.status == Status.EXHAUSTED for e in done)
+    stamps = [e.ts for e in entries if e.ts]
+    return RubricStats(
+        name=name,
+        turns=len(entries),
+        verified=len(done),
+        first_seen=min(stamps, default=None),
+        last_seen=max(stamps, default=None),
+        first_attempt_pass_rate=rate(first, len(done)),
+        exhausted_rate=rate(exhausted, len(done)),
+    )
+
+
+def _rubrics(entries: list[Entry]) -> tuple[list[RubricStats], int]:
+    """Each rubric's stats in the order of first appearance, and how often it changed."""
+    by_rubric: dict[str, list[Entry]] = {}
+    changes, last = 0, None
+    for entry in entries:
+        if entry.rubric is None:
+            continue
+        by_rubric.setdefault(entry.rubric, []).append(entry)
+        changes += last is not None and entry.rubric != last
+        last = entry.rubric
+    return [_rubric_stats(name, found) for name, found in by_rubric.items()], changes
+
+
 def summarise(
     entries: list[Entry], *, ledger: str, skipped: Sequence[int | str], top: int = 10
 ) -> Report:
@@ -151,6 +181,7 @@ def summarise(
         _model_stats(m, entries) for m in sorted({m for e in entries for m in e.judge_models})
     ]
     ranked = themes(feedbacks)
+    rubrics, rubric_changes = _rubrics(entries)
     return Report(
         ledger=ledger,
         skipped_lines=len(skipped),
@@ -163,6 +194,8 @@ def summarise(
         ],
         checks=checks,
         judge_models=models,
+        rubrics=rubrics,
+        rubric_changes=rubric_changes,
         themes=ranked[:top],
         suggestions=suggest(entries, totals, kinds, checks, models, ranked),
     )

@@ -70,6 +70,8 @@ class Entry(_Value):
     failed_checks: tuple[str, ...] = ()
     categories: tuple[str | None, ...] = ()
     feedback: tuple[str | None, ...] = ()
+    ts: str | None = None
+    rubric: str | None = None
 
 
 class Totals(_Value):
@@ -139,6 +141,19 @@ class ModelStats(_Value):
     timeouts: int
 
 
+class RubricStats(_Value):
+    """One rubric (the short hash a ledger line records): when it was in force, and how the
+    turns judged under it went; rates over its verified turns."""
+
+    name: str
+    turns: int
+    verified: int
+    first_seen: str | None
+    last_seen: str | None
+    first_attempt_pass_rate: float
+    exhausted_rate: float
+
+
 class Theme(_Value):
     """A normalised word n-gram, the feedbacks it is in, and the first such feedback."""
 
@@ -168,6 +183,10 @@ class Report(_Value):
     categories: list[CategoryStats]
     checks: list[CheckStats]
     judge_models: list[ModelStats]
+    rubrics: list[RubricStats]
+    """Each rubric in the order it first came into force (lines without one left out)."""
+    rubric_changes: int
+    """How often the rubric changed from one ledger line (that records one) to the next."""
     themes: list[Theme]
     suggestions: list[Suggestion]
 

@@ -14,7 +14,7 @@ from replyguard.judge._litellm import (
     read_response,
     supports_structured_verdict,
 )
-from replyguard.judge._protocol import VERDICT_FORMAT, Judge, JudgeReply
+from replyguard.judge._protocol import VERDICT_FORMAT, Judge, JudgeReply, verdict_format
 
 __all__ = [
     "VERDICT_FORMAT",
@@ -27,4 +27,5 @@ __all__ = [
     "import_litellm",
     "read_response",
     "supports_structured_verdict",
+    "verdict_format",
 ]

@@ -37,9 +37,10 @@ judgement, unreadable ones included.
 
 Structured output: when litellm says a model supports a JSON schema ``response_format``
 (``litellm.supports_response_schema``; any error there counts as no), the request asks for
-``VERDICT_FORMAT``, a JSON object with ``reasoning``, ``verdict``, ``category`` and
-``feedback`` that ``parse_verdict`` reads like any other verdict. Other models get the text
-format the rubric describes. The answer is read the same way either way: a tool-call-only or
+``VERDICT_FORMAT`` (its category enum extended by the config's custom ``categories``), a
+JSON object with ``reasoning``, ``verdict``, ``category`` and ``feedback`` that
+``parse_verdict`` reads like any other verdict. Other models get the text format the rubric
+describes. The answer is read the same way either way: a tool-call-only or
 empty answer is still unreadable.
 """
 
@@ -69,7 +70,7 @@ from replyguard.judge._litellm import (
     supports_structured_verdict,
 )
 from replyguard.judge._prompt_cache import with_cached_system
-from replyguard.judge._protocol import VERDICT_FORMAT, JudgeReply
+from replyguard.judge._protocol import JudgeReply, verdict_format
 from replyguard.judge._router import JudgeRouter
 from replyguard.telemetry._events import Events, describe_error
 from replyguard.telemetry._tracing import (
@@ -124,6 +125,7 @@ class LiteLLMJudge:
         self._router = router
         self._models = config.judge_models
         self._structured: dict[str, bool] = {}  # per model, asked of litellm once
+        self._format = verdict_format(tuple(config.categories))
         self._max_tokens = {model: config.judge_max_tokens_for(model) for model in self._models}
         self._litellm: Any = None  # once imported
         primary = _provider(key_owner or config.model)
@@ -180,7 +182,7 @@ class LiteLLMJudge:
             "num_retries": 0,
         }
         if self._wants_structured(model):
-            params["response_format"] = VERDICT_FORMAT
+            params["response_format"] = self._format
         if self._own_credentials.get(model, False):
             params["api_base"] = self._config.api_base
             params["api_key"] = api_key

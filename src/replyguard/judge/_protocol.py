@@ -5,7 +5,9 @@ judgement returned (its verdict parsed once, off the event loop when long), and
 from __future__ import annotations
 
 import asyncio
+import copy
 import functools
+from collections.abc import Collection
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -57,6 +59,18 @@ VERDICT_FORMAT: dict[str, Any] = {
 """The ``response_format`` sent to a judge model that supports JSON schemas."""
 
 
+@functools.cache
+def verdict_format(categories: tuple[str, ...] = ()) -> dict[str, Any]:
+    """``VERDICT_FORMAT`` whose ``category`` also accepts the custom ``categories`` (shared:
+    never mutate it)."""
+    if not categories:
+        return VERDICT_FORMAT
+    extended = copy.deepcopy(VERDICT_FORMAT)
+    enum = extended["json_schema"]["schema"]["properties"]["category"]["anyOf"][0]["enum"]
+    enum.extend(name for name in categories if name not in enum)
+    return extended
+
+
 class JudgeReply(BaseModel):
     """What one judgement returned (validated: a custom judge cannot smuggle in bad types)."""
 
@@ -89,12 +103,22 @@ class JudgeReply(BaseModel):
             )
         return parse_verdict(self.text)
 
-    async def parsed(self) -> Verdict:
+    async def parsed(self, categories: Collection[str] = ()) -> Verdict:
         """``verdict``, parsed in a worker thread when the text is long, so the event loop
-        never waits on it (the caller's deadline bounds the wait)."""
+        never waits on it (the caller's deadline bounds the wait).
+
+        ``categories``: custom FAIL categories to accept (a FAIL without a built-in category
+        is read again with them: they change its category, never its readability).
+        """
         if "verdict" not in self.__dict__ and len(self.text) > _INLINE_PARSE_CHARS:
-            return await asyncio.to_thread(lambda: self.verdict)
-        return self.verdict
+            verdict = await asyncio.to_thread(lambda: self.verdict)
+        else:
+            verdict = self.verdict
+        if not categories or verdict.passed or verdict.category is not None:
+            return verdict
+        if len(self.text) > _INLINE_PARSE_CHARS:
+            return await asyncio.to_thread(parse_verdict, self.text, categories)
+        return parse_verdict(self.text, categories)
 
 
 class Judge(Protocol):

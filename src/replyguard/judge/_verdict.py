@@ -40,9 +40,11 @@ that counts, so a FAIL is never awaiting the user, nor is a PASS whose mark sits
 text or on a PASS line that a later FAIL overrides.
 
 The feedback is the rest of the verdict line plus every line after it; the reasoning is the
-text before it. Categories tolerate spaces and hyphens (``Rule Violation``,
-``rule-violation``); a FAIL with an unknown category gets ``category=None`` and keeps the
-category's text at the head of its feedback as ``[text]``.
+text before it. Categories tolerate spaces, hyphens and any case (``Rule Violation``,
+``rule-violation``); a built-in comes back as its ``FailCategory``, one of the ``categories``
+the caller adds (the config's custom categories) as its name, a ``str``. A FAIL with an unknown
+category gets ``category=None`` and keeps the category's text at the head of its feedback as
+``[text]``; a tag on a PASS is ignored.
 
 Empty text, text without a verdict, or a JSON verdict that is neither PASS nor FAIL gives a
 fail-open PASS: ``readable=False``, ``fail_open_reason=unreadable_verdict`` and ``error`` saying
@@ -54,6 +56,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,8 +98,13 @@ class _Found:
     """A JSON object's fields (keys in lower case)."""
 
 
-def parse_verdict(text: str) -> Verdict:
-    """Parse the judge's raw text into a ``Verdict`` (fail-open PASS when unreadable)."""
+def parse_verdict(text: str, categories: Collection[str] | None = None) -> Verdict:
+    """Parse the judge's raw text into a ``Verdict`` (fail-open PASS when unreadable).
+
+    ``categories``: the names of custom FAIL categories to accept besides the built-ins
+    (lower-case snake_case, as the config's ``categories`` keys are).
+    """
+    extra = frozenset(categories or ())
     if not isinstance(text, str):
         return _unreadable(None, "judge output is not text")
     if not text.strip():
@@ -104,7 +112,7 @@ def parse_verdict(text: str) -> Verdict:
     body = _unwrapped(text)
     whole = _whole_json(body)
     if whole is not None:
-        return _from_json(text, whole, None)
+        return _from_json(text, whole, None, extra)
     lines = body.split("\n")
     kinds = _counted_kinds(body, lines)
     # The last FAIL line and the last PASS line are all rule 4 needs of the lines.
@@ -123,11 +131,11 @@ def parse_verdict(text: str) -> Verdict:
             return _unreadable(text, "JSON verdict is neither PASS nor FAIL")
         return _unreadable(text, "no verdict line found")
     if chosen.fields is not None:
-        return _from_json(text, chosen.fields, _clean(body[: chosen.at]))
+        return _from_json(text, chosen.fields, _clean(body[: chosen.at]), extra)
     i = chosen.line
     reasoning = _clean("\n".join(lines[:i]))
     feedback = _clean("\n".join([chosen.inline, *lines[i + 1 :]]))
-    return _verdict(text, chosen.token == "PASS", chosen.category, feedback, reasoning)
+    return _verdict(text, chosen.token == "PASS", chosen.category, feedback, reasoning, extra)
 
 
 def _unwrapped(text: str) -> str:
@@ -245,7 +253,9 @@ def _json_verdicts(text: str, lines: list[str], kinds: list[Kind]) -> list[_Foun
     return found
 
 
-def _from_json(raw: str, fields: dict[str, Any], before: str | None) -> Verdict:
+def _from_json(
+    raw: str, fields: dict[str, Any], before: str | None, extra: frozenset[str]
+) -> Verdict:
     value = fields["verdict"]
     token = value.strip().upper() if isinstance(value, str) else None
     if token not in ("PASS", "FAIL"):
@@ -254,7 +264,8 @@ def _from_json(raw: str, fields: dict[str, Any], before: str | None) -> Verdict:
     category = _as_text(fields.get("category"))
     if token == "PASS" and fields.get("awaitinguser") is True:
         category = AWAITING_USER
-    return _verdict(raw, token == "PASS", category, _as_text(fields.get("feedback")), reasoning)
+    feedback = _as_text(fields.get("feedback"))
+    return _verdict(raw, token == "PASS", category, feedback, reasoning, extra)
 
 
 def _read_line(line: str) -> tuple[bool, str | None, str] | None:
@@ -319,22 +330,28 @@ def _key(text: str) -> str:
     return "_".join(text.replace("-", " ").replace("_", " ").split()).lower()
 
 
-def _category(text: str) -> FailCategory | None:
+def _category(text: str, extra: frozenset[str]) -> FailCategory | str | None:
+    key = _key(text)
     try:
-        return FailCategory(_key(text))
+        return FailCategory(key)
     except ValueError:
-        return None
+        return key if key in extra else None
 
 
 def _verdict(
-    raw: str, passed: bool, category: str | None, feedback: str | None, reasoning: str | None
+    raw: str,
+    passed: bool,
+    category: str | None,
+    feedback: str | None,
+    reasoning: str | None,
+    extra: frozenset[str] = frozenset(),
 ) -> Verdict:
     if passed:  # a PASS's bracket is only ever the awaiting-the-user mark
         awaiting = category is not None and _key(category) == AWAITING_USER
         return Verdict(
             passed=True, feedback=feedback, reasoning=reasoning, raw=raw, awaiting_user=awaiting
         )
-    known = _category(category) if category else None
+    known = _category(category, extra) if category else None
     if category and known is None:
         feedback = f"[{category}] {feedback or ''}".strip()
     return Verdict(passed=False, category=known, feedback=feedback, reasoning=reasoning, raw=raw)

@@ -25,7 +25,14 @@ from replyguard.context import _tokens as tokens
 from replyguard.context._build import build_judge_prompt
 from replyguard.context._fitting import reply_in_view
 from replyguard.context._injection import injection_feedback, suspected_injection
-from replyguard.context._prompt import ContextLimits, JudgePrompt, Redact, RulesSource
+from replyguard.context._prompt import (
+    DEFAULT_RUBRIC,
+    ContextLimits,
+    JudgePrompt,
+    Redact,
+    Rubric,
+    RulesSource,
+)
 from replyguard.errors import CircuitOpenError, JudgeConfigError
 from replyguard.gate._triggers import TriggerMatcher
 from replyguard.judge._limiter import ConcurrencyLimiter
@@ -50,17 +57,27 @@ class Profile:
     judge: Judge
     triggers: TriggerMatcher
     limits: ContextLimits
+    rubric: Rubric = DEFAULT_RUBRIC
+    """The judge's system message: the built-in rubric, the operator's criteria, categories."""
 
     @classmethod
-    def build(cls, name: str | None, config: VerifierConfig, judge: Judge) -> Profile:
-        """A profile from a (run kind's) config and the judge it uses."""
+    def build(
+        cls, name: str | None, config: VerifierConfig, judge: Judge, criteria: str = ""
+    ) -> Profile:
+        """A profile from a (run kind's) config, the judge it uses and the operator's criteria
+        (the rubric file's text)."""
         limits = ContextLimits(
             budget=config.context_token_budget,
             response_cap=config.response_token_cap,
             rules_cap=config.rules_token_cap,
             history_turns=config.history_turns,
         )
-        return cls(name, config, judge, TriggerMatcher(config), limits)
+        rubric = (
+            Rubric(criteria, tuple(config.categories.items()))
+            if criteria or config.categories
+            else DEFAULT_RUBRIC
+        )
+        return cls(name, config, judge, TriggerMatcher(config), limits, rubric)
 
 
 @dataclass(frozen=True)
@@ -205,6 +222,7 @@ class Assessor:
                 previous_feedback=step.previous_feedback,
                 meta=reply.meta,
                 redact=self._redact,
+                rubric=profile.rubric,
             )
             if len(reply.text) > _INLINE_SCAN_CHARS:  # off the loop, by the turn's deadline
                 async with _until(step.left()):
@@ -266,7 +284,7 @@ class Assessor:
                 await _settled(gate, ticket, answer)
         try:
             async with _until(step.left()):
-                verdict = await answer.parsed()  # a long answer off the loop
+                verdict = await answer.parsed(config.categories)  # a long one off the loop
         except TimeoutError:
             return failed(Reason.LATENCY_BUDGET, "the turn's deadline passed reading the verdict")
         update: dict[str, Any] = {

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from replyguard._templates import render
 from replyguard.runner._side_effects import describe_call
@@ -39,17 +39,28 @@ rest."""
 
 
 def feedback_message(
-    verdict: Verdict, *, heartbeat: bool = False, done: Sequence[ToolCallRecord] = ()
+    verdict: Verdict,
+    *,
+    heartbeat: bool = False,
+    done: Sequence[ToolCallRecord] = (),
+    categories: Mapping[str, str] | None = None,
 ) -> str:
     """The exact user message the agent receives after ``verdict`` failed its reply
     (``heartbeat``: the reply was a heartbeat run's; ``done``: the side-effecting tool calls
-    this turn already made, which the retry must not repeat)."""
+    this turn already made, which the retry must not repeat; ``categories``: the config's
+    custom categories, whose guidance a FAIL in one of them gets)."""
     category = verdict.category
+    if heartbeat:
+        guidance = HEARTBEAT_GUIDANCE
+    elif isinstance(category, FailCategory) or category is None:
+        guidance = GUIDANCE[category]
+    else:
+        guidance = (categories or {}).get(category) or GUIDANCE[None]
     return render(
         "feedback.j2",
-        category=category.value if category is not None else None,
+        category=str(category) if category is not None else None,
         feedback=(verdict.feedback or "").strip() or NO_DETAILS,
-        guidance=HEARTBEAT_GUIDANCE if heartbeat else GUIDANCE[category],
+        guidance=guidance,
         heartbeat=heartbeat,
         done=[describe_call(call) for call in done[:LISTED_DONE]],
         more_done=max(len(done) - LISTED_DONE, 0),

@@ -97,7 +97,7 @@ def _sampled_in(sample_key: str, rate: float) -> bool:
 
 
 def _feedback_line(verdict: Verdict) -> str:
-    category = f" [{verdict.category.value}]" if verdict.category is not None else ""
+    category = f" [{verdict.category}]" if verdict.category is not None else ""
     return f"FAIL{category}: {verdict.feedback or 'no details'}"
 
 
@@ -199,6 +199,7 @@ class _Run:
                 with_content=self.config.log_content,
                 configured_models=self.config.judge_models,
                 side_effects=[call.name for call in done(self.tool_ledger)],
+                rubric=self.profile.rubric.digest,
             )
             # Bounded: by the time the turn has left, at least a moment, at most the default.
             left = self.time_left()
@@ -366,7 +367,12 @@ class _Run:
         verdict = attempt.verdict
         assert verdict is not None
         notice = done(self.tool_ledger) if self.config.on_side_effects == "notice" else ()
-        feedback = feedback_message(verdict, heartbeat=self.turn.heartbeat, done=notice)
+        feedback = feedback_message(
+            verdict,
+            heartbeat=self.turn.heartbeat,
+            done=notice,
+            categories=self.config.categories,
+        )
         feedback_so_far.append(_feedback_line(verdict))
         self.v.events.info(
             "retry",

@@ -160,10 +160,13 @@ class Verifier:
                 sessions=answer_sessions,
             )
 
-        profiles: dict[str | None, Profile] = {None: Profile.build(None, config, judge_for(config))}
+        criteria = config.operator_rubric()  # read once: the rubric stays the same every call
+        profiles: dict[str | None, Profile] = {
+            None: Profile.build(None, config, judge_for(config), criteria)
+        }
         for name in config.run_kinds:
             kind_config = config.for_run_kind(name)
-            profiles[name] = Profile.build(name, kind_config, judge_for(kind_config))
+            profiles[name] = Profile.build(name, kind_config, judge_for(kind_config), criteria)
         set_ = object.__setattr__
         set_(self, "_config", config)
         set_(self, "_events", events)

@@ -38,13 +38,16 @@ def ledger_record(
     with_content: bool,
     configured_models: Sequence[str] = (),
     side_effects: Sequence[str] = (),
+    rubric: str | None = None,
 ) -> dict[str, Any]:
     """The ledger line of one turn (camelCase keys, like the config).
 
     ``judgeModels`` names the models that answered, or, when none did (a timeout, an outage),
     the configured ones, so a slow model can still be named. ``sideEffects`` names the tools
     of the successful side-effecting calls of the turn (from the same tool ledger the checks
-    and the judge saw), each distinct call once.
+    and the judge saw), each distinct call once. ``rubric``: a short hash of the judge's
+    system message in force (the operator's criteria and categories included), so a change of
+    rubric shows in ``insights``.
     """
     answered = sorted({v.model for v in outcome.verdicts if v.model})
     failed = [a for a in outcome.attempts if a.verdict is not None and not a.verdict.passed]
@@ -59,11 +62,12 @@ def ledger_record(
         "costUsd": round(outcome.cost_usd, 8),
         "judgeCostUsd": round(outcome.judge_cost_usd, 8),
         "latencyMs": round(outcome.latency_ms, 3),
+        "rubric": rubric,
         "judgeModels": answered or list(configured_models),
         "checks": sorted({r.name for a in outcome.attempts for r in a.checks}),
         "failedChecks": [r.name for a in outcome.attempts for r in a.checks if not r.passed],
         "categories": [
-            a.verdict.category.value if a.verdict and a.verdict.category else None for a in failed
+            str(a.verdict.category) if a.verdict and a.verdict.category else None for a in failed
         ],
         "awaitingUser": outcome.awaiting_user,
         "sideEffects": list(side_effects),
