@@ -8,7 +8,7 @@ writes ``table.md``, ``results.json`` and ``chart.png`` (when matplotlib is inst
 so it does not share the measured interpreter's GIL. No network beyond 127.0.0.1.
 
 Sections (``--only``): hot, logging, verified, bigturns, context, concurrency, import,
-coldstart, cli, memory, failopen, streaming, fleet.
+coldstart, cli, memory, failopen, streaming, fleet, panel.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ SECTIONS = (
     "failopen",
     "streaming",
     "fleet",
+    "panel",
 )
 FAIL_OPEN_TIMEOUT = 0.5
 
@@ -95,6 +96,7 @@ class Sizes:
     cli_runs: int = 11
     log_pairs: int = 3000
     stream_runs: int = 200
+    panel_pairs: int = 200
 
 
 FULL = Sizes(
@@ -115,6 +117,7 @@ QUICK = Sizes(
     cli_runs=5,
     log_pairs=1000,
     stream_runs=40,
+    panel_pairs=40,
 )
 
 
@@ -548,6 +551,27 @@ async def streaming(sizes: Sizes, rows: list[Row], server: JudgeServerProcess) -
     )
 
 
+async def panel(sizes: Sizes, rows: list[Row], server: JudgeServerProcess) -> None:
+    pair = await sc.panel_vs_single(server.url, sizes.panel_pairs)
+    # Each member's call is a whole litellm call (about 2-3 ms of CPU on one event loop):
+    # what overlaps is the wait, not that work, so each member past the first adds it once.
+    extra = len(sc.PANEL_MEMBERS) - 1
+    ok = pair.difference <= 3e-3 * extra
+    rows.append(
+        Row(
+            f"judge panel of {len(sc.PANEL_MEMBERS)} (every member answers after 50 ms) vs one"
+            f" judge, `verify` ({sizes.panel_pairs} pairs)",
+            ms(sc.median(pair.measured), 2),
+            ms(sc.median(pair.reference), 2),
+            f"{pair.ratio:.3f}x",
+            signed_ms(pair.difference, 2),
+            f"≤ +{3 * extra} ms (3 ms per member past the first)",
+            verdict(ok),
+            {"panel_samples": pair.measured, "single_samples": pair.reference},
+        )
+    )
+
+
 async def fleet_section(sizes: Sizes, rows: list[Row]) -> None:
     import fleet
 
@@ -766,6 +790,8 @@ async def main_async(args: argparse.Namespace) -> list[Row]:
                 await streaming(sizes, rows, server)
             elif name == "fleet":
                 await fleet_section(sizes, rows)
+            elif name == "panel":
+                await panel(sizes, rows, server)
             print(f"  {name} took {time.perf_counter() - started:.1f} s", file=sys.stderr)
     return rows
 

@@ -883,3 +883,43 @@ def _cli_wall_times(workspace: str, runs: int) -> tuple[list[float], list[float]
         for argv, sink in (first, second):
             sink.append(once(argv))
     return ours, theirs
+
+
+PANEL_MEMBERS = ("openai/gpt-4o-mini", "openai/gemini-2.0-flash", "openai/deepseek-chat")
+
+
+async def panel_vs_single(url: str, pairs: int, delay_ms: int = 50) -> Pair:
+    """A verification by a three-member panel against one by a single judge, every call
+    answered after ``delay_ms``: the panel's latency is its slowest member's, so the difference
+    is what asking the members side by side and deciding costs."""
+    turn, reply = typical_turn()
+    wire = WIRES["openai"]
+    api_base = f"{url}/d{delay_ms}"
+    single = Verifier(config(wire, api_base, agentModel="mistral/mistral-large-latest"))
+    panel = Verifier(
+        config(
+            wire,
+            api_base,
+            agentModel="mistral/mistral-large-latest",
+            panel={"models": list(PANEL_MEMBERS)},
+        )
+    )
+    try:
+        for verifier in (single, panel):
+            await verifier.warmup()
+
+        async def by_panel() -> None:
+            verdict = await panel.verify(turn, reply)
+            if len(verdict.members) != len(PANEL_MEMBERS) or verdict.fail_open_reason:
+                raise RuntimeError(f"the panel did not decide: {verdict.error}")
+
+        async def by_one() -> None:
+            verdict = await single.verify(turn, reply)
+            if verdict.fail_open_reason:
+                raise RuntimeError(f"the judge did not decide: {verdict.error}")
+
+        return await interleaved(by_panel, by_one, pairs, warmup=10)
+    finally:
+        await single.aclose()
+        await panel.aclose()
+        await close_clients()

@@ -244,6 +244,10 @@ class Verdict(_Frozen):
     shared_state: Literal["degraded"] | None = None
     """``"degraded"`` when the judgement was decided on this instance's own state because the
     fleet's shared state (Redis) did not answer."""
+    members: tuple[Verdict, ...] = ()
+    """A judge panel's verdict: each member's own verdict, in the panel's order (its ``model``
+    names the member as configured; a member that did not answer has a fail-open verdict).
+    Empty for a single judge."""
 
     @model_validator(mode="after")
     def _awaiting_only_on_pass(self) -> Verdict:

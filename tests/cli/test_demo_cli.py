@@ -35,11 +35,17 @@ async def test_demo_walks_every_path(tmp_path: Path) -> None:
         (Status.PASSED, None),
         (Status.PASSED, None),
         (Status.FLAGGED, Reason.SIDE_EFFECTS),
+        (Status.PASSED, None),
     ]
-    assert [len(o.attempts) for o in outcomes] == [1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 1, 1, 2, 1]
-    assert [o.awaiting_user for o in outcomes] == [False] * 11 + [True, False, False]
+    assert [len(o.attempts) for o in outcomes] == [1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 1, 1, 2, 1, 2]
+    assert [o.awaiting_user for o in outcomes] == [False] * 11 + [True, False, False, False]
     told = [line for line in printed if line.startswith("    retry message: - ")]
     assert told == ['    retry message: - send_email({"invoice":"2026-03","to":"ada@example.com"})']
+    panel = outcomes[14].attempts[0].verdict
+    assert panel is not None and [m.passed for m in panel.members] == [True, False, True]
+    assert any(
+        "FAIL [incomplete]: [gemini/gemini-2.0-flash] Say how much." in line for line in printed
+    )
     assert any("→ PASS [awaiting_user]" in line for line in printed)
     custom = outcomes[9].attempts[0].verdict
     assert custom is not None and custom.category == "medical_advice"
@@ -56,7 +62,7 @@ async def test_demo_walks_every_path(tmp_path: Path) -> None:
 def test_cli_demo_prints_each_turn(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
-    assert out.count("→ status=") == 14
+    assert out.count("→ status=") == 15
     assert "status=flagged reason=side_effects" in out
     assert "status=passed awaiting_user=true" in out
     assert "status=failed_open reason=judge_timeout" in out
@@ -76,7 +82,7 @@ async def test_the_demo_explains_itself(tmp_path: Path) -> None:
     cold = [line for line in printed if "(cold start: the first judge call)" in line]
     assert len(cold) == 1 and cold[0] in printed[scenario["[3]"] : scenario["[4]"]]
     steps = printed[printed.index("Next steps:") :]
-    assert printed.index("Next steps:") > scenario["[12]"]
+    assert printed.index("Next steps:") > scenario["[13]"]
     assert any("replyguard verify" in line for line in steps)
     assert any("replyguard check-config" in line for line in steps)
 

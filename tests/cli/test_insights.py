@@ -338,6 +338,7 @@ def test_cli_json_prints_the_report_with_stable_keys(capsys: pytest.CaptureFixtu
         "judgeModels",
         "rubrics",
         "rubricChanges",
+        "panelMembers",
         "themes",
         "suggestions",
     ]

@@ -68,6 +68,7 @@ CHECK_KEYS = {
     "spendLimits": "spend_limits",
     "rubricFile": "rubric_file",
     "categories": "categories",
+    "panel": "panel",
 }
 
 # One non-default value per key, to prove the JSON key reaches the attribute.

@@ -46,6 +46,9 @@ class Step:
     """Send the headers (with the full ``content-length``) and half the body, then nothing."""
     stop_listening: bool = False
     """After this answer, close the connection and the listener: later connections are refused."""
+    after_requests: int = 0
+    """Hold this answer until this many requests have arrived in all (a barrier: requests that
+    were sent one after another, each waiting for its answer, never get past it; at most 10 s)."""
     chunks: tuple[str, ...] | None = None
     """A streamed answer's text pieces, each its own event (None: ``text`` in one piece)."""
     stall_after: int | None = None
@@ -217,6 +220,7 @@ class ProviderServer:
         self.connections = 0
         """How many client connections were accepted so far."""
         self.port = 0
+        self._arrivals = asyncio.Condition()  # notified on the server's loop at each request
 
     @property
     def url(self) -> str:
@@ -357,7 +361,13 @@ class ProviderServer:
         with self._changed:
             self.seen.append(seen)
             self._changed.notify_all()
+        async with self._arrivals:
+            self._arrivals.notify_all()
         step = self._next(seen)
+        if step.after_requests:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(10), self._arrivals:
+                    await self._arrivals.wait_for(lambda: len(self.seen) >= step.after_requests)
         if step.delay and await self._until_closed(reader, step.delay):
             return False
         if step.raw is not None:

@@ -5,10 +5,10 @@ from litellm's price map) with litellm's ``mock_response`` standing in for the p
 Each turn prints the path it took: skip, not triggered, pass, fail → retry → pass, exhausted,
 a heartbeat and a claim caught by deterministic checks without a judge call, a stagnant retry
 stopped early, a run kind's budget, an operator's rubric and custom category, fail-open on a
-judge timeout, a clarifying question that passes awaiting the user, and two agents that acted:
-a retry told what is already done, and a deploy that is not retried (``onSideEffects``). It
-says first that the judge is scripted, shows each scenario's config keys and the tool calls
-behind a claim, marks the cold first judge call, and ends with next steps.
+judge timeout, a clarifying question that passes awaiting the user, two agents that acted (a
+retry told what is already done, and a deploy that is not retried: ``onSideEffects``), and a
+judge panel. It says first that the judge is scripted, shows each scenario's config keys and
+the tool calls behind a claim, marks the cold first judge call, and ends with next steps.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from replyguard.config._panel import PanelMember
 from replyguard.config._schema import VerifierConfig
 from replyguard.context._prompt import JudgePrompt
 from replyguard.judge._fallbacks import LiteLLMJudge
@@ -38,11 +39,22 @@ class MockedJudge(LiteLLMJudge):
     """The real litellm judge, answering from a script through ``mock_response``."""
 
     def __init__(
-        self, config: VerifierConfig, answers: Sequence[str], *, delay: float = 0.0
+        self,
+        config: VerifierConfig,
+        answers: Sequence[str],
+        *,
+        delay: float = 0.0,
+        members: dict[str, list[str]] | None = None,
     ) -> None:
         super().__init__(config, Events())
         self._answers = list(answers)
         self._delay = delay
+        self._members = members or {}
+
+    def member(self, model: str) -> MockedJudge:
+        """A judge panel member's own scripted judge (``Verifier`` asks for one per member)."""
+        member = self._config.member_config(PanelMember(model=model))
+        return MockedJudge(member, self._members[model], delay=self._delay)
 
     def request(
         self, model: str, prompt: JudgePrompt, *, timeout: float, api_key: str | None
@@ -52,6 +64,13 @@ class MockedJudge(LiteLLMJudge):
         if self._delay:
             params["mock_delay"] = self._delay
         return params
+
+
+PANEL = (
+    "anthropic/claude-haiku-4-5",
+    "gemini/gemini-2.0-flash",
+    "mistral/mistral-small-latest",
+)
 
 
 @dataclass
@@ -64,6 +83,8 @@ class Scenario:
     heartbeat: bool = False
     judge_delay: float = 0.0
     run_kind: str | None = None
+    panel_answers: dict[str, list[str]] = field(default_factory=dict)
+    """Each judge panel member's answers, by model."""
 
 
 SCENARIOS = [
@@ -215,6 +236,19 @@ SCENARIOS = [
         ["The checks are not listed.\nFAIL [incomplete]: List the checks that ran."],
         {"verifyAll": True, "sideEffectTools": ["deploy*"], "onSideEffects": "deliver"},
     ),
+    Scenario(
+        "judge panel: three judges of three families at once; one FAIL fails the reply "
+        "(any_fail), the retry passes all three",
+        "Refund order 4411 and tell the customer how much.",
+        ["Done: order 4411 is refunded.", "Done: order 4411 is refunded, 42.50 EUR."],
+        panel_answers={
+            PANEL[0]: ["The refund is done.\nPASS", "PASS"],
+            PANEL[1]: ["The amount is missing.\nFAIL [incomplete]: Say how much.", "PASS"],
+            PANEL[2]: ["The refund is confirmed.\nPASS", "PASS"],
+        },
+        overrides={"runKinds": {"payments": {"panel": {"models": list(PANEL)}}}},
+        run_kind="payments",
+    ),
 ]
 
 HEARTBEAT_TASKS = (
@@ -273,6 +307,11 @@ def _describe_attempts(outcome: Outcome) -> list[str]:
         decision = decision.replace("\n", "\n        ")
         lines.append(f"    attempt {attempt.number}: {text!r} → {decision}")
         lines += [f"        tool call: {_tool_call(r)}" for r in attempt.reply.meta.tool_calls]
+        if verdict is not None and verdict.members:
+            votes = ", ".join(
+                f"{m.model} {'PASS' if m.passed else 'FAIL'}" for m in verdict.members
+            )
+            lines.append(f"        panel: {votes}")
     return lines
 
 
@@ -311,7 +350,12 @@ async def run_demo(workspace: str, out: Callable[[str], None] = print) -> list[O
                 **scenario.overrides,
             }
         )
-        judge = MockedJudge(config, scenario.judge_answers, delay=scenario.judge_delay)
+        judge = MockedJudge(
+            config,
+            scenario.judge_answers,
+            delay=scenario.judge_delay,
+            members=scenario.panel_answers,
+        )
         verifier = Verifier(config, judge=judge)
         if number == 1:
             await verifier.warmup()  # import litellm and the tokenizer before timing turns

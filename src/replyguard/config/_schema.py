@@ -31,6 +31,7 @@ from replyguard.config._json_file import (
     _problems,
 )
 from replyguard.config._keys import ENV_PREFIX, MASK, ApiKey, key_values, resolved_key
+from replyguard.config._panel import PanelConfig, PanelMember
 from replyguard.config._router import RouterConfig
 from replyguard.config._rubric import check_fits, checked_categories, read_rubric
 from replyguard.config._state import SpendLimit, StateConfig
@@ -107,6 +108,7 @@ class RunKind(BaseModel):
     on_exhausted: OnExhausted | None = None
     streaming: StreamingConfig | None = None
     on_side_effects: OnSideEffects | None = None
+    panel: PanelConfig | None = None
 
     def overrides(self) -> dict[str, Any]:
         """The keys this profile sets (an explicit null included), as attribute names."""
@@ -230,6 +232,10 @@ class VerifierConfig(BaseModel):
     spend_limits: tuple[SpendLimit, ...] = Field(default=(), strict=False)
     """Ceilings on judge spend per UTC-aligned window (fleet-wide with ``state``): a judgement
     that would pass one is not made (``failed_open``, ``spend_limit``)."""
+    panel: PanelConfig | None = None
+    """Judge with a panel of models instead of ``model`` (usually a run kind's key, for high
+    stakes): ``models`` (two or more, asked concurrently within the same deadline), ``rule``
+    (``"any_fail"`` or ``"majority"``) and ``minAnswers`` (docs/panels.md)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -354,8 +360,17 @@ class VerifierConfig(BaseModel):
 
     @property
     def judge_models(self) -> tuple[str, ...]:
-        """The judge model, then each fallback, in the order they are tried."""
+        """The judge model, then each fallback, in the order they are tried; with a ``panel``,
+        each member's model and fallbacks instead."""
+        if self.panel is not None:
+            return tuple(m for p in self.panel.members for m in (p.model, *p.fallback_models))
         return (self.model, *self.fallback_models)
+
+    def member_config(self, member: PanelMember) -> VerifierConfig:
+        """This config as a panel member judges with it: the member's model and fallbacks, no
+        panel (not validated again: every part of it already was)."""
+        update = {"model": member.model, "fallback_models": member.fallback_models, "panel": None}
+        return self.model_copy(update=update)
 
     def judge_max_tokens_for(self, model: str) -> int:
         """``judgeMaxTokens``, or 4096 for a reasoning model when the key was not set."""

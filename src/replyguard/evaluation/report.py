@@ -21,6 +21,8 @@ from typing import Any
 from replyguard.evaluation.html import render_html
 from replyguard.evaluation.run import RecordResult
 from replyguard.evaluation.stats import (
+    FAIL,
+    PASS,
     Categorised,
     Confusion,
     accuracy,
@@ -150,8 +152,38 @@ def build_report(
         "createdAt": when.isoformat().replace("+00:00", "Z"),
         "results": [_row(r) for r in results],
     }
+    panel = _panel_json(results)
+    if panel:
+        report["panel"] = panel
     report["headline"] = headline(report)
     return report
+
+
+def _panel_json(results: Sequence[RecordResult]) -> dict[str, dict[str, Any]]:
+    """Each judge panel member's agreement with the labels (and with the panel), by name:
+    ``answered`` records, ``labelled`` of those, ``agreed`` with the label, ``accuracy``,
+    ``kappa`` (Cohen's, PASS/FAIL) and ``agreedWithPanel``."""
+    votes: dict[str, list[tuple[str, str | None, str]]] = {}
+    for r in results:
+        verdict = r.judgement.verdict
+        if verdict is None:
+            continue
+        for member in verdict.members:
+            if member.readable and member.fail_open_reason is None:
+                said = FAIL if not member.passed else PASS
+                votes.setdefault(member.model or "?", []).append((said, r.record.label, r.judged))
+    panel = {}
+    for name, rows in votes.items():
+        matrix = confusion((label, said) for said, label, _ in rows if label is not None)
+        panel[name] = {
+            "answered": len(rows),
+            "labelled": matrix.total,
+            "agreed": matrix.pass_pass + matrix.fail_fail,
+            "accuracy": _rounded(accuracy(matrix)),
+            "kappa": _rounded(kappa(matrix)),
+            "agreedWithPanel": sum(said == judged for said, _, judged in rows),
+        }
+    return dict(sorted(panel.items()))
 
 
 def _figure(value: float | None, form: str = "{:.3f}") -> str:
@@ -176,6 +208,13 @@ def summary(report: dict[str, Any]) -> str:
         f"cost ${report['costUsd']:.6f}  latency p50 {_figure(latency['p50'], '{:.1f} ms')}  "
         f"p95 {_figure(latency['p95'], '{:.1f} ms')}",
     ]
+    for name, member in report.get("panel", {}).items():
+        lines.append(
+            f"panel member {name}: agrees with the labels on {member['agreed']} of "
+            f"{member['labelled']} (accuracy {_figure(member['accuracy'])}, kappa "
+            f"{_figure(member['kappa'])}), with the panel on {member['agreedWithPanel']} of "
+            f"{member['answered']}"
+        )
     if report["byCategory"]:
         lines.append(f"{'category':16}{'judged':>9}{'labelled':>9}{'agreed':>9}")
         lines += [

@@ -95,6 +95,11 @@ def render(report: Report) -> str:
             f"{r.exhausted_rate:.0%} exhausted"
             for r in report.rubrics
         ],
+        "BY PANEL MEMBER (agreement with the panel's decision)": [
+            f"{m.name}: {m.agreed} of {m.answered} votes agreed ({m.agreement_rate:.0%}), "
+            f"left out {m.left_out} of {m.attempts} attempts"
+            for m in report.panel_members
+        ],
         f"FEEDBACK THEMES (of {t.feedbacks} feedbacks)": [
             f'"{th.text}": {th.feedbacks} ({th.share:.0%}), e.g. "{th.example}"'
             for th in report.themes

@@ -22,6 +22,7 @@ from replyguard.insights.stats import (
     CheckStats,
     Entry,
     ModelStats,
+    PanelMemberStats,
     Report,
     RubricStats,
     RunKindStats,
@@ -149,6 +150,31 @@ def _rubrics(entries: list[Entry]) -> tuple[list[RubricStats], int]:
     return [_rubric_stats(name, found) for name, found in by_rubric.items()], changes
 
 
+def _panel_members(entries: list[Entry]) -> list[PanelMemberStats]:
+    """Each panel member's votes against the panel's decisions, over every panel attempt."""
+    seen: dict[str, list[tuple[str | None, str | None]]] = {}
+    for entry in entries:
+        for line in entry.panel:
+            for name, vote in line.votes.items():
+                seen.setdefault(name, []).append((vote, line.decision))
+    stats = []
+    for name, votes in sorted(seen.items()):
+        answered = [(vote, decision) for vote, decision in votes if vote is not None]
+        decided = [(vote, decision) for vote, decision in answered if decision is not None]
+        agreed = sum(vote == decision for vote, decision in decided)
+        stats.append(
+            PanelMemberStats(
+                name=name,
+                attempts=len(votes),
+                answered=len(answered),
+                left_out=len(votes) - len(answered),
+                agreed=agreed,
+                agreement_rate=rate(agreed, len(decided)),
+            )
+        )
+    return stats
+
+
 def summarise(
     entries: list[Entry], *, ledger: str, skipped: Sequence[int | str], top: int = 10
 ) -> Report:
@@ -196,6 +222,7 @@ def summarise(
         judge_models=models,
         rubrics=rubrics,
         rubric_changes=rubric_changes,
+        panel_members=_panel_members(entries),
         themes=ranked[:top],
         suggestions=suggest(entries, totals, kinds, checks, models, ranked),
     )

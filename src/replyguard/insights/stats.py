@@ -54,6 +54,15 @@ class _Value(BaseModel):
     )
 
 
+class PanelLine(_Value):
+    """One judged attempt of a panel, as a ledger line records it."""
+
+    model_config = ConfigDict(extra="ignore")
+    attempt: int = 1
+    decision: str | None = None
+    votes: dict[str, str | None] = {}
+
+
 class Entry(_Value):
     """One ledger line; unknown keys are ignored, missing ones take these defaults."""
 
@@ -72,6 +81,7 @@ class Entry(_Value):
     feedback: tuple[str | None, ...] = ()
     ts: str | None = None
     rubric: str | None = None
+    panel: tuple[PanelLine, ...] = ()
 
 
 class Totals(_Value):
@@ -154,6 +164,19 @@ class RubricStats(_Value):
     exhausted_rate: float
 
 
+class PanelMemberStats(_Value):
+    """One judge panel member: the panel attempts it sat on, how often it answered, and how
+    often its vote was the panel's decision."""
+
+    name: str
+    attempts: int
+    answered: int
+    left_out: int
+    agreed: int
+    agreement_rate: float
+    """``agreed`` over the attempts it answered where the panel decided."""
+
+
 class Theme(_Value):
     """A normalised word n-gram, the feedbacks it is in, and the first such feedback."""
 
@@ -187,6 +210,8 @@ class Report(_Value):
     """Each rubric in the order it first came into force (lines without one left out)."""
     rubric_changes: int
     """How often the rubric changed from one ledger line (that records one) to the next."""
+    panel_members: list[PanelMemberStats]
+    """Each judge panel member's agreement with the panel's decisions, by name."""
     themes: list[Theme]
     suggestions: list[Suggestion]
 

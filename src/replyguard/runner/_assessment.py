@@ -36,10 +36,12 @@ from replyguard.context._prompt import (
 from replyguard.errors import CircuitOpenError, JudgeConfigError
 from replyguard.gate._triggers import TriggerMatcher
 from replyguard.judge._limiter import ConcurrencyLimiter
+from replyguard.judge._panel import Panel, panel_verdict
 from replyguard.judge._prices import call_estimate
 from replyguard.judge._protocol import Judge, JudgeReply
 from replyguard.state import SharedState, Ticket
 from replyguard.telemetry._events import Events, describe_error, redact
+from replyguard.telemetry._ledger import member_votes
 from replyguard.telemetry._tracing import NO_TRACING, Tracing
 from replyguard.types import CheckResult, FailCategory, Reason, Reply, Turn, Verdict
 
@@ -59,13 +61,27 @@ class Profile:
     limits: ContextLimits
     rubric: Rubric = DEFAULT_RUBRIC
     """The judge's system message: the built-in rubric, the operator's criteria, categories."""
+    panel: Panel | None = None
+    """The judge panel that judges in place of ``judge``, when the config names one."""
+
+    @property
+    def judges(self) -> tuple[Judge, ...]:
+        """Every judge a judgement may call: the panel's members, or the one judge."""
+        if self.panel is None:
+            return (self.judge,)
+        return tuple(judge for _, judge, _ in self.panel.members)
 
     @classmethod
     def build(
-        cls, name: str | None, config: VerifierConfig, judge: Judge, criteria: str = ""
+        cls,
+        name: str | None,
+        config: VerifierConfig,
+        judge: Judge,
+        criteria: str = "",
+        panel: Panel | None = None,
     ) -> Profile:
-        """A profile from a (run kind's) config, the judge it uses and the operator's criteria
-        (the rubric file's text)."""
+        """A profile from a (run kind's) config, the judge it uses, the operator's criteria
+        (the rubric file's text) and its judge panel, if any."""
         limits = ContextLimits(
             budget=config.context_token_budget,
             response_cap=config.response_token_cap,
@@ -77,7 +93,7 @@ class Profile:
             if criteria or config.categories
             else DEFAULT_RUBRIC
         )
-        return cls(name, config, judge, TriggerMatcher(config), limits, rubric)
+        return cls(name, config, judge, TriggerMatcher(config), limits, rubric, panel)
 
 
 @dataclass(frozen=True)
@@ -206,9 +222,10 @@ class Assessor:
 
         if config.max_cost_usd == 0:
             return failed(Reason.COST_BUDGET, "maxCostUsd is 0: no judge spend is allowed")
-        setup_failed = await self._setup(profile.judge, step)
-        if setup_failed is not None:
-            return failed(*setup_failed)
+        for judge in profile.judges:
+            setup_failed = await self._setup(judge, step)
+            if setup_failed is not None:
+                return failed(*setup_failed)
         started = time.perf_counter()  # the judgement's latency starts after the setup
         try:
             heartbeat = self._workspace.read(config.heartbeat_file) if turn.heartbeat else None
@@ -237,19 +254,69 @@ class Assessor:
             events.error("judge_prompt_failed", error_class=type(exc).__name__)
             return failed(Reason.INTERNAL_ERROR, f"the judge prompt failed: {type(exc).__name__}")
         budget = Budget.at(config.timeout_seconds, step.deadline)
+        deadline = time.monotonic() + budget.seconds  # every panel member's too
+        if profile.panel is None:
+            verdict = await self._ask(
+                profile.judge, config, prompt, step, budget, deadline, started
+            )
+        else:
+            verdict = await self._ask_panel(profile.panel, prompt, step, budget, deadline)
+        if events.enabled(logging.INFO):
+            self._report_verdict(step, verdict, prompt)
+        return verdict
+
+    async def _ask_panel(
+        self, panel: Panel, prompt: JudgePrompt, step: Step, budget: Budget, deadline: float
+    ) -> Verdict:
+        """Every member asked at once, by the same deadline; the panel's decision."""
+        started = time.perf_counter()
+        asks = [
+            self._ask(judge, config, prompt, step, budget, deadline, started)
+            for _, judge, config in panel.members
+        ]
+        verdicts = await asyncio.gather(*asks)
+        members = [
+            v.model_copy(update={"model": name})
+            for (name, _, _), v in zip(panel.members, verdicts, strict=True)
+        ]
+        latency = (time.perf_counter() - started) * 1000
+        return panel_verdict(
+            members, rule=panel.rule, min_answers=panel.min_answers, latency_ms=latency
+        )
+
+    async def _ask(
+        self,
+        judge: Judge,
+        config: VerifierConfig,
+        prompt: JudgePrompt,
+        step: Step,
+        budget: Budget,
+        deadline: float,
+        started: float,
+    ) -> Verdict:
+        """One judge's verdict on ``prompt`` by ``deadline`` (``time.monotonic``), in a slot
+        of the concurrency limit and admitted by the shared state (``config``: the judge's
+        own, a panel member's for a member, so breakers and spend stay per member); a
+        fail-open verdict for any fault. Never raises but for the caller's cancellation. Its
+        latency runs from ``started`` (``time.perf_counter``)."""
+        events = self._events
+        ticket: Ticket | None = None
+
+        def failed(reason: Reason, error: str) -> Verdict:
+            return _fail_open(reason, error, started, ticket)
+
         gate = self._state
         answer: JudgeReply | None = None
         try:
-            step_deadline = time.monotonic() + budget.seconds
-            async with asyncio.timeout(budget.seconds), self._slot():
-                time_left = max(step_deadline - time.monotonic(), 0.001)
+            async with asyncio.timeout(max(deadline - time.monotonic(), 0.0)), self._slot():
+                time_left = max(deadline - time.monotonic(), 0.001)
                 if gate is None:
-                    answer = await profile.judge.judge(prompt, time_left=time_left)
+                    answer = await judge.judge(prompt, time_left=time_left)
                 else:
                     ticket = await gate.admit(
                         config.judge_models,
-                        agent_id=turn.agent_id,
-                        run_kind=profile.name,
+                        agent_id=step.turn.agent_id,
+                        run_kind=step.profile.name,
                         estimate=_estimate(config, prompt),
                         timeout_seconds=config.timeout_seconds,
                         time_left=time_left,
@@ -262,8 +329,8 @@ class Assessor:
                         error = "every judge model's circuit is open (fleet-wide)"
                         return failed(Reason.CIRCUIT_OPEN, error)
                     with ticket.active():
-                        time_left = max(step_deadline - time.monotonic(), 0.001)
-                        answer = await profile.judge.judge(prompt, time_left=time_left)
+                        time_left = max(deadline - time.monotonic(), 0.001)
+                        answer = await judge.judge(prompt, time_left=time_left)
             if not isinstance(answer, JudgeReply):
                 raise TypeError(f"the judge returned {type(answer).__name__}, not a JudgeReply")
         except TimeoutError as exc:
@@ -303,12 +370,8 @@ class Assessor:
         # sent to the agent, printed and logged, so every key is taken out of them now.
         secrets = (*events.secrets, *config.secrets())
         if len(answer.text) > _INLINE_SCAN_CHARS:
-            verdict = await asyncio.to_thread(redacted_verdict, verdict, secrets)
-        else:
-            verdict = redacted_verdict(verdict, secrets)
-        if events.enabled(logging.INFO):
-            self._report_verdict(step, verdict, prompt)
-        return verdict
+            return await asyncio.to_thread(redacted_verdict, verdict, secrets)
+        return redacted_verdict(verdict, secrets)
 
     async def _setup(self, judge: Judge, step: Step) -> tuple[Reason, str] | None:
         """One-time setup, off the event loop: the tokenizer, and the judge's ``warmup``
@@ -352,6 +415,8 @@ class Assessor:
         counted = prompt.counted_tokens
         if counted is not None:
             fields["prompt_tokens_counted"] = counted
+        if verdict.members:
+            fields["panel"] = member_votes(verdict)
         if step.profile.config.log_content:
             fields["feedback"] = verdict.feedback
         self._events.info("verdict", **fields)

@@ -76,6 +76,9 @@ def _family_findings(config: VerifierConfig) -> list[Finding]:
         profile = config.for_run_kind(name)
         overridden = name is not None and profile.judge_models != config.judge_models
         where = f"runKinds.{name}.model" if overridden else "model"
+        if profile.panel is not None:
+            where = f"runKinds.{name}.panel.models" if name is not None else "panel.models"
+            found += _panel_findings(profile, where)
         agent = config.agent_model
         if agent is not None:
             family, same = same_family(profile, agent)
@@ -126,6 +129,28 @@ def _family_findings(config: VerifierConfig) -> list[Finding]:
                     )
                 )
     return found
+
+
+def _panel_findings(profile: VerifierConfig, where: str) -> list[Finding]:
+    """A warning for each family that more than one panel member belongs to."""
+    assert profile.panel is not None
+    by_family: dict[str, list[str]] = {}
+    for member in profile.panel.members:
+        family = model_family(member.model)
+        if family is not None:
+            by_family.setdefault(family, []).append(member.model)
+    return [
+        Finding(
+            "warning",
+            where,
+            f"panel members {', '.join(models)} are all of the {family} family: members of "
+            "different families share fewer blind spots",
+            "panel_same_family",
+            {"models": tuple(models), "family": family},
+        )
+        for family, models in by_family.items()
+        if len(models) > 1
+    ]
 
 
 def _workspace_findings(config: VerifierConfig) -> list[Finding]:

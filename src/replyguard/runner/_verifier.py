@@ -32,6 +32,7 @@ from replyguard.judge._fallbacks import LiteLLMJudge
 from replyguard.judge._fleet_breaker import FleetBreaker
 from replyguard.judge._limiter import ConcurrencyLimiter
 from replyguard.judge._litellm import import_litellm
+from replyguard.judge._panel import Panel
 from replyguard.judge._protocol import Judge
 from replyguard.judge._router import JudgeRouter
 from replyguard.runner._agents import Agent, AgentPool, Messages, as_reply, call_agent
@@ -160,13 +161,28 @@ class Verifier:
                 sessions=answer_sessions,
             )
 
+        def member_judge(member_config: VerifierConfig) -> Judge:
+            if judge is None:
+                return judge_for(member_config)
+            # A custom judge may give each panel member a judge of its own (``member(model)``);
+            # otherwise it answers for every member.
+            member = getattr(judge, "member", None)
+            return member(member_config.model) if callable(member) else judge
+
         criteria = config.operator_rubric()  # read once: the rubric stays the same every call
-        profiles: dict[str | None, Profile] = {
-            None: Profile.build(None, config, judge_for(config), criteria)
-        }
+
+        def profile_for(name: str | None, profile_config: VerifierConfig) -> Profile:
+            spec = profile_config.panel
+            if spec is None:
+                return Profile.build(name, profile_config, judge_for(profile_config), criteria)
+            configs = [profile_config.member_config(m) for m in spec.members]
+            members = tuple((c.model, member_judge(c), c) for c in configs)
+            panel = Panel(members, spec.rule, spec.min_answers)
+            return Profile.build(name, profile_config, members[0][1], criteria, panel)
+
+        profiles: dict[str | None, Profile] = {None: profile_for(None, config)}
         for name in config.run_kinds:
-            kind_config = config.for_run_kind(name)
-            profiles[name] = Profile.build(name, kind_config, judge_for(kind_config), criteria)
+            profiles[name] = profile_for(name, config.for_run_kind(name))
         set_ = object.__setattr__
         set_(self, "_config", config)
         set_(self, "_events", events)

@@ -27,7 +27,29 @@ from datetime import UTC, datetime
 from typing import Any
 
 from replyguard.telemetry._events import Events, describe_error
-from replyguard.types import Outcome, Turn
+from replyguard.types import Outcome, Turn, Verdict
+
+
+def vote(verdict: Verdict) -> str | None:
+    """``"PASS"`` or ``"FAIL"`` for a verdict that decided, None for a fail-open one."""
+    if not verdict.readable or verdict.fail_open_reason is not None:
+        return None
+    return "PASS" if verdict.passed else "FAIL"
+
+
+def member_votes(verdict: Verdict) -> dict[str, str | None]:
+    """A panel verdict's vote of each member, by the member's name (None: it did not answer)."""
+    return {member.model or "?": vote(member) for member in verdict.members}
+
+
+def panel_record(outcome: Outcome) -> list[dict[str, Any]]:
+    """Each judged attempt's panel: its decision and every member's vote (``None``: fail open,
+    or left out), so ``insights`` can tell each member's agreement with the panel."""
+    return [
+        {"attempt": a.number, "decision": vote(a.verdict), "votes": member_votes(a.verdict)}
+        for a in outcome.attempts
+        if a.verdict is not None and a.verdict.members
+    ]
 
 
 def ledger_record(
@@ -49,7 +71,7 @@ def ledger_record(
     system message in force (the operator's criteria and categories included), so a change of
     rubric shows in ``insights``.
     """
-    answered = sorted({v.model for v in outcome.verdicts if v.model})
+    answered = sorted({m.model for v in outcome.verdicts for m in (v.members or (v,)) if m.model})
     failed = [a for a in outcome.attempts if a.verdict is not None and not a.verdict.passed]
     record: dict[str, Any] = {
         "ts": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
@@ -74,6 +96,9 @@ def ledger_record(
     }
     if any(v.shared_state == "degraded" for v in outcome.verdicts):
         record["sharedState"] = "degraded"
+    panels = panel_record(outcome)
+    if panels:
+        record["panel"] = panels
     if with_content:
         record["feedback"] = [a.verdict.feedback for a in failed if a.verdict]
     return record

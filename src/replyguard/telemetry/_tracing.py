@@ -14,6 +14,9 @@ tasks, still hang under their attempt)::
         └── chat {model}             gen_ai.* (GenAI semantic conventions), replyguard.cost_usd
 
 ``Verifier.verify`` makes one ``replyguard.verify`` span with the attempt's children.
+A judge panel's attempt has one ``chat {model}`` child per member call, side by side, and
+``replyguard.panel.members``, ``.panel.votes`` (PASS, FAIL or none for a member left out) and
+``.panel.agreement`` (the share of the answering members that voted as the panel decided).
 
 A failed step gets status ERROR and an ``exception`` event whose message is the redacted,
 one-line ``describe_error`` text (never the raw exception text, which may echo an API key); an
@@ -30,6 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from replyguard.telemetry._events import Events, describe_error
+from replyguard.telemetry._ledger import member_votes, vote
 from replyguard.types import Outcome, Turn, Verdict
 
 Attributes = Mapping[str, Any]
@@ -329,7 +333,7 @@ def outcome_attributes(outcome: Outcome) -> dict[str, Any]:
 
 def verdict_attributes(verdict: Verdict, with_content: bool) -> dict[str, Any]:
     """One verdict; its feedback (the judge's words on the reply) only ``with_content``."""
-    attributes = {
+    attributes: dict[str, Any] = {
         "replyguard.verdict": "PASS" if verdict.passed else "FAIL",
         "replyguard.category": verdict.category,
         "replyguard.reason": verdict.fail_open_reason,
@@ -337,6 +341,14 @@ def verdict_attributes(verdict: Verdict, with_content: bool) -> dict[str, Any]:
         "replyguard.judge_model": verdict.model,
         "replyguard.decisive": verdict.decisive,
     }
+    if verdict.members:
+        votes = member_votes(verdict)
+        decision = vote(verdict)
+        answered = [v for v in votes.values() if v is not None]
+        agreed = sum(v == decision for v in answered) if decision is not None else 0
+        attributes["replyguard.panel.members"] = tuple(votes)
+        attributes["replyguard.panel.votes"] = tuple(v or "none" for v in votes.values())
+        attributes["replyguard.panel.agreement"] = agreed / len(answered) if answered else 0.0
     if with_content:
         attributes["replyguard.feedback"] = verdict.feedback
     return attributes
