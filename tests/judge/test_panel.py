@@ -430,3 +430,5 @@ def test_the_eval_report_shows_each_members_agreement_with_the_labels(
     assert report["panel"][CLAUDE]["accuracy"] == 1.0 and report["accuracy"] == 1.0
     printed = capsys.readouterr().out
     assert f"panel member {GEMINI}: agrees with the labels on 1 of 3" in printed
+    page = (out_dir / "report.html").read_text()
+    assert "<h2>Judge panel members</h2>" in page and f"<td>{GEMINI}</td><td>1 of 3</td>" in page

@@ -26,6 +26,7 @@ FIELDS = {
     "costUsd",
     "judgeCostUsd",
     "latencyMs",
+    "rubric",
     "judgeModels",
     "checks",
     "failedChecks",

@@ -323,6 +323,29 @@ def _disagreements(rows: list[dict[str, Any]]) -> str:
     return f"<h2>Disagreements ({len(wrong)})</h2>{''.join(cards)}"
 
 
+def _panel(report: dict[str, Any]) -> str:
+    """Each judge panel member's agreement with the labels and with the panel (when judged
+    by a panel)."""
+    members = report.get("panel") or {}
+    if not members:
+        return ""
+
+    def figure(value: float | None) -> str:
+        return "-" if value is None else f"{value:.3f}"
+
+    rows = "".join(
+        f"<tr><td>{escape(name)}</td><td>{m['agreed']} of {m['labelled']}</td>"
+        f"<td>{figure(m['accuracy'])}</td><td>{figure(m['kappa'])}</td>"
+        f"<td>{m['agreedWithPanel']} of {m['answered']}</td></tr>"
+        for name, m in members.items()
+    )
+    return (
+        "<h2>Judge panel members</h2><table><thead><tr><th>Member</th>"
+        "<th>Agrees with the labels</th><th>Accuracy</th><th>Kappa</th>"
+        f"<th>Agrees with the panel</th></tr></thead><tbody>{rows}</tbody></table>"
+    )
+
+
 def _charts(report: dict[str, Any]) -> str:
     panels = [
         ("Confusion matrix (labelled records)", confusion_svg(report["confusion"])),
@@ -383,6 +406,7 @@ def render_html(report: dict[str, Any]) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>replyguard eval: {escape(report['dataset'])}</title><style>{_CSS}</style>"
         f"</head><body><main>{_header(report)}{_figures(report)}"
-        f"{_disagreements(report['results'])}{_charts(report)}{_records(report['results'])}"
+        f"{_disagreements(report['results'])}{_panel(report)}{_charts(report)}"
+        f"{_records(report['results'])}"
         "</main></body></html>\n"
     )
