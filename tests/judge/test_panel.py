@@ -432,3 +432,28 @@ def test_the_eval_report_shows_each_members_agreement_with_the_labels(
     assert f"panel member {GEMINI}: agrees with the labels on 1 of 3" in printed
     page = (out_dir / "report.html").read_text()
     assert "<h2>Judge panel members</h2>" in page and f"<td>{GEMINI}</td><td>1 of 3</td>" in page
+
+
+async def test_with_shared_state_each_member_keeps_its_own_fleet_breaker(
+    provider: ProviderServer,
+) -> None:
+    from support.redis_server import REDIS_PASSWORD, redis_server
+
+    provider.respond_with(
+        by_model({GPT: Step(text=None, status=503), GEMINI: Step(), CLAUDE: Step()})
+    )
+    with redis_server(REDIS_PASSWORD) as redis:
+        state = {"redisUrl": redis.url(), "keyPrefix": "panel-test:", "timeoutMs": 3000}
+        keys = {"state": state, "circuitBreaker": {"failureThreshold": 1}}
+        verifier = Verifier(config(provider, {}, **keys))
+        try:
+            first = await verifier.verify(TURN, "Done.")
+            second = await verifier.verify(TURN, "Done.")
+        finally:
+            await verifier.aclose()
+    assert first.members[0].fail_open_reason == Reason.JUDGE_ERROR
+    assert second.members[0].fail_open_reason == Reason.CIRCUIT_OPEN
+    assert [m.fail_open_reason for m in second.members[1:]] == [None, None]
+    assert second.passed and second.fail_open_reason is None
+    asked = [seen.body["model"] for seen in provider.seen]
+    assert (asked.count("gpt-4o-mini"), asked.count("claude-3-5-haiku")) == (1, 2)
