@@ -111,10 +111,11 @@ def _at_once(
     total = 0
     fitting: list[tuple[str, int]] = []  # sized first: nothing is cleaned for a turn that is cut
     for text, cap in itertools.chain(pieces, ((text, history_cap) for text in history)):
-        if not tokens.surely_within(text, cap):  # first: it never encodes a long text
+        if len(text) > cap:  # a text has at least as many bytes as characters
             return None
-        total += tokens.size_bound(text)
-        if total > room:
+        bound = tokens.size_bound(text)  # so only a text shorter than its cap is encoded
+        total += bound
+        if bound > cap or total > room:
             return None
         fitting.append((text, cap))
     kept: list[str] = []

@@ -308,6 +308,8 @@ def _skip_separator(s: str) -> str:
 def _clean(text: str) -> str | None:
     """``text`` without fence lines and surrounding blank space; None when empty."""
     lines = text.split("\n")
+    if "```" not in text and "~~~" not in text:  # no fence line to drop
+        return "\n".join([line.rstrip() for line in lines]).strip() or None
     kept = [
         line.rstrip()
         for line, kind in zip(lines, quoting.kinds(text), strict=True)
