@@ -552,22 +552,31 @@ async def streaming(sizes: Sizes, rows: list[Row], server: JudgeServerProcess) -
 
 
 async def panel(sizes: Sizes, rows: list[Row], server: JudgeServerProcess) -> None:
-    pair = await sc.panel_vs_single(server.url, sizes.panel_pairs)
-    # Each member's call is a whole litellm call (about 2-3 ms of CPU on one event loop):
-    # what overlaps is the wait, not that work, so each member past the first adds it once.
-    extra = len(sc.PANEL_MEMBERS) - 1
-    ok = pair.difference <= 3e-3 * extra
+    floor, versus_one = await sc.panel_sides(server.url, sizes.panel_pairs)
+    members = len(sc.PANEL_MEMBERS)
     rows.append(
         Row(
-            f"judge panel of {len(sc.PANEL_MEMBERS)} (every member answers after 50 ms) vs one"
-            f" judge, `verify` ({sizes.panel_pairs} pairs)",
-            ms(sc.median(pair.measured), 2),
-            ms(sc.median(pair.reference), 2),
-            f"{pair.ratio:.3f}x",
-            signed_ms(pair.difference, 2),
-            f"≤ +{3 * extra} ms (3 ms per member past the first)",
-            verdict(ok),
-            {"panel_samples": pair.measured, "single_samples": pair.reference},
+            f"judge panel of {members} (every call answered after 50 ms), `verify` vs the same"
+            f" {members} requests sent at once with raw `litellm.acompletion`"
+            f" ({sizes.panel_pairs} pairs)",
+            ms(sc.median(floor.measured), 2),
+            ms(sc.median(floor.reference), 2),
+            f"{floor.ratio:.3f}x",
+            signed_ms(floor.difference, 2),
+            "≤ +3 ms (the slowest member + a few ms)",
+            verdict(floor.difference <= 3e-3),
+            {"panel_samples": floor.measured, "raw_samples": floor.reference},
+        )
+    )
+    rows.append(
+        Row(
+            f"judge panel of {members} vs one judge, `verify` (what the members' own calls add:"
+            " litellm's CPU work per call shares one event loop)",
+            ms(sc.median(versus_one.measured), 2),
+            ms(sc.median(versus_one.reference), 2),
+            f"{versus_one.ratio:.3f}x",
+            signed_ms(versus_one.difference, 2),
+            data={"panel_samples": versus_one.measured, "single_samples": versus_one.reference},
         )
     )
 

@@ -888,22 +888,22 @@ def _cli_wall_times(workspace: str, runs: int) -> tuple[list[float], list[float]
 PANEL_MEMBERS = ("openai/gpt-4o-mini", "openai/gemini-2.0-flash", "openai/deepseek-chat")
 
 
-async def panel_vs_single(url: str, pairs: int, delay_ms: int = 50) -> Pair:
-    """A verification by a three-member panel against one by a single judge, every call
-    answered after ``delay_ms``: the panel's latency is its slowest member's, so the difference
-    is what asking the members side by side and deciding costs."""
+async def panel_sides(url: str, pairs: int, delay_ms: int = 50) -> tuple[Pair, Pair]:
+    """A verification by a three-member panel, every call answered after ``delay_ms``, against
+    (1) the same three requests sent with raw ``litellm.acompletion`` at once (the floor: the
+    slowest of three concurrent calls, whose CPU work shares one event loop) and (2) one
+    verification by a single judge."""
     turn, reply = typical_turn()
     wire = WIRES["openai"]
     api_base = f"{url}/d{delay_ms}"
-    single = Verifier(config(wire, api_base, agentModel="mistral/mistral-large-latest"))
+    agent = "mistral/mistral-large-latest"
+    single = Verifier(config(wire, api_base, agentModel=agent))
     panel = Verifier(
-        config(
-            wire,
-            api_base,
-            agentModel="mistral/mistral-large-latest",
-            panel={"models": list(PANEL_MEMBERS)},
-        )
+        config(wire, api_base, agentModel=agent, panel={"models": list(PANEL_MEMBERS)})
     )
+    params = judge_params(config(wire, api_base, agentModel=agent), turn, reply)
+    import litellm
+
     try:
         for verifier in (single, panel):
             await verifier.warmup()
@@ -918,7 +918,13 @@ async def panel_vs_single(url: str, pairs: int, delay_ms: int = 50) -> Pair:
             if verdict.fail_open_reason:
                 raise RuntimeError(f"the judge did not decide: {verdict.error}")
 
-        return await interleaved(by_panel, by_one, pairs, warmup=10)
+        async def raw_three() -> None:
+            calls = (litellm.acompletion(**{**params, "model": m}) for m in PANEL_MEMBERS)
+            await asyncio.gather(*calls)
+
+        floor = await interleaved(by_panel, raw_three, pairs, warmup=10)
+        versus_one = await interleaved(by_panel, by_one, pairs, warmup=5)
+        return floor, versus_one
     finally:
         await single.aclose()
         await panel.aclose()

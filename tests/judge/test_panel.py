@@ -457,3 +457,28 @@ async def test_with_shared_state_each_member_keeps_its_own_fleet_breaker(
     assert second.passed and second.fail_open_reason is None
     asked = [seen.body["model"] for seen in provider.seen]
     assert (asked.count("gpt-4o-mini"), asked.count("claude-3-5-haiku")) == (1, 2)
+
+
+async def test_a_member_the_price_map_does_not_know_is_looked_up_once(
+    provider: ProviderServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import litellm
+
+    asked: list[str] = []
+    price = litellm.completion_cost
+
+    def counted(**kwargs: Any) -> float:
+        asked.append(str(kwargs["completion_response"].model))
+        return float(price(**kwargs))
+
+    monkeypatch.setattr(litellm, "completion_cost", counted)
+    provider.respond_with(lambda seen: Step())
+    verifier = Verifier(config(provider, {}))
+    try:
+        for _ in range(3):
+            verdict = await verifier.verify(TURN, "Done.")
+    finally:
+        await verifier.aclose()
+    # gpt-4o-mini is priced on every call; the two names the map lacks are tried once each.
+    assert asked.count("gemini-2.0-flash") == asked.count("claude-3-5-haiku") == 1
+    assert verdict.members[0].cost_usd > 0 and verdict.members[1].cost_usd == 0

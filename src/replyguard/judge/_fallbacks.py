@@ -125,6 +125,7 @@ class LiteLLMJudge:
         self._router = router
         self._models = config.judge_models
         self._structured: dict[str, bool] = {}  # per model, asked of litellm once
+        self._unpriced: set[str] = set()  # models litellm's price map could not price
         self._format = verdict_format(tuple(config.categories))
         self._max_tokens = {model: config.judge_max_tokens_for(model) for model in self._models}
         self._litellm: Any = None  # once imported
@@ -260,7 +261,7 @@ class LiteLLMJudge:
                     # The model answered, at a length no verdict needs: unreadable.
                     note = f"the answer passed {MAX_ANSWER_BYTES} bytes and was not read"
                     oversized = JudgeReply(text="", model=model, note=note)
-                answer = oversized or read_response(response, model)
+                answer = oversized or read_response(response, model, self._unpriced)
                 if tracing.enabled and oversized is None:
                     span.set(
                         answer_attributes(

@@ -61,8 +61,13 @@ def _field(obj: Any, name: str) -> Any:
     return getattr(obj, name, None)
 
 
-def read_response(response: Any, model: str) -> JudgeReply:
-    """The text, tokens and cost of a litellm response, whatever shape it came in."""
+def read_response(response: Any, model: str, unpriced: set[str] | None = None) -> JudgeReply:
+    """The text, tokens and cost of a litellm response, whatever shape it came in.
+
+    ``unpriced``: the caller's record of the models litellm's price map does not know (a
+    failed lookup takes over a millisecond): such a model's cost is 0 without asking again,
+    and a model whose lookup fails now is added to it.
+    """
     choices = _field(response, "choices") or []
     text, note = "", None
     if not choices:
@@ -81,8 +86,10 @@ def read_response(response: Any, model: str) -> JudgeReply:
     usage = _field(response, "usage")
     hidden = getattr(response, "_hidden_params", None) or {}
     cost = hidden.get("response_cost") if isinstance(hidden, dict) else None
-    if cost is None:
+    if cost is None and (unpriced is None or model not in unpriced):
         cost = _completion_cost(response)
+        if cost is None and unpriced is not None:
+            unpriced.add(model)
     return JudgeReply(
         text=text,
         model=str(_field(response, "model") or model),
@@ -93,14 +100,15 @@ def read_response(response: Any, model: str) -> JudgeReply:
     )
 
 
-def _completion_cost(response: Any) -> float:
+def _completion_cost(response: Any) -> float | None:
+    """The response's cost from litellm's price map; None when the map cannot price it."""
     litellm = sys.modules.get("litellm")
     if litellm is None:
         return 0.0
     try:
         return float(litellm.completion_cost(completion_response=response))
     except Exception:  # unknown model or price: the cost is unknown, not an error
-        return 0.0
+        return None
 
 
 def supports_structured_verdict(model: str) -> bool:
