@@ -101,11 +101,15 @@ class SharedState:
                 async with asyncio.timeout(time_left):
                     await self._redis.load()
             if self._available():
+                bound = max(min(self._timeout, time_left), 0.0)
                 try:
-                    async with asyncio.timeout(max(min(self._timeout, time_left), 0.0)):
+                    async with asyncio.timeout(bound):
                         decisions, refused, held = await self._redis.admit(
                             models, counters, estimate, ttl
                         )
+                except TimeoutError as exc:
+                    if bound >= self._timeout:  # else the turn's time ran out, not Redis's
+                        self._unavailable(exc)
                 except Exception as exc:
                     self._unavailable(exc)
                 else:
