@@ -8,6 +8,7 @@ would never get past it.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator, Callable
@@ -16,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from conftest import API_KEY
+from conftest import API_KEY, SecretsGuard
 from replyguard import (
     Done,
     FailCategory,
@@ -482,3 +483,33 @@ async def test_a_member_the_price_map_does_not_know_is_looked_up_once(
     # gpt-4o-mini is priced on every call; the two names the map lacks are tried once each.
     assert asked.count("gemini-2.0-flash") == asked.count("claude-3-5-haiku") == 1
     assert verdict.members[0].cost_usd > 0 and verdict.members[1].cost_usd == 0
+
+
+async def test_a_key_a_member_echoes_is_redacted_before_the_feedback_is_merged(
+    provider: ProviderServer, secrets_guard: SecretsGuard
+) -> None:
+    echo = f"The reply is wrong.\nFAIL [incomplete]: use the key {API_KEY} to finish."
+    provider.respond_with(by_model({GPT: Step(text=echo), GEMINI: Step(), CLAUDE: Step()}))
+    verdict = await verdict_of(Verifier(config(provider, {})))
+    assert not verdict.passed and verdict.feedback is not None
+    assert (
+        API_KEY not in verdict.feedback and "[openai/gpt-4o-mini] use the key" in verdict.feedback
+    )
+    assert all(API_KEY not in (m.raw or "") for m in verdict.members)
+    # litellm's own DEBUG record of the raw response is its business, not replyguard's.
+    assert {leak.logger for leak in secrets_guard.forgive()} <= {"LiteLLM"}
+
+
+async def test_cancelling_a_judgement_cancels_every_members_call(
+    provider: ProviderServer,
+) -> None:
+    provider.respond_with(lambda seen: Step(delay=30))
+    verifier = Verifier(config(provider, {}))
+    await verifier.warmup()
+    task = asyncio.create_task(verifier.verify(TURN, "Done."))
+    assert await provider.wait_for_requests(3, within=10) == 3
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await provider.wait_for_open_connections(0, within=5) == 0
+    await verifier.aclose()
