@@ -107,7 +107,7 @@ def test_a_router_config_names_its_groups_and_their_models(make_config: MakeConf
     assert first == {
         "model_name": JUDGE_GROUP,
         "litellm_params": {"model": DEPLOYED, "max_retries": 0, "rpm": 60, "tpm": 100_000},
-        "model_info": {"id": first["model_info"]["id"]},  # tests/state/test_router_fleet.py
+        "model_info": {"id": first["model_info"]["id"]},  # tests/state/test_fleet.py
     }
     assert "redis_url" not in arguments  # no state: the Router counts in this process
 
