@@ -74,7 +74,6 @@ class _Reading:
     __slots__ = (
         "collected",
         "cut",
-        "cut_by",
         "failed",
         "held",
         "number",
@@ -92,7 +91,6 @@ class _Reading:
         self.held = ""  # read but not shown (release mode)
         self.released = 0  # characters shown
         self.cut: Any = None  # the failing CheckResult that cut the stream short
-        self.cut_by = ""
         self.failed: _AgentFailed | None = None
         self.timed_out = False
 
@@ -362,7 +360,7 @@ class StreamTurn:
         return False
 
     def _cut(self, reading: _Reading, name: str, found: Any) -> bool:
-        reading.cut, reading.cut_by = found, name
+        reading.cut = found
         self.run.v.events.info(
             "stream_cut",
             turn_id=self.run.turn.id,
