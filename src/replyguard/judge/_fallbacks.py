@@ -247,8 +247,15 @@ class LiteLLMJudge:
                     raise
                 except asyncio.CancelledError as exc:
                     # The caller's deadline for this judgement cancels the call from outside,
-                    # a hair before or after this model's own share runs out: a timeout.
-                    span.fail(TimeoutError() if loop.time() >= deadline else exc)
+                    # a hair before or after this model's own share runs out (both timers can
+                    # fire in one pass of a busy loop): past the share, the hang is still this
+                    # model's timeout and counts against its circuit.
+                    if loop.time() >= deadline:
+                        hung = TimeoutError()
+                        span.fail(hung)
+                        self._failed(model, hung, ())
+                    else:
+                        span.fail(exc)
                     raise
                 except Exception as exc:
                     if not (ticket.too_large or is_too_large(exc)):
