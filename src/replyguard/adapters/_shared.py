@@ -17,7 +17,7 @@ import asyncio
 import concurrent.futures
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import pydantic_core
 
@@ -27,7 +27,6 @@ from replyguard.telemetry._events import Events, describe_error
 from replyguard.types import Outcome, Reply, StreamEvent, Turn, Verdict
 
 if TYPE_CHECKING:
-    from replyguard.runner._agents import Agent
     from replyguard.runner._verifier import Verifier
 
 R = TypeVar("R")
@@ -131,13 +130,8 @@ class VerifiedResult(Generic[R]):
 def stream_turn(
     verifier: Verifier, attempt: StreamingAttemptFn, turn: Turn
 ) -> AsyncGenerator[StreamEvent, None]:
-    """``verifier.stream(attempt, turn)``, to be closed with ``aclose`` (``aclosing``).
-
-    The casts only widen the declared types to what ``Verifier.stream`` does: it takes a
-    streaming agent, and returns an async generator.
-    """
-    events = verifier.stream(cast("Agent", attempt), turn)
-    return cast("AsyncGenerator[StreamEvent, None]", events)
+    """``verifier.stream(attempt, turn)``, to be closed with ``aclose`` (``aclosing``)."""
+    return verifier.stream(attempt, turn)
 
 
 def blocking(work: Callable[[], T]) -> T:

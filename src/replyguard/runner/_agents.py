@@ -12,7 +12,7 @@ import concurrent.futures
 import contextvars
 import inspect
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 from replyguard.types import Reply
@@ -20,6 +20,11 @@ from replyguard.types import Reply
 Messages = list[dict[str, Any]]
 Agent = Callable[[Messages], "Reply | str | Awaitable[Reply | str]"]
 """Takes OpenAI-style messages, returns a ``Reply`` or a ``str`` (sync or async)."""
+StreamingAgent = Callable[
+    [Messages], "AsyncIterator[Any] | Iterator[Any] | Awaitable[AsyncIterator[Any]] | Reply | str"
+]
+"""Takes OpenAI-style messages, returns an (async) iterator of text deltas (``str`` or stream
+chunks, then optionally a ``RunMeta`` or ``Reply``); a plain ``Agent`` is accepted too."""
 
 
 def as_reply(value: Any) -> Reply:

@@ -28,14 +28,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 from replyguard.checks.base import Check
 from replyguard.checks.incremental import PrefixScanner, scanners_for
 from replyguard.checks.running import checks_verdict
 from replyguard.errors import VerificationExhausted
-from replyguard.runner._agents import Agent, Messages
+from replyguard.runner._agents import Agent, Messages, StreamingAgent
 from replyguard.runner._run import TurnParts, _Run, _sampled_in
 from replyguard.runner._stream_source import Collected, close_stream, open_stream
 from replyguard.runner._turn_scope import (
@@ -101,7 +101,7 @@ class StreamTurn:
     def __init__(
         self,
         run: _Run,
-        agent: Agent,
+        agent: StreamingAgent | Agent,
         checks: tuple[Check, ...],
         note_host: Callable[[asyncio.AbstractEventLoop], None],
     ) -> None:
@@ -151,7 +151,7 @@ class StreamTurn:
 
     # -- the events --------------------------------------------------------------------------
 
-    async def events(self) -> AsyncIterator[StreamEvent]:
+    async def events(self) -> AsyncGenerator[StreamEvent, None]:
         """The turn's events; the last one is ``Done``."""
         run = self.run
         self.note_host(asyncio.get_running_loop())
@@ -458,9 +458,9 @@ def stream_events(
     parts: TurnParts,
     turn: Turn,
     profile: Any,
-    agent: Agent,
+    agent: StreamingAgent | Agent,
     note_host: Callable[[asyncio.AbstractEventLoop], None],
-) -> AsyncIterator[StreamEvent]:
+) -> AsyncGenerator[StreamEvent, None]:
     """The events of one streamed turn (see the module's docstring)."""
     sample_key = turn.id if turn.id is not None else turn.user_message
     run = _Run(parts, with_turn_id(turn), profile, time.perf_counter(), sample_key=sample_key)

@@ -22,13 +22,15 @@ import inspect
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-from replyguard.runner._agents import Agent, AgentPool, Messages, copy_messages
+from replyguard.runner._agents import Agent, AgentPool, Messages, StreamingAgent, copy_messages
 from replyguard.types import Reply, RunMeta
 
 _END = object()
 
 
-async def open_stream(agent: Agent, messages: Messages, pool: AgentPool) -> AsyncIterator[Any]:
+async def open_stream(
+    agent: StreamingAgent | Agent, messages: Messages, pool: AgentPool
+) -> AsyncIterator[Any]:
     """Call ``agent`` on a copy of ``messages``; what it streams, as an async iterator."""
     private = copy_messages(messages)
     direct = (

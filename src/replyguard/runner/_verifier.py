@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Any
 
 from replyguard._workspace import Workspace
@@ -35,7 +35,14 @@ from replyguard.judge._litellm import import_litellm
 from replyguard.judge._panel import Panel
 from replyguard.judge._protocol import Judge
 from replyguard.judge._router import JudgeRouter
-from replyguard.runner._agents import Agent, AgentPool, Messages, as_reply, call_agent
+from replyguard.runner._agents import (
+    Agent,
+    AgentPool,
+    Messages,
+    StreamingAgent,
+    as_reply,
+    call_agent,
+)
 from replyguard.runner._assessment import Assessor, Profile, Step
 from replyguard.runner._family_guard import FamilyGuard
 from replyguard.runner._hooks import Hook, Hooks
@@ -351,7 +358,9 @@ class Verifier:
             span.record(outcome_attributes, outcome)
             return outcome
 
-    def stream(self, agent: Agent, turn: Turn) -> AsyncIterator[StreamEvent]:
+    def stream(
+        self, agent: StreamingAgent | Agent, turn: Turn
+    ) -> AsyncGenerator[StreamEvent, None]:
         """Run a streaming ``agent`` for ``turn``; its reply as events, verified on the way.
 
         ``agent(messages)`` returns an async iterator of text deltas (``str``, or litellm /
