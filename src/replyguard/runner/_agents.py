@@ -83,6 +83,13 @@ class AgentPool:
         if pool is not None:
             pool.shutdown(wait=False)  # agents queued or running still finish
 
+    async def call(self, function: Callable[[Messages], Any], messages: Messages) -> Any:
+        """``function(messages)`` in one of the pool's threads, in a copy of the caller's
+        context (so ``current_turn()`` reads the same inside a sync agent)."""
+        context = contextvars.copy_context()
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.executor(), context.run, function, messages)
+
 
 async def call_agent(agent: Agent, messages: Messages, pool: AgentPool | None = None) -> Reply:
     """Call a sync or async agent on a copy of ``messages``; a sync one runs in a thread of
@@ -96,9 +103,7 @@ async def call_agent(agent: Agent, messages: Messages, pool: AgentPool | None = 
         if pool is None:
             result = await asyncio.to_thread(agent, private)
         else:
-            context = contextvars.copy_context()
-            loop = asyncio.get_running_loop()
-            result = await loop.run_in_executor(pool.executor(), context.run, agent, private)
+            result = await pool.call(agent, private)
         if inspect.isawaitable(result):
             result = await result
     return as_reply(result)

@@ -42,9 +42,7 @@ async def open_stream(
     if direct:
         result: Any = agent(private)
     else:
-        context = contextvars.copy_context()
-        loop = asyncio.get_running_loop()
-        result = await loop.run_in_executor(pool.executor(), context.run, agent, private)
+        result = await pool.call(agent, private)
     if inspect.isawaitable(result):
         result = await result
     if hasattr(result, "__anext__"):
