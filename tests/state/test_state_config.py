@@ -99,3 +99,24 @@ async def test_with_state_nothing_connects_before_the_first_judgement() -> None:
         with pytest.raises(BlockingIOError):
             listener.accept()
         await verifier.aclose()
+
+
+def test_litellms_log_records_never_show_a_password_with_escapes_or_percent_encoding() -> None:
+    # A password holding a quote and a backslash (escaped in a repr) and %40 (an "@" that
+    # redis-py decodes): litellm's records carry it in their arguments, in either spelling.
+    import logging
+
+    from replyguard.config._router import RouterConfig
+    from replyguard.judge._router import JudgeRouter
+
+    url = "redis://:s3cr%40t'p\\w@localhost:6379/0"
+    decoded = "s3cr@t'p\\w"
+    config = VerifierConfig.from_dict({"model": "openai/gpt-4o-mini", "state": {"redisUrl": url}})
+    assert config.state is not None
+    assert decoded in config.state.secrets()
+    router = RouterConfig.model_validate({"deployments": [{"modelName": "j", "model": "openai/x"}]})
+    redacting = JudgeRouter(router, redis_url=url)._redacting
+    for args in (({"password": decoded},), (decoded,), ([url],)):
+        record = logging.LogRecord("LiteLLM", logging.DEBUG, __file__, 1, "redis: %s", args, None)
+        assert redacting.filter(record)
+        assert decoded not in record.getMessage() and "s3cr%40t" not in record.getMessage()

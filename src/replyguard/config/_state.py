@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import re
 from typing import Annotated, Literal
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from pydantic import AfterValidator, BaseModel, Field, PlainSerializer, SecretStr, field_validator
 
 from replyguard.config._checks import FILE_MODEL
 from replyguard.config._keys import ENV_PREFIX, MASK, key_values, resolved_key
 
-__all__ = ["SpendLimit", "StateConfig", "url_password", "window_seconds"]
+__all__ = ["SpendLimit", "StateConfig", "url_password", "url_secrets", "window_seconds"]
 
 _SCHEMES = ("redis", "rediss", "unix")
 _WINDOW = re.compile(r"(?P<count>[1-9][0-9]*)(?P<unit>[mhd])")
@@ -45,6 +45,14 @@ def url_password(url: str) -> str | None:
         return urlsplit(url).password
     except ValueError:
         return None
+
+
+def url_secrets(url: str) -> tuple[str, ...]:
+    """What to redact of a Redis URL: the URL, its password as written and as Redis receives
+    it (redis-py percent-decodes it: ``%40`` is ``@``)."""
+    password = url_password(url)
+    found = (url, password, unquote(password)) if password else (url,)
+    return tuple(dict.fromkeys(found))
 
 
 def _checked_url(value: SecretStr) -> SecretStr:
@@ -103,12 +111,7 @@ class StateConfig(BaseModel):
 
     def secrets(self) -> tuple[str, ...]:
         """The URL and its password (an env value read now), for redaction."""
-        return tuple(
-            secret
-            for url in key_values(self.redis_url)
-            for secret in (url, url_password(url))
-            if secret
-        )
+        return tuple(secret for url in key_values(self.redis_url) for secret in url_secrets(url))
 
 
 Scope = Literal["global", "agentId", "runKind"]

@@ -27,7 +27,7 @@ import uuid
 from typing import Any
 
 from replyguard.config._router import RouterConfig
-from replyguard.config._state import url_password
+from replyguard.config._state import url_secrets
 from replyguard.telemetry._events import redact
 
 # The Router's strategy selectors, each a callback in litellm's global lists while it lives.
@@ -58,15 +58,18 @@ class _Redacting(logging.Filter):
 
     def __init__(self, secrets: tuple[str, ...]) -> None:
         super().__init__()
-        self.secrets = secrets
+        # Each also as a repr inside a container shows it (quotes, backslashes escaped).
+        spellings = (spelling for secret in secrets for spelling in (secret, repr(secret)[1:-1]))
+        self.secrets = tuple(dict.fromkeys(spellings))
 
     def filter(self, record: logging.LogRecord) -> bool:
-        raw = f"{record.msg} {record.args!r}" if record.args else str(record.msg)
-        if any(secret in raw for secret in self.secrets):
-            try:
-                message = record.getMessage()
-            except Exception:  # litellm passes arguments without placeholders at times
-                message = raw
+        # The message as a handler would format it (a repr of the arguments escapes quotes
+        # and backslashes, so a password holding one would not be seen in it).
+        try:
+            message = record.getMessage()
+        except Exception:  # litellm passes arguments without placeholders at times
+            message = f"{record.msg} {record.args!r}"
+        if any(secret in message for secret in self.secrets):
             record.msg, record.args = redact(message, self.secrets), None
         return True
 
@@ -79,8 +82,7 @@ class JudgeRouter:
         and tpm counters, so every instance counts the same usage."""
         self.config = config
         self._redis_url = redis_url
-        secrets = (redis_url, url_password(redis_url)) if redis_url else ()
-        self._redacting = _Redacting(tuple(secret for secret in secrets if secret))
+        self._redacting = _Redacting(url_secrets(redis_url) if redis_url else ())
         self.groups = frozenset(config.groups)
         self._router: Any = None
         self._credentials = f"replyguard-{uuid.uuid4().hex[:12]}"
