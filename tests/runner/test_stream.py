@@ -706,3 +706,36 @@ async def test_a_repaired_json_reply_replaces_what_was_shown(make_config: Any) -
     outcome = checked(events)
     assert outcome.response == '{"total": 12}'
     assert Retract(1, "passed") in events
+
+
+async def test_cancelling_while_a_sync_iterator_blocks_stays_a_cancellation(
+    make_config: Any,
+) -> None:
+    """A sync agent's ``next`` blocked in its thread cannot be closed at once: the caller's
+    cancellation still ends the turn as a cancellation, and the iterator is closed as soon as
+    its blocked ``next`` returns."""
+    import asyncio
+    import threading
+
+    blocked, unblock, closed = threading.Event(), threading.Event(), threading.Event()
+
+    def pieces() -> Any:
+        try:
+            yield "first "
+            blocked.set()
+            unblock.wait(timeout=30)
+            yield "late"
+        finally:
+            closed.set()
+
+    def agent(messages: list[dict[str, Any]]) -> Any:
+        return pieces()
+
+    streamed = verifier(make_config, ScriptedJudge([]), "release", verifyAll=True)
+    task = asyncio.create_task(collect(streamed.stream(agent, TURN)))
+    await asyncio.to_thread(blocked.wait, 30)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    unblock.set()
+    assert await asyncio.to_thread(closed.wait, 30)

@@ -15,11 +15,12 @@ final chunk, and the metadata yielded at the end (which wins over what the chunk
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import contextvars
 import functools
 import inspect
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 from replyguard.runner._agents import Agent, AgentPool, Messages, StreamingAgent, copy_messages
@@ -63,20 +64,34 @@ async def _one(value: str | Reply) -> AsyncIterator[Any]:
 
 
 async def _threaded(iterator: Iterator[Any], pool: AgentPool) -> AsyncIterator[Any]:
-    """A sync iterator read in the agent threads, so a blocking ``next`` never blocks the loop."""
-    loop = asyncio.get_running_loop()
+    """A sync iterator read in the agent threads, so a blocking ``next`` never blocks the loop.
+    Closed at the end; if a ``next`` is still running in its thread (the caller cancelled or
+    the deadline passed), closed in that thread once it returns, so the cancellation stays one.
+    """
+    running: concurrent.futures.Future[Any] | None = None
     try:
         while True:
             context = contextvars.copy_context()  # current_turn() in the agent's thread
             step = functools.partial(context.run, next, iterator, _END)
-            item = await loop.run_in_executor(pool.executor(), step)
+            running = pool.executor().submit(step)
+            item = await asyncio.wrap_future(running)
+            running = None
             if item is _END:
                 return
             yield item
     finally:
         close = getattr(iterator, "close", None)
         if callable(close):
-            close()
+            if running is None:
+                _quietly(close)
+            else:  # runs at once if that next has just returned
+                running.add_done_callback(lambda _: _quietly(close))
+
+
+def _quietly(close: Callable[[], Any]) -> None:
+    """Close a sync iterator; one that fails to close is left to its owner."""
+    with contextlib.suppress(Exception):
+        close()
 
 
 async def close_stream(stream: Any) -> None:
