@@ -527,8 +527,9 @@ async def _suspicion(text: str, limits: ContextLimits) -> tuple[str, ...]:
 
 def _holds_mark(text: str) -> bool:
     """Whether ``text`` spells the awaiting-the-user mark (``awaiting_user``, ``awaitingUser``,
-    ``awaiting-user``, ``awaiting user``, in any case)."""
-    squeezed = text.casefold().replace("_", "").replace("-", "").replace(" ", "")
+    ``awaiting-user``, ``awaiting user``, in any case, any whitespace between the words, as
+    the verdict parser reads the mark)."""
+    squeezed = "".join(text.casefold().replace("_", " ").replace("-", " ").split())
     return "awaitinguser" in squeezed
 
 
