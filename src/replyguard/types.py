@@ -196,7 +196,8 @@ class Turn(BaseModel):
     """Anything the caller wants to carry along (shown to the judge as run metadata)."""
     id: str | None = None
     """An identifier of the turn, for logs, datasets, ``sampleRate`` and idempotency keys;
-    ``run`` and ``stream`` give a turn without one a fresh id (``turn-…``)."""
+    ``run`` and ``stream`` give a turn without one (or with a blank one) a fresh id
+    (``turn-…``)."""
     run_kind: str | None = None
     """The name of a ``runKinds`` profile whose budgets apply to this turn."""
     agent_id: str | None = None

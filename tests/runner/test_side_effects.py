@@ -271,6 +271,27 @@ async def test_the_key_is_stable_within_a_turn_and_differs_between_turns(
     assert len(turn_keys[0]) == 32 and int(turn_keys[0], 16) >= 0
 
 
+async def test_a_blank_turn_id_gets_a_fresh_one_so_keys_never_collide_between_turns(
+    provider: ProviderServer, config: Callable[..., VerifierConfig]
+) -> None:
+    # A careless host passes "" (a missing header) for every turn: one shared key would make
+    # a payment API refuse the next turn's real payment as a repeat.
+    keys: list[str] = []
+    ids: list[str] = []
+
+    def agent(messages: list[dict[str, Any]]) -> str:
+        scope = current_turn()
+        assert scope is not None
+        ids.append(scope.turn_id)
+        keys.append(idempotency_key("send_email", {"to": "ada@example.com"}))
+        return "Hello."
+
+    for blank in ("", "", "  "):
+        await run(config(verifyAll=False), agent, Turn(user_message=REQUEST, id=blank))
+    assert len(set(keys)) == 3
+    assert all(turn_id.startswith("turn-") for turn_id in ids)
+
+
 def test_the_key_needs_a_turn_and_json_arguments() -> None:
     with pytest.raises(RuntimeError, match="inside the agent"):
         idempotency_key("send_email", {"to": "ada@example.com"})

@@ -62,8 +62,9 @@ def current_turn() -> TurnContext | None:
 
 
 def with_turn_id(turn: Turn) -> Turn:
-    """``turn`` itself when it has an id; else a copy with a fresh one (once per run)."""
-    if turn.id is not None:
+    """``turn`` itself when it has an id; else a copy with a fresh one (once per run). A blank
+    id counts as none: turns sharing it would share every idempotency key."""
+    if turn.id is not None and turn.id.strip():
         return turn
     return turn.model_copy(update={"id": f"turn-{uuid.uuid4().hex}"})
 
