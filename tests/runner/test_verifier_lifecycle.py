@@ -178,3 +178,62 @@ async def test_sync_hooks_run_on_a_verifier_used_after_aclose(
 
     assert outcome.status == Status.PASSED
     assert seen == [1, 1]
+
+
+HANGS = [
+    pytest.param(Step(delay=60), id="hang-before-headers"),
+    pytest.param(Step(stall_mid_body=True), id="hang-mid-body"),
+]
+DEADLINES = [
+    pytest.param({"timeoutSeconds": 0.5}, id="judgement-timeout"),
+    pytest.param({"timeoutSeconds": 30, "maxLatencyMs": 500}, id="turn-deadline"),
+]
+
+
+async def _open_after_a_hung_judgement(provider: ProviderServer, config: VerifierConfig) -> int:
+    """Connections still open at the hung provider the moment the fail-open turn returned."""
+    verifier = Verifier(config)
+    try:
+        await verifier.warmup()
+        outcome = await verifier.run(ScriptedAgent([REPLY]), TURN)
+        # Blocking this loop on purpose: nothing the turn left for later can run now.
+        still_open = provider.open_connections_now(0, within=2.0)
+    finally:
+        await verifier.aclose()
+    assert outcome.status is Status.FAILED_OPEN
+    assert len(provider.seen) == 1
+    return still_open
+
+
+@pytest.mark.parametrize("wire", WIRES)
+@pytest.mark.parametrize("hang", HANGS)
+@pytest.mark.parametrize("deadline", DEADLINES)
+async def test_a_timed_out_judgement_has_closed_its_connection_when_the_turn_ends(
+    provider: ProviderServer,
+    config_for: Callable[..., VerifierConfig],
+    wire: Wire,
+    hang: Step,
+    deadline: dict[str, float],
+) -> None:
+    """The turn that fails open on a hung judge returns only once the hung request's socket is
+    closed: the provider sees the close while the caller's loop runs nothing more (a host that
+    ends its loop right after the turn leaves no connection open at the provider). The judge's
+    own deadline ends the call from inside the judge; the turn's deadline cancels it from
+    outside."""
+    provider.push(hang)
+    assert await _open_after_a_hung_judgement(provider, config_for(wire, **deadline)) == 0
+
+
+@pytest.mark.parametrize("wire", WIRES)
+@pytest.mark.parametrize("hang", HANGS)
+@pytest.mark.parametrize("deadline", DEADLINES)
+async def test_a_timed_out_judgement_over_httpx_has_closed_its_connection_when_the_turn_ends(
+    provider: ProviderServer,
+    config_for: Callable[..., VerifierConfig],
+    wire: Wire,
+    hang: Step,
+    deadline: dict[str, float],
+    respx_litellm: None,  # litellm switched to its httpx transport; nothing is mocked
+) -> None:
+    provider.push(hang)
+    assert await _open_after_a_hung_judgement(provider, config_for(wire, **deadline)) == 0

@@ -246,6 +246,13 @@ class ProviderServer:
         await asyncio.to_thread(self._wait, lambda: self._open == count, within)
         return self.open_connections
 
+    def open_connections_now(self, count: int = 0, *, within: float = 2.0) -> int:
+        """Like ``wait_for_open_connections``, but blocking the calling thread: the caller's
+        event loop runs nothing meanwhile, so only what it had already done before the call
+        (a socket it has really closed) can bring the count down."""
+        self._wait(lambda: self._open == count, within)
+        return self.open_connections
+
     async def wait_for_requests(self, count: int = 1, *, within: float = 2.0) -> int:
         """Wait until ``count`` requests have arrived (their steps about to run); return how
         many had arrived when that happened or ``within`` seconds ran out."""

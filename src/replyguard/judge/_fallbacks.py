@@ -256,8 +256,11 @@ class LiteLLMJudge:
                         self._failed(model, hung, ())
                     else:
                         span.fail(exc)
+                    await _closing_pass()
                     raise
                 except Exception as exc:
+                    if isinstance(exc, TimeoutError):  # this model's share ran out mid-call
+                        await _closing_pass()
                     if not (ticket.too_large or is_too_large(exc)):
                         secrets = self._secrets(api_key)
                         span.fail(exc, secrets)
@@ -376,6 +379,17 @@ class LiteLLMJudge:
         elif self._breaker is not None:
             self._breaker.record_failure(model)
         self._events.warning("judge_model_failed", failure=kind, **fields)
+
+
+async def _closing_pass() -> None:
+    """One pass of the event loop after a call was cut off mid-request.
+
+    Cutting the call off closes its connection's transport, but the socket itself is closed
+    by a callback the loop runs on its next pass; without this pass the turn could end (and a
+    host could stop its loop, or block it) with the hung request's connection still open at
+    the provider.
+    """
+    await asyncio.sleep(0)
 
 
 def _over_router_limit(exc: Exception) -> bool:
