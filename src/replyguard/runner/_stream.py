@@ -37,7 +37,7 @@ from replyguard.checks.running import checks_verdict
 from replyguard.errors import VerificationExhausted
 from replyguard.runner._agents import Agent, Messages, StreamingAgent
 from replyguard.runner._run import TurnParts, _Run, _sampled_in
-from replyguard.runner._stream_source import Collected, close_stream, open_stream
+from replyguard.runner._stream_source import Collected, close_stream, close_within, open_stream
 from replyguard.runner._turn_scope import (
     TurnContext,
     agent_attempt,
@@ -326,7 +326,14 @@ class StreamTurn:
             raise
         finally:
             if not keep_open:
-                await close_stream(reading.stream)
+                await self._close(reading.stream)
+
+    async def _close(self, stream: Any) -> None:
+        """Close an agent's stream within the turn's deadline (at least a moment, at most a
+        second: ``close_within``); one that does not close by then is left behind, logged."""
+        run = self.run
+        if not await close_stream(stream, within=close_within(run.time_left())):
+            run.v.events.warning("agent_stream_not_closed", turn_id=run.turn.id)
 
     def _scan(self, reading: _Reading, text: str) -> bool:
         """Feed ``text`` to the attempt's scanners; True when one of them cut the stream."""
@@ -423,7 +430,7 @@ class StreamTurn:
                     error=describe_error(error, events.secrets),
                 )
             finally:
-                await close_stream(stream)
+                await self._close(stream)
         attempts = [a for a in run.attempts if a.number != reading.number]
         attempts.append(Attempt(number=reading.number, reply=collected.reply()))
         yield Done(

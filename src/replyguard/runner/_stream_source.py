@@ -65,8 +65,9 @@ async def _one(value: str | Reply) -> AsyncIterator[Any]:
 
 async def _threaded(iterator: Iterator[Any], pool: AgentPool) -> AsyncIterator[Any]:
     """A sync iterator read in the agent threads, so a blocking ``next`` never blocks the loop.
-    Closed at the end; if a ``next`` is still running in its thread (the caller cancelled or
-    the deadline passed), closed in that thread once it returns, so the cancellation stays one.
+    Closed at the end, in the agent threads too (a generator's ``finally`` may block), without
+    waiting for it; if a ``next`` is still running in its thread (the caller cancelled or the
+    deadline passed), closed in that thread once it returns, so the cancellation stays one.
     """
     running: concurrent.futures.Future[Any] | None = None
     try:
@@ -83,9 +84,18 @@ async def _threaded(iterator: Iterator[Any], pool: AgentPool) -> AsyncIterator[A
         close = getattr(iterator, "close", None)
         if callable(close):
             if running is None:
-                _quietly(close)
+                _close_in(pool, close)
             else:  # runs at once if that next has just returned
                 running.add_done_callback(lambda _: _quietly(close))
+
+
+def _close_in(pool: AgentPool, close: Callable[[], Any]) -> None:
+    """Close a sync iterator in the agent threads, not waiting for it (here when the pool has
+    been shut down meanwhile)."""
+    try:
+        pool.executor().submit(_quietly, close)
+    except RuntimeError:  # the pool was shut down (Verifier.aclose) under the turn
+        _quietly(close)
 
 
 def _quietly(close: Callable[[], Any]) -> None:
@@ -94,16 +104,50 @@ def _quietly(close: Callable[[], Any]) -> None:
         close()
 
 
-async def close_stream(stream: Any) -> None:
-    """Close an agent's stream (its provider call with it): ``aclose``, else ``close``. A
-    stream that fails to close is left to its owner: the turn goes on."""
-    with contextlib.suppress(Exception):
+CLOSE_SECONDS = 1.0
+"""The longest an agent's stream is waited for to close (``aclose``); then it is left to its
+owner and the turn goes on."""
+CLOSE_FLOOR = 0.1
+"""The least time a stream gets to close, even past the turn's deadline (a provider stream
+closes in a few milliseconds)."""
+
+
+def close_within(time_left: float | None) -> float:
+    """How long to wait for a stream to close with ``time_left`` seconds to the turn's
+    deadline (None: no deadline): what is left, at least ``CLOSE_FLOOR``, at most
+    ``CLOSE_SECONDS``."""
+    if time_left is None:
+        return CLOSE_SECONDS
+    return min(CLOSE_SECONDS, max(time_left, CLOSE_FLOOR))
+
+
+async def close_stream(stream: Any, *, within: float = CLOSE_SECONDS) -> bool:
+    """Close an agent's stream (its provider call with it): ``aclose``, else ``close``, waiting
+    at most ``within`` seconds (a close still running then is cancelled). A stream that fails
+    to close, or does not close in time, is left to its owner: the turn goes on. Returns False
+    when the close ran out of time.
+
+    A caller's cancellation that arrives while the close runs still ends the close at once
+    and propagates; one that came before (the close runs in the ``finally`` of a cancelled
+    read) gets the same bounded close.
+    """
+    try:
         aclose = getattr(stream, "aclose", None)
         close = aclose if callable(aclose) else getattr(stream, "close", None)
         if callable(close):
             result = close()
             if inspect.isawaitable(result):
-                await result
+                bound = asyncio.timeout(max(within, 0.0))
+                try:
+                    async with bound:
+                        await result
+                except TimeoutError:
+                    if bound.expired():
+                        return False
+                    raise
+    except Exception:  # the stream's own error: it is left to its owner
+        pass
+    return True
 
 
 def _field(value: Any, name: str) -> Any:
