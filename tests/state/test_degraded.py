@@ -6,7 +6,9 @@ it is known down, and is back on the shared state when Redis answers again."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
+import logging
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -212,3 +214,95 @@ async def test_aclose_with_a_settlement_in_flight_on_a_paused_redis_is_bounded_a
     finally:
         own_redis.resume()
     assert settling.done() and not state._settling and not state._pings
+
+
+def _loop_errors(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """What asyncio itself reported ("Task was destroyed but it is pending!", ...)."""
+    reported = [r for r in caplog.records if r.name == "asyncio" and r.levelno >= logging.WARNING]
+    return [r.getMessage() for r in reported]
+
+
+async def _settlement_in_flight(verifier: Verifier, redis: RedisServer) -> None:
+    """Start a spend settlement in the background and leave it waiting on a paused Redis."""
+    state = verifier._state
+    assert state is not None
+    assert await turn_state(verifier) is None  # the client is made and connected
+    ticket = await state.admit(
+        ["openai/replyguard-test-judge"],
+        agent_id=None,
+        run_kind=None,
+        estimate=0.01,
+        timeout_seconds=30,
+        time_left=5.0,
+    )
+    assert ticket.shared and ticket.reservation is not None
+    redis.pause()
+    await state.settle(ticket, 0.02)  # spend alone: settled in the background
+    assert len(state._settling) == 1
+
+
+def unsettled(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [e for e in events if e["event"] == "shared_spend_unsettled"]
+
+
+async def test_a_loop_that_ends_with_a_settlement_in_flight_says_so_once_and_nothing_else(
+    own_redis: RedisServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``asyncio.run`` ends (cancelling what is left) without ``Verifier.aclose()``: the
+    settlement's cancellation is logged once, with what it did not count, and asyncio reports
+    nothing."""
+    caplog.set_level(logging.DEBUG, logger="asyncio")
+    config = shared_config(own_redis.url(), tmp_path)
+
+    verifier = verifier_for(config)
+    try:
+        with capture_events() as events:
+            for _ in range(2):  # two loops that end the same way: still one warning
+                await asyncio.to_thread(
+                    asyncio.run, _host_ending_mid_settlement(verifier, own_redis)
+                )
+                own_redis.resume()
+    finally:
+        own_redis.resume()
+    warned = unsettled(events)
+    assert len(warned) == 1
+    assert warned[0]["log_level"] == "warning"
+    assert warned[0]["cost_usd"] == 0.02
+    assert "aclose" in warned[0]["note"]
+    assert _loop_errors(caplog) == []
+    assert not verifier._state._settling  # type: ignore[union-attr]
+
+
+async def _host_ending_mid_settlement(verifier: Verifier, redis: RedisServer) -> None:
+    await _settlement_in_flight(verifier, redis)
+
+
+# The closed loop's Redis connections are never closed (no aclose): Python warns about them.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+async def test_a_loop_closed_with_a_settlement_pending_reports_no_destroyed_task(
+    own_redis: RedisServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A host that stops its loop and closes it without cancelling what is left: the pending
+    settlement is dropped with the loop, logged once by replyguard; asyncio's "Task was destroyed
+    but it is pending!" is not printed for it (redis-py's own task for the command it was
+    sending is redis-py's: asyncio reports that one)."""
+    caplog.set_level(logging.DEBUG, logger="asyncio")
+    config = shared_config(own_redis.url(), tmp_path)
+
+    def host() -> None:
+        verifier = verifier_for(config)
+        loop = asyncio.new_event_loop()
+        try:
+            loop.run_until_complete(_host_ending_mid_settlement(verifier, own_redis))
+        finally:
+            loop.close()  # the settlement is still pending on it
+        del verifier
+        gc.collect()
+
+    try:
+        with capture_events() as events:
+            await asyncio.to_thread(host)
+    finally:
+        own_redis.resume()
+    assert [e["cost_usd"] for e in unsettled(events)] == [0.02]
+    assert [e for e in _loop_errors(caplog) if "SharedState" in e] == []

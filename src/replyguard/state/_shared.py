@@ -15,7 +15,8 @@ import asyncio
 import contextlib
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
+from typing import Any
 
 from replyguard.config._schema import VerifierConfig
 from replyguard.config._state import SpendLimit
@@ -35,6 +36,23 @@ RESERVATION_MARGIN = 10.0
 _PER_INSTANCE = (
     "spend limits and the circuit breaker hold per instance (not fleet-wide) until Redis is back"
 )
+
+
+_UNSETTLED = (
+    "the event loop ended with a spend settlement in flight: this instance counted its cost,"
+    " the fleet's spend did not (its reservation expires by itself); call Verifier.aclose()"
+    " before the loop ends (this is said once per verifier)"
+)
+
+
+def _background(work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+    """A task of the running loop for ``work``, which ends by itself (bounded by
+    ``timeoutMs``). A loop closed while it is pending drops it: it says so itself, so asyncio's
+    "Task was destroyed but it is pending!" is turned off for it."""
+    task = asyncio.get_running_loop().create_task(work)
+    # A documented-in-code attribute of asyncio's Task (C and Python): its destroy warning.
+    task._log_destroy_pending = False  # type: ignore[attr-defined]
+    return task
 
 
 class SharedState:
@@ -64,6 +82,7 @@ class SharedState:
         self._warned_at: float | None = None
         self._pings: set[asyncio.Task[None]] = set()
         self._settling: set[asyncio.Task[None]] = set()
+        self._warned_unsettled = False
 
     @property
     def shared(self) -> bool:
@@ -139,12 +158,11 @@ class SharedState:
             return
         if not self._available():
             return  # the reservation expires by itself
-        settling = self._settle_on_redis(reports, ticket, cost)
         if reports:  # the breaker must know before the next judgement asks
-            await settling
+            await self._settle_on_redis(reports, ticket, cost)
             return
         # Spend alone: off the turn's path (the reservation holds until it lands).
-        task = asyncio.get_running_loop().create_task(settling)
+        task = _background(self._settle_in_background(ticket, cost))
         self._settling.add(task)
         task.add_done_callback(self._settling.discard)
 
@@ -155,6 +173,27 @@ class SharedState:
                 await self._redis.settle(reports, ticket.reservation, cost)
         except Exception as exc:
             self._unavailable(exc)
+
+    async def _settle_in_background(self, ticket: Ticket, cost: float) -> None:
+        """A spend settlement off the turn's path. One that the event loop's end cancels (or
+        drops, pending, with a closed loop) before it landed is logged once per verifier:
+        this process counted the cost, but the fleet's counter did not (the reservation holds
+        the estimate on Redis until it expires)."""
+        try:
+            await self._settle_on_redis({}, ticket, cost)
+        except (asyncio.CancelledError, GeneratorExit):
+            self._unsettled(cost)
+            raise
+
+    def _unsettled(self, cost: float) -> None:
+        with self._lock:
+            warned, self._warned_unsettled = self._warned_unsettled, True
+        if not warned:
+            self._events.warning(
+                "shared_spend_unsettled",
+                cost_usd=cost,
+                note=_UNSETTLED,
+            )
 
     def abandon(self, ticket: Ticket, cost: float) -> None:
         """Settle without waiting (a cancelled turn): this process's own state only; what the
@@ -175,7 +214,7 @@ class SharedState:
             if time.monotonic() < down_until or self._pings:
                 return False
             self._down_until = time.monotonic() + RETRY_SECONDS
-        task = asyncio.get_running_loop().create_task(self._ping())
+        task = _background(self._ping())
         self._pings.add(task)
         task.add_done_callback(self._pings.discard)
         return False
