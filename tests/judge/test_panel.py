@@ -29,7 +29,7 @@ from replyguard import (
     Verifier,
     VerifierConfig,
 )
-from replyguard.errors import ConfigError, CrossFamilyError
+from replyguard.errors import ConfigError, CrossFamilyError, JudgeError
 from replyguard.insights.report import read_ledger, summarise
 from replyguard.judge._panel import panel_verdict
 from replyguard.runner._preflight import config_findings
@@ -513,3 +513,58 @@ async def test_cancelling_a_judgement_cancels_every_members_call(
         await task
     assert await provider.wait_for_open_connections(0, within=5) == 0
     await verifier.aclose()
+
+
+def _per_member(answers: dict[str, Any]) -> ScriptedJudge:
+    """A custom judge giving each member its own scripted judge (``answers``: per member, its
+    one answer: a text, or an exception the call raises)."""
+    judges = {model: ScriptedJudge([answer]) for model, answer in answers.items()}
+
+    class PerMember(ScriptedJudge):
+        def member(self, model: str) -> ScriptedJudge:
+            return judges[model]
+
+    return PerMember([])
+
+
+@pytest.mark.parametrize(
+    ("answers", "judge_models"),
+    [
+        pytest.param(
+            {GPT: "PASS", GEMINI: JudgeError("down"), CLAUDE: "no verdict here"},
+            [GPT],
+            id="one-of-three-counted",
+        ),
+        pytest.param(
+            {GPT: "PASS", GEMINI: "PASS", CLAUDE: JudgeError("down")},
+            sorted([GPT, GEMINI]),
+            id="two-of-three-counted",
+        ),
+        pytest.param(
+            {GPT: JudgeError("down"), GEMINI: JudgeError("down"), CLAUDE: "no verdict here"},
+            sorted(MEMBERS),
+            id="none-counted-names-the-members-asked",
+        ),
+    ],
+)
+async def test_the_ledger_names_as_judge_models_the_members_whose_verdict_counted(
+    make_config: Any, tmp_path: Path, answers: dict[str, Any], judge_models: list[str]
+) -> None:
+    """``judgeModels`` names who decided the turn; ``panel`` still shows every member's vote
+    (``null``: left out). When no member's verdict counted, it names every member asked (not
+    the verifier's own model, which no panel turn asks)."""
+    ledger = tmp_path / "ledger.jsonl"
+    data = {
+        "agentModel": AGENT,
+        "model": "anthropic/claude-sonnet-4-5",
+        "ledgerPath": str(ledger),
+        "runKinds": {"high": {"panel": {"models": MEMBERS}}},
+    }
+    verifier = Verifier(make_config(**data), judge=_per_member(answers))
+    try:
+        await verifier.run(ScriptedAgent(["Done: the report."]), TURN)
+    finally:
+        await verifier.aclose()
+    line = json.loads(ledger.read_text().splitlines()[0])
+    assert line["judgeModels"] == judge_models
+    assert set(line["panel"][0]["votes"]) == set(MEMBERS)

@@ -64,14 +64,18 @@ def ledger_record(
 ) -> dict[str, Any]:
     """The ledger line of one turn (camelCase keys, like the config).
 
-    ``judgeModels`` names the models that answered, or, when none did (a timeout, an outage),
-    the configured ones, so a slow model can still be named. ``sideEffects`` names the tools
-    of the successful side-effecting calls of the turn (from the same tool ledger the checks
-    and the judge saw), each distinct call once. ``rubric``: a short hash of the judge's
-    system message in force (the operator's criteria and categories included), so a change of
-    rubric shows in ``insights``.
+    ``judgeModels`` names the models whose verdict counted (a readable PASS or FAIL: for a
+    panel, the members that decided, never one left out); when none counted (a timeout, an
+    outage, unreadable answers), the models that were asked (every panel member), else the
+    configured ones, so a slow model can still be named. ``panel`` keeps every member's vote.
+    ``sideEffects`` names the tools of the successful side-effecting calls of the turn (from
+    the same tool ledger the checks and the judge saw), each distinct call once. ``rubric``:
+    a short hash of the judge's system message in force (the operator's criteria and
+    categories included), so a change of rubric shows in ``insights``.
     """
-    answered = sorted({m.model for v in outcome.verdicts for m in (v.members or (v,)) if m.model})
+    asked = [m for v in outcome.verdicts for m in (v.members or (v,)) if m.model]
+    counted = sorted({m.model for m in asked if vote(m) is not None and m.model})
+    named = counted or sorted({m.model for m in asked if m.model})
     failed = [a for a in outcome.attempts if a.verdict is not None and not a.verdict.passed]
     record: dict[str, Any] = {
         "ts": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
@@ -85,7 +89,7 @@ def ledger_record(
         "judgeCostUsd": round(outcome.judge_cost_usd, 8),
         "latencyMs": round(outcome.latency_ms, 3),
         "rubric": rubric,
-        "judgeModels": answered or list(configured_models),
+        "judgeModels": named or list(configured_models),
         "checks": sorted({r.name for a in outcome.attempts for r in a.checks}),
         "failedChecks": [r.name for a in outcome.attempts for r in a.checks if not r.passed],
         "categories": [
