@@ -8,6 +8,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 TESTS = Path(__file__).resolve().parents[1]
 
 SCRIPT = textwrap.dedent(
@@ -113,3 +115,61 @@ def test_the_preload_starts_once_per_process() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
     )
     assert result.stdout.split() == ["True", "False", "True", "False"]
+
+
+FIRST_CALL = textwrap.dedent(
+    """
+    import asyncio, importlib.abc, sys, threading
+    from support.provider_server import ANTHROPIC, OPENAI, ProviderServer, Step
+    from replyguard import Turn, Verifier, VerifierConfig
+
+    on_the_loop = []
+
+    class Watch(importlib.abc.MetaPathFinder):
+        watching = False
+
+        def find_spec(self, name, path, target=None):
+            if Watch.watching and threading.current_thread() is threading.main_thread():
+                on_the_loop.append(name)
+            return None
+
+    sys.meta_path.insert(0, Watch())
+    wire = {{"openai": OPENAI, "anthropic": ANTHROPIC}}["{wire}"]
+
+    async def main(url):
+        config = VerifierConfig(
+            enabled=True, verify_all=True, model=wire.judge_model, api_base=url,
+            api_key="sk-test-cold-start-0000000000", agent_model=wire.agent_model,
+            timeout_seconds=10.0,
+        )
+        verifier = Verifier(config)
+        await verifier.warmup()
+        Watch.watching = True
+        outcome = await verifier.run(lambda m: "Done: the reply.", Turn(user_message="q"))
+        Watch.watching = False
+        await verifier.aclose()
+        print(outcome.status.value, sorted(n for n in on_the_loop if n.startswith("litellm")))
+
+    with ProviderServer(default=Step(text="PASS")) as server:
+        asyncio.run(main(server.url))
+    """
+)
+
+
+@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+def test_the_first_judge_call_after_warmup_imports_nothing_of_litellm_on_the_event_loop(
+    wire: str,
+) -> None:
+    """litellm imports parts of itself lazily on its first call (its logging callback manager
+    alone took 0.4 s), on the thread that calls: the event loop, where every turn then stalls
+    and no deadline can fire. ``warmup()`` (and the background preload) import them first."""
+    result = subprocess.run(
+        [sys.executable, "-c", FIRST_CALL.format(wire=wire)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=TESTS,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "passed []"

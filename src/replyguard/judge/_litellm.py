@@ -8,6 +8,7 @@ Every call into litellm's module object goes through here or through the other m
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import sys
 from typing import Any, Literal
@@ -22,12 +23,44 @@ Failure = Literal["config", "timeout", "transient"]
 _BUSY_STATUSES = frozenset({408, 409, 429})
 
 
+# What litellm imports lazily on its first call (litellm 1.110: its logging callback manager,
+# about 0.4 s, and the modules of the routes every call looks up), on the thread that makes
+# the call: the event loop. Imported here, off the loop, with litellm itself; a name another
+# litellm version lacks is skipped.
+_FIRST_CALL_MODULES = (
+    "litellm.litellm_core_utils.logging_callback_manager",
+    "litellm._service_logger",
+    "litellm.integrations.prometheus_services",
+    "litellm.integrations.generic_api.generic_api_callback",
+    "litellm.llms.litellm_proxy.chat.transformation",
+    "litellm.llms.openai_like.dynamic_config",
+    "litellm.llms.github_copilot.authenticator",
+    "litellm.llms.github_copilot.github_host",
+    "litellm.llms.github_copilot.per_user_auth",
+    "litellm.llms.anthropic.completion.transformation",
+)
+_FIRST_CALL_ATTRIBUTES = (
+    "logging_callback_manager",
+    "LiteLLMProxyChatConfig",
+    "EdenAIChatConfig",
+    "FalAIChatConfig",
+)
+
+
 def load_litellm() -> Any:
-    """litellm, imported in this thread (blocking: seconds the first time, once per process)."""
+    """litellm, imported in this thread (blocking: seconds the first time, once per process),
+    with what its first call would otherwise import on the event loop."""
     # import_module waits on the import lock while another thread is importing litellm.
     module: Any = importlib.import_module("litellm")
+    if not getattr(module, "suppress_debug_info", False):
+        for name in _FIRST_CALL_MODULES:
+            with contextlib.suppress(Exception):
+                importlib.import_module(name)
+        for name in _FIRST_CALL_ATTRIBUTES:  # litellm's lazy attributes: resolved once
+            with contextlib.suppress(Exception):
+                getattr(module, name)
     # Otherwise litellm prints a "Give Feedback / Get Help" banner to stdout on every provider
-    # error, and a library must print nothing.
+    # error, and a library must print nothing. Set last: it marks the load as complete.
     module.suppress_debug_info = True
     return module
 
