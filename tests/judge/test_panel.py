@@ -134,6 +134,14 @@ def test_a_fail_merges_the_failing_feedback_under_member_names_and_sums_the_spen
     assert verdict.model == "a, b, c, d"
 
 
+def test_the_panels_model_names_the_members_that_decided() -> None:
+    decided = decide(member("a", True), member("b", None), member("c", False, "incomplete"))
+    assert decided.model == "a, c"
+    assert [m.model for m in decided.members] == ["a", "b", "c"]
+    none = decide(member("a", None), member("b", None), min_answers=1)
+    assert (none.fail_open_reason, none.model) == (Reason.JUDGE_TIMEOUT, "a, b")
+
+
 def test_a_pass_awaits_the_user_when_most_passing_members_say_so() -> None:
     yes = decide(member("a", True, awaiting_user=True), member("b", True, awaiting_user=True))
     no = decide(member("a", True, awaiting_user=True), member("b", True))

@@ -5,7 +5,8 @@ out; the decision is taken on those that answered, if at least ``min_answers`` d
 panel fails open. ``"any_fail"``: one FAIL fails; ``"majority"``: more FAILs than PASSes fail,
 a tie fails. A FAIL carries the failing members' feedback, each under its member's name, and
 the category most of them named (the first member's on a tie). Tokens and cost add up over
-every member, the left-out ones included; ``members`` keeps each member's own verdict.
+every member, the left-out ones included; ``members`` keeps each member's own verdict, and
+``model`` names the members that decided (every member when none did).
 
 Published work found a panel of smaller judges from different families matching or beating a
 single large judge at a fraction of its cost: Verga et al., 2024, "Replacing Judges with
@@ -43,8 +44,10 @@ def answered(verdict: Verdict) -> bool:
 def panel_verdict(
     members: Sequence[Verdict], *, rule: PanelRule, min_answers: int, latency_ms: float
 ) -> Verdict:
-    """The panel's verdict from its members' (each ``model`` naming its member)."""
-    names = ", ".join(v.model or "?" for v in members)
+    """The panel's verdict from its members' (each ``model`` naming its member). Its own
+    ``model`` names the members whose verdict counted, or every member when none did."""
+    counted = [v for v in members if answered(v)]
+    names = ", ".join(v.model or "?" for v in counted or members)
 
     def made(**fields: Any) -> Verdict:
         return Verdict(
@@ -58,7 +61,6 @@ def panel_verdict(
             **fields,
         )
 
-    counted = [v for v in members if answered(v)]
     if len(counted) < min_answers:
         left_out = [v for v in members if not answered(v)]
         reasons = {v.fail_open_reason for v in left_out}
