@@ -75,6 +75,13 @@ def fill(name: str, **values: str) -> str:
     return "".join(parts)
 
 
+def filled_parts(name: str, **values: str) -> list[tuple[str, str | None]]:
+    """What ``fill`` joins, in order: (text, the value's name), the name None for the
+    template's own text."""
+    parts = _skeleton(name, tuple((key, bool(value)) for key, value in values.items()))
+    return [(values[part], part) if index % 2 else (part, None) for index, part in enumerate(parts)]
+
+
 def literal_text(name: str, shown: Collection[str], **values: str) -> str:
     """What ``fill`` would render with only the values named in ``shown`` put in (the others
     left out, their sections kept): the template's own text, e.g. to measure it."""

@@ -248,6 +248,24 @@ def test_a_cut_reports_its_tokens_within_a_few_of_the_exact_count(text: str, lim
     for kept in (tokens.fit_ends(text, limit, "reply"), tokens.fit_head(text, limit, "rules")):
         assert kept.counted
         assert abs(kept.tokens - tokens.count(kept.text)) <= 4
+        if kept.exact:
+            assert kept.tokens == tokens.count(kept.text)
+
+
+@pytest.mark.parametrize("name", ["prose", "cjk", "code", "special-tokens"])
+@pytest.mark.parametrize("limit", [1, 16, 47, 48, 100, 1000, 3000])
+def test_a_cut_of_text_with_word_or_line_ends_reports_its_exact_tokens(
+    name: str, limit: int
+) -> None:
+    """Its head ends and its tail starts where the counts add up, so what it reports is the
+    count of what it kept, not a sum that BPE may merge differently."""
+    text = LONG_TEXTS[name]
+    cutter = tokens.Cutter(text)
+    for kept in (cutter.ends(limit, "reply"), cutter.head(limit, "rules")):
+        if name == "cjk" and limit < 48:  # a sentence can be longer than the whole cut
+            continue
+        assert kept.cut and kept.exact
+        assert kept.tokens == tokens.count(kept.text) <= limit
 
 
 def test_a_text_that_fits_by_its_size_is_not_tokenized_and_says_so() -> None:

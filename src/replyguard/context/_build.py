@@ -45,6 +45,7 @@ This module does no I/O: rules and heartbeat texts arrive already read.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Iterable, Sequence
 
@@ -234,10 +235,11 @@ def build_judge_prompt(
         sections.trimmed.add("reply")
     if sections.user.shown.cut:
         sections.trimmed.add("user_message")
-    newest_first = (
-        part(history(index), history_cap, "message", ends=True)
-        for index in range(len(history_source))
-    )
+
+    def message(index: int) -> _Part:
+        return part(history(index), history_cap, "message", ends=True)
+
+    newest_first = [functools.partial(message, index) for index in range(len(history_source))]
     _add_history(sections, newest_first, budget - slack - fixed, code)
     if history_trimmed:
         sections.trimmed.add("history")
@@ -248,7 +250,7 @@ def build_judge_prompt(
         estimate = fixed + sections.estimate(code)
         if estimate > budget - slack and _cut(sections, estimate - budget + slack):
             continue
-        total = fixed + tokens.count(user)
+        total = fixed + sections.tokens(code)
         if total <= budget:
             return JudgePrompt(system, user, code, total, tuple(sorted(sections.trimmed)))
         # BPE counts do not add up exactly across pieces: leave more room, more each round.

@@ -3,10 +3,11 @@ history added newest first, and the trim order (see ``replyguard.context._build`
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from replyguard._templates import literal_text
+from replyguard._templates import filled_parts, literal_text
+from replyguard.context import _joins as joins
 from replyguard.context import _tokens as tokens
 from replyguard.context._prompt import REPLY_FLOOR, USER_FLOOR
 
@@ -31,11 +32,12 @@ class _Part:
         """Its exact tokens (counted now when only its size had been looked at)."""
         if not self.shown.counted:
             kept = self.shown
-            self.shown = tokens.Kept(kept.text, tokens.count(kept.text), True, kept.cut)
+            self.shown = tokens.Kept(kept.text, tokens.count(kept.text), True, kept.cut, exact=True)
         return self.shown.tokens
 
 
-_EMPTY = tokens.Kept("", 0, counted=True)
+_EMPTY = tokens.Kept("", 0, counted=True, exact=True)
+_PLACEHOLDER = tokens.Kept("-", 1, counted=True, exact=True)
 VIEW_EDGE = 1000
 """How far past a cut ``reply_in_view`` reads, in characters, to finish the line it cuts."""
 
@@ -79,7 +81,9 @@ def _fit(source: tokens.Cutter, limit: int, what: str, ends: bool) -> tokens.Kep
     again = (
         tokens.fit_ends(kept.text, limit, what) if ends else tokens.fit_head(kept.text, limit, what)
     )
-    return tokens.Kept(again.text, again.tokens, again.counted, kept.cut or again.cut)
+    return tokens.Kept(
+        again.text, again.tokens, again.counted, kept.cut or again.cut, exact=again.exact
+    )
 
 
 @dataclass
@@ -129,6 +133,32 @@ class _Sections:
             + max(len(self.history) - 1, 0)
         )
 
+    def tokens(self, nonce: str) -> int:
+        """The review request's exact tokens, counting again only the template's text and
+        the few characters where a section meets it (``_joins.joined_count``); a section
+        whose count is not exact is counted with the text around it."""
+        known = {
+            "user_message": self.user,
+            "rules": self.rules,
+            "instructions": self.instructions,
+            "metadata": self.metadata,
+            "feedback": self.feedback,
+            "heartbeat": self.heartbeat,
+            "reply": self.reply,
+        }
+        parts: list[tuple[str, int | None]] = []
+        for text, name in filled_parts("judge_context.j2", **self.values(nonce)):
+            if name == "history":
+                for index, message in enumerate(self.history):
+                    if index:
+                        parts.append(("\n\n", None))
+                    parts.append(_exact(message))
+            elif name in known:
+                parts.append(_exact(known[name]))
+            else:
+                parts.append((text, None))
+        return joins.joined_count(parts, tokens.count)
+
     def template_tokens(self, nonce: str) -> int:
         """The tokens of the template's own text around the present sections."""
         return tokens.count(
@@ -142,34 +172,56 @@ class _Sections:
         return before - part.counted()
 
 
-def _add_history(sections: _Sections, newest_first: Iterator[_Part], room: int, code: str) -> None:
+def _exact(part: _Part) -> tuple[str, int | None]:
+    shown = part.shown
+    return shown.text, shown.tokens if shown.exact else None
+
+
+def _add_history(
+    sections: _Sections, newest_first: Sequence[Callable[[], _Part]], room: int, code: str
+) -> None:
     """Add the history messages, newest first, until the trim order would drop the rest.
 
     History goes right after the agent instructions, oldest first: a message is dropped when
     it and the newer ones do not fit beside every other section (instructions left out). The
-    messages older than it are then dropped too, without being cut or tokenized at all.
+    messages older than it are then dropped too, without being cut or tokenized at all, and
+    so is every message once what is already there leaves no room for one (``newest_first``
+    makes each message's part only when it is its turn).
     """
     kept: list[_Part] = []
     size = sum(tokens.size_bound(part.text) for part in sections.parts())
     used: int | None = None
-    for part in newest_first:
+    for make in newest_first:
+        if used is None and size > room:  # so far all fits by its size: nothing to count yet
+            used = _others(sections, code) + sum(p.counted() + 1 for p in kept)
+        if used is not None and used + 2 > room:  # a message takes a token and a line break
+            sections.trimmed.add("history")
+            break
+        part = make()
         kept.append(part)
         size += tokens.size_bound(part.text)
-        if size <= room:  # so far all fits by its size (the template aside): nothing to count
-            continue  # yet; the measuring afterwards has the last word anyway
+        if size <= room:  # the measuring afterwards has the last word anyway
+            continue
         if used is None:
-            sections.history = [part]  # the template as it is with a history section
-            others = [p for p in sections.parts() if p is not part]
-            used = sections.template_tokens(code) + sum(p.counted() for p in others)
-            if sections.instructions.text:  # they go before any history
-                used -= sections.instructions.counted() + 8
-            used += sum(p.counted() + 1 for p in kept[:-1])
+            used = _others(sections, code) + sum(p.counted() + 1 for p in kept[:-1])
         used += part.counted() + 1
         if used > room:
             kept.pop()
             sections.trimmed.add("history")
             break
     sections.history = kept[::-1]
+
+
+def _others(sections: _Sections, code: str) -> int:
+    """The tokens of every section but the history and the instructions, and of the template
+    as it is with a history section."""
+    sections.history = [_Part(tokens.Cutter("-"), "message", True, _PLACEHOLDER)]
+    others = [p for p in sections.parts() if p is not sections.history[0]]
+    used = sections.template_tokens(code) + sum(p.counted() for p in others)
+    if sections.instructions.text:  # they go before any history
+        used -= sections.instructions.counted() + 8
+    sections.history = []
+    return used
 
 
 def _shrink_head(sections: _Sections, name: str, over: int) -> int:
@@ -180,7 +232,7 @@ def _shrink_head(sections: _Sections, name: str, over: int) -> int:
     size = part.counted()
     keep = size - over
     if keep < 40:
-        part.shown = tokens.Kept("", 0, True, True)
+        part.shown = tokens.Kept("", 0, True, True, exact=True)
         sections.trimmed.add(name)
         return over - size
     sections.recut(part, keep)
@@ -212,7 +264,7 @@ def _cut(sections: _Sections, over: int) -> bool:
     before = over
     if sections.instructions.text:
         over -= sections.instructions.counted() + 8
-        sections.instructions.shown = tokens.Kept("", 0, True, True)
+        sections.instructions.shown = tokens.Kept("", 0, True, True, exact=True)
         sections.trimmed.add("instructions")
     while over > 0 and sections.history:
         over -= sections.history.pop(0).counted() + 2

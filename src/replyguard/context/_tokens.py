@@ -17,9 +17,12 @@ long is treated as holding the limit.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
+
+from replyguard.context import _joins as joins
 
 ENCODING_NAME = "o200k_base"
 _CHARS_PER_TOKEN_CEILING = 16
@@ -65,9 +68,10 @@ def surely_within(text: str, limit: int) -> bool:
 class Kept:
     """What a cut kept, and its tokens.
 
-    ``tokens`` is exact when ``counted``; otherwise it is the UTF-8 bound (the text was proved
-    to fit without tokenizing it). A cut text's count adds up its head, marker and tail, which
-    BPE may merge a token or so differently: the caller measures the final prompt anyway.
+    ``tokens`` is the exact count when ``exact``. Otherwise it is the UTF-8 bound when not
+    ``counted`` (the text was proved to fit without tokenizing it), and for a cut whose ends
+    could not be placed where the tokens add up (``_joins``), the sum of its head's, marker's
+    and tail's tokens, which BPE may merge a token or so differently.
     """
 
     text: str
@@ -78,6 +82,8 @@ class Kept:
     """A ``Cutter``'s ``clean`` changed what was kept."""
     span: tuple[int, int] | None = None
     """For a cut: how many characters of the original's start and of its end were kept."""
+    exact: bool = False
+    """``tokens`` is the text's exact count."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +140,71 @@ def _tail_of(text: str, tokens: list[int], limit: int) -> str:
     while kept and not text.endswith(kept):
         kept = kept[1:]
     return kept
+
+
+def _byte_size(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def _partial(data: bytes) -> int:
+    """How many bytes at the end of ``data`` are an unfinished UTF-8 character."""
+    for back in range(1, min(4, len(data)) + 1):
+        byte = data[-back]
+        if byte & 0xC0 == 0x80:  # a continuation byte: its lead is further back
+            continue
+        if byte < 0xC0:
+            return 0
+        return back if back < (2 if byte < 0xE0 else 3 if byte < 0xF0 else 4) else 0
+    return 0
+
+
+def _dropped(tokens: Iterable[int], size: int, wanted: int) -> int | None:
+    """How many of ``tokens`` (taken in turn, from the end of ``size`` bytes of text) to drop
+    to leave ``wanted`` bytes, or None when no token boundary is there."""
+    single = encoding().decode_single_token_bytes
+    dropped = 0
+    for token in tokens:
+        if size <= wanted:
+            break
+        size -= len(single(token))
+        dropped += 1
+    return dropped if size == wanted else None
+
+
+def _aligned_head(text: str, tokens: list[int], limit: int) -> tuple[str, int | None]:
+    """The start of ``text`` held by the first ``limit`` of ``tokens`` (the tokens of a
+    prefix of ``text``), and its exact tokens.
+
+    The cut is moved back, by at most ``_joins.LOOK`` characters, to the last point where
+    the tokens on either side add up (``_joins.split``): the start's tokens are then exactly
+    the tokens before that point. With no such point near, the start as cut, and None.
+    """
+    kept = min(limit, len(tokens))
+    data: bytes = encoding().decode_bytes(tokens[:kept])
+    start = data.decode("utf-8", errors="ignore")
+    point = joins.last_split(text, len(start) - joins.LOOK, len(start) + 1)
+    if point is None:
+        return start, None
+    wanted = len(data) - _partial(data) - _byte_size(start[point:])
+    back = itertools.islice(reversed(tokens[:kept]), joins.LOOK * 2)
+    dropped = _dropped(back, len(data), wanted)
+    return (start, None) if dropped is None else (text[:point], kept - dropped)
+
+
+def _aligned_tail(text: str, tokens: list[int], limit: int) -> tuple[str, int | None]:
+    """The end of ``text`` held by the last ``limit`` of ``tokens`` (the tokens of a suffix
+    of ``text``), and its exact tokens: like ``_aligned_head``, its start moved on to the
+    first point where the tokens add up."""
+    end = _tail_of(text, tokens, limit)
+    cut = len(text) - len(end)
+    point = joins.first_split(text, cut - 1, cut + joins.LOOK)
+    if point is None:
+        return end, None
+    kept = min(limit, len(tokens))
+    tail = tokens[len(tokens) - kept :]
+    wanted = _byte_size(end) - _byte_size(end[: point - cut])
+    dropped = _dropped(tail[: joins.LOOK * 2], len(encoding().decode_bytes(tail)), wanted)
+    return (end, None) if dropped is None else (text[point:], kept - dropped)
 
 
 def within(text: str, limit: int) -> bool:
@@ -200,8 +271,11 @@ class Cutter:
             self._head = scan
         return scan
 
-    def _kept(self, pieces: tuple[str, ...], size: int, *, counted: bool, cut: bool) -> Kept:
-        """``pieces`` (texts of the original, and markers at odd positions) cleaned and joined."""
+    def _kept(
+        self, pieces: tuple[str, ...], size: int, *, counted: bool, cut: bool, exact: bool = False
+    ) -> Kept:
+        """``pieces`` (texts of the original, and markers at odd positions) cleaned and joined;
+        ``exact``: ``size`` is the exact count of the pieces joined (before cleaning)."""
         clean = self._clean
         span = None
         if cut:  # the original's start, and (after a marker) its end
@@ -209,12 +283,12 @@ class Cutter:
         if len(pieces) == 1:
             text = clean(pieces[0])
             if text is pieces[0] or text == pieces[0]:
-                return Kept(text, size, counted=counted, cut=cut, span=span)
+                return Kept(text, size, counted=counted, cut=cut, span=span, exact=exact)
             return Kept(text, size_bound(text), counted=False, cut=cut, changed=True, span=span)
         shown = tuple(piece if index % 2 else clean(piece) for index, piece in enumerate(pieces))
         text = "".join(shown)
         if all(a is b or a == b for a, b in zip(shown, pieces, strict=True)):
-            return Kept(text, size, counted=counted, cut=cut, span=span)
+            return Kept(text, size, counted=counted, cut=cut, span=span, exact=exact)
         return Kept(text, size_bound(text), counted=False, cut=cut, changed=True, span=span)
 
     def _fits(self, limit: int) -> Kept | None:
@@ -224,7 +298,7 @@ class Cutter:
             return self._kept((text,), size_bound(text), counted=False, cut=False)
         scan = self._scan(limit, from_end=False)
         if scan.whole and len(scan.tokens) <= limit:
-            return self._kept((text,), len(scan.tokens), counted=True, cut=False)
+            return self._kept((text,), len(scan.tokens), counted=True, cut=False, exact=True)
         return None
 
     def ends(self, limit: int, what: str) -> Kept:
@@ -237,9 +311,7 @@ class Cutter:
             if fits is not None:
                 return fits
         if limit < _MARKER_ROOM * 2:  # no room for a marker: keep what fits
-            tokens = self._scan(limit, from_end=False).tokens
-            start = _head_of(tokens, limit)
-            return self._kept((start,), min(len(tokens), limit), counted=True, cut=True)
+            return self._start(self._scan(limit, from_end=False).tokens, limit)
         budget = limit - _MARKER_ROOM
         tail_size = budget - budget // 2
         if self._likely_within(limit) or not self._surely_over(limit, tail_size):
@@ -247,13 +319,25 @@ class Cutter:
             if fits is not None:
                 return fits
         tokens = self._scan(limit - tail_size + _PROOF, from_end=False).tokens
-        start = _head_of(tokens, budget // 2)
+        start, start_size = _aligned_head(text, tokens, budget // 2)
         end_tokens = self._scan(tail_size, from_end=True).tokens
-        end = _tail_of(text, end_tokens, budget - budget // 2)
+        end, end_size = _aligned_tail(text, end_tokens, budget - budget // 2)
         gap = max(len(text) - len(start) - len(end), 0)
         marker = f"\n[… {gap:,} characters of the {what} cut here …]\n"
+        pieces = (start, marker, end)
+        if start_size is not None and end_size is not None:
+            size = joins.joined_count(((start, start_size), (marker, None), (end, end_size)), count)
+            return self._kept(pieces, size, counted=True, cut=True, exact=True)
         size = min(len(tokens), budget // 2) + min(len(end_tokens), tail_size)
-        return self._kept((start, marker, end), size + count(marker), counted=True, cut=True)
+        return self._kept(pieces, size + count(marker), counted=True, cut=True)
+
+    def _start(self, tokens: list[int], limit: int) -> Kept:
+        """The start that the first ``limit`` of ``tokens`` hold, alone: a cut with no room
+        for a marker."""
+        start, size = _aligned_head(self.text, tokens, limit)
+        if size is not None:
+            return self._kept((start,), size, counted=True, cut=True, exact=True)
+        return self._kept((start,), min(len(tokens), limit), counted=True, cut=True)
 
     def _likely_within(self, limit: int) -> bool:
         """Whether the text's start (``_SAMPLE_CHARS`` tokenized) suggests the whole is at most
@@ -291,11 +375,13 @@ class Cutter:
             return fits
         tokens = self._scan(limit, from_end=False).tokens
         if limit < _MARKER_ROOM * 2:
-            start = _head_of(tokens, limit)
-            return self._kept((start,), min(len(tokens), limit), counted=True, cut=True)
+            return self._start(tokens, limit)
         keep = limit - _MARKER_ROOM
-        start = _head_of(tokens, keep)
+        start, start_size = _aligned_head(text, tokens, keep)
         marker = f"\n[… {len(text) - len(start):,} more characters of the {what} cut here …]"
+        if start_size is not None:
+            size = joins.joined_count(((start, start_size), (marker, None)), count)
+            return self._kept((start, marker), size, counted=True, cut=True, exact=True)
         size = min(len(tokens), keep) + count(marker)
         return self._kept((start, marker), size, counted=True, cut=True)
 
