@@ -17,7 +17,9 @@ import respx
 
 from conftest import API_KEY
 from replyguard import FailCategory, Outcome, Turn, Verifier, VerifierConfig
-from replyguard.context import system_prompt
+from replyguard.context import ContextLimits, build_judge_prompt, system_prompt
+from replyguard.judge import LiteLLMJudge
+from replyguard.telemetry._events import Events
 from replyguard.testing import ScriptedAgent
 from replyguard.types import Reason, Status, Verdict
 from support.provider_server import ANTHROPIC, OPENAI, Seen, Step, Wire, anthropic_body, openai_body
@@ -355,6 +357,60 @@ async def test_o_series_judge_gets_no_temperature_and_still_judges(
     verdict = await judge_once(config_for(OPENAI, model="openai/o3-mini"))
     assert "temperature" not in sent(route).body
     assert (verdict.readable, verdict.passed, verdict.fail_open_reason) == (True, True, None)
+
+
+def refusing(wire: Wire, option: str) -> Responder:
+    """A provider that answers 400 naming ``option`` to any request carrying it."""
+
+    def respond(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        if option in body:
+            message = f"Unsupported value: '{option}' does not support this value with this model."
+            return httpx.Response(400, content=wire.error(400, message))
+        return httpx.Response(200, json=wire.answer(Step(text="PASS"), body["model"]))
+
+    return respond
+
+
+@pytest.mark.parametrize("wire", WIRES)
+async def test_a_judge_that_refuses_temperature_still_judges_and_is_not_sent_it_again(
+    http: respx.MockRouter, config_for: Callable[..., VerifierConfig], wire: Wire
+) -> None:
+    route = http.post(wire.url).mock(side_effect=refusing(wire, "temperature"))
+    verifier = Verifier(config_for(wire))
+    turn = Turn(user_message=USER_MESSAGE)
+    first = await verifier.verify(turn, REPLY)
+    second = await verifier.verify(turn, REPLY)
+    assert [("temperature" in sent(route, i).body) for i in range(3)] == [True, False, False]
+    for verdict in (first, second):
+        assert (verdict.readable, verdict.passed, verdict.fail_open_reason) == (True, True, None)
+
+
+@pytest.mark.parametrize("wire", WIRES)
+async def test_a_400_naming_no_option_sent_is_still_a_configuration_error(
+    http: respx.MockRouter, config_for: Callable[..., VerifierConfig], wire: Wire
+) -> None:
+    message = "Unsupported parameter: 'top_k' is not supported with this model."
+    route = http.post(wire.url).mock(
+        return_value=httpx.Response(400, content=wire.error(400, message))
+    )
+    verdict = await judge_once(config_for(wire))
+    assert route.call_count == 1
+    assert (verdict.passed, verdict.fail_open_reason) == (True, Reason.JUDGE_ERROR)
+
+
+def test_the_judge_request_leaves_litellms_drop_params_alone(
+    config_for: Callable[..., VerifierConfig],
+) -> None:
+    config = config_for(OPENAI)
+    prompt = build_judge_prompt(
+        Turn(user_message=USER_MESSAGE), REPLY, limits=ContextLimits(budget=4000)
+    )
+    params = LiteLLMJudge(config, Events()).request(
+        config.model, prompt, timeout=1.0, api_key=API_KEY
+    )
+    assert "drop_params" not in params
+    assert params["temperature"] == 0
 
 
 @pytest.mark.parametrize(

@@ -21,6 +21,9 @@ What a failed or empty attempt leads to (the HTTP status decides, not litellm's 
     5xx (529 included), 408, 409, 429 (Retry-After
       or not: never waited for), connection error,
       any error without a status                   next model         failure
+    400 naming ``temperature`` or                  the same call      -
+      ``response_format`` (an option the model       without it, never
+      refuses: o-series and ``temperature=0``)       sent it again
     4xx but 408/409/429: 400, 401, 402, 403, 404,  raise JudgeConfig-  not counted
       413, 422, ...; an unset ``env:`` key           Error, log ERROR
     circuit open                                   skip (DEBUG log)   -
@@ -86,6 +89,9 @@ _DEADLINE_GUARD = 0.01
 # The HTTP client's own timeout runs this much past the judgement's deadline, so the deadline
 # (enforced here, always first) decides, and a slow call is a timeout, never a client error.
 _CLIENT_TIMEOUT_MARGIN = 2.0
+# What a judgement can do without: a model that refuses one is asked again without it. (Not
+# litellm's ``drop_params``: on every call it costs about 2 % of a loopback call's time.)
+_OPTIONAL = ("temperature", "response_format")
 
 
 class LiteLLMJudge:
@@ -126,6 +132,7 @@ class LiteLLMJudge:
         self._models = config.judge_models
         self._structured: dict[str, bool] = {}  # per model, asked of litellm once
         self._unpriced: set[str] = set()  # models litellm's price map could not price
+        self._refused: dict[str, frozenset[str]] = {}  # options a model refused (_send)
         self._format = verdict_format(tuple(config.categories))
         self._max_tokens = {model: config.judge_max_tokens_for(model) for model in self._models}
         self._litellm: Any = None  # once imported
@@ -172,17 +179,18 @@ class LiteLLMJudge:
 
         A subclass may add litellm options here (the demo adds ``mock_response``).
         """
+        refused = self._refused.get(model, frozenset())
         params: dict[str, Any] = {
             "model": model,
             "messages": with_cached_system(self._config.underlying_models(model), prompt.messages),
-            "temperature": 0,
             "max_tokens": self._max_tokens.get(model) or self._config.judge_max_tokens_for(model),
-            "drop_params": True,
             "timeout": timeout,
             "max_retries": 0,
             "num_retries": 0,
         }
-        if self._wants_structured(model):
+        if "temperature" not in refused:
+            params["temperature"] = 0
+        if "response_format" not in refused and self._wants_structured(model):
             params["response_format"] = self._format
         if self._own_credentials.get(model, False):
             params["api_base"] = self._config.api_base
@@ -241,7 +249,7 @@ class LiteLLMJudge:
                         else litellm.acompletion
                     )
                     async with asyncio.timeout_at(loop.time() + share), self._own_clients(litellm):
-                        response = await call(**params)
+                        response = await self._send(call, model, params)
                 except JudgeConfigError as exc:  # the Router could not be built (logged)
                     span.fail(exc)
                     raise
@@ -297,6 +305,22 @@ class LiteLLMJudge:
         if classify_failure(last) == "timeout":
             raise TimeoutError(message)
         raise JudgeError(message, last_error_class=type(last).__name__)
+
+    async def _send(self, call: Any, model: str, params: dict[str, Any]) -> Any:
+        """One call of ``params``; when the model refuses an option it does not need (a 400
+        naming ``temperature`` or ``response_format``: litellm's own ``UnsupportedParamsError``
+        for ``temperature=0`` on an o-series model, or the provider's), the same call again
+        without it; once that call is answered, the model is never sent the option again."""
+        try:
+            return await call(**params)
+        except Exception as exc:
+            refused = _refused_options(exc, params)
+            if not refused:
+                raise
+        response = await call(**{key: value for key, value in params.items() if key not in refused})
+        self._refused[model] = self._refused.get(model, frozenset()) | refused
+        self._events.debug("judge_option_refused", model=model, options=sorted(refused))
+        return response
 
     def _capped(self, litellm: Any, model: str, params: dict[str, Any]) -> None:
         """Have ``params`` read the answer through the byte-capped session (``answer_cap``)."""
@@ -390,6 +414,14 @@ async def _closing_pass() -> None:
     the provider.
     """
     await asyncio.sleep(0)
+
+
+def _refused_options(exc: Exception, params: dict[str, Any]) -> frozenset[str]:
+    """The optional parameters of ``params`` a 400 names: what the model refuses."""
+    if getattr(exc, "status_code", None) != 400:
+        return frozenset()
+    text = str(exc)
+    return frozenset(name for name in _OPTIONAL if name in params and name in text)
 
 
 def _over_router_limit(exc: Exception) -> bool:
