@@ -85,7 +85,7 @@ async def verified(turns: int, out: Path, limit: int) -> None:
             verifier = sc.Verifier(cfg)
             await verifier.warmup()
             agent = sc.reply_agent(reply)
-            params = sc.judge_params(cfg, turn, reply)
+            params = sc.default_params(sc.judge_params(cfg, turn, reply))
 
             async def run(verifier: Any = verifier, agent: Any = agent, turn: Any = turn) -> None:
                 await verifier.run(agent, turn)

@@ -187,7 +187,8 @@ async def verified(sizes: Sizes, rows: list[Row], server: JudgeServerProcess) ->
         ok = pair.difference <= 0.15e-3 and pair.ratio <= 1.05
         rows.append(
             Row(
-                f"verified turn (PASS first time), {wire.judge_model} vs raw `litellm.acompletion`"
+                f"verified turn (PASS first time), {wire.judge_model}"
+                " vs a default `litellm.acompletion`"
                 f" ({sizes.verified_pairs} pairs; {new_connections} TCP connections opened"
                 f" for {2 * (sizes.verified_pairs + 30) + 1} calls)",
                 ms(sc.median(pair.measured), 3),

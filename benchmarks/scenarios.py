@@ -283,8 +283,8 @@ def judge_params(cfg: VerifierConfig, turn: Turn, reply: Reply) -> dict[str, Any
     """The keyword arguments replyguard's judge sends for this turn, for the raw reference.
 
     Built by the judge's own ``request()`` on a prompt of this very turn, so model, messages
-    (same size), temperature, max_tokens, drop_params, retries, api_base and api_key match;
-    ``timeout`` is the configured one (the judge itself passes the time left).
+    (same size), temperature, max_tokens, retries, api_base and api_key match; ``timeout`` is
+    the configured one (the judge itself passes the time left).
     """
     limits = ContextLimits(
         budget=cfg.context_token_budget,
@@ -298,6 +298,13 @@ def judge_params(cfg: VerifierConfig, turn: Turn, reply: Reply) -> dict[str, Any
     return judge.request(
         cfg.model, prompt, timeout=judge.client_timeout, api_key=cfg.resolve_api_key()
     )
+
+
+def default_params(params: dict[str, Any]) -> dict[str, Any]:
+    """A default ``litellm.acompletion`` of the same judgement: the same model, messages,
+    endpoint and key, litellm's defaults for everything else (the options the judge adds are
+    part of its cost)."""
+    return {key: params[key] for key in ("model", "messages", "api_base", "api_key")}
 
 
 async def raw_call(params: dict[str, Any]) -> Any:
@@ -430,13 +437,14 @@ async def cold_in_process_verified(pairs: int) -> Pair:
 async def verified_vs_raw(
     wire: Wire, url: str, pairs: int, *, warmup: int = 30
 ) -> tuple[Pair, dict[str, Any]]:
-    """A verified turn that passes first time vs one raw ``litellm.acompletion``, same server."""
+    """A verified turn that passes first time vs one default ``litellm.acompletion`` of the
+    same messages (``default_params``), same server."""
     turn, reply = typical_turn()
     cfg = config(wire, f"{url}/fast", verifyAll=True)
     verifier = Verifier(cfg)
     await verifier.warmup()
     agent = reply_agent(reply)
-    params = judge_params(cfg, turn, reply)
+    params = default_params(judge_params(cfg, turn, reply))
     outcome = await verifier.run(agent, turn)
     if outcome.status != "passed":
         raise RuntimeError(f"the verified turn ended {outcome.status} ({outcome.reason})")
