@@ -36,6 +36,7 @@ from replyguard.context import _tokens as tokens
 from replyguard.context._sanitise import neutralise, without_code
 from replyguard.gate._prechecks import skip_reason
 from replyguard.gate._triggers import TriggerKind, TriggerMatcher
+from replyguard.judge import _verdict as verdict_module
 from replyguard.types import ToolCallRecord
 
 PROPERTY = settings(
@@ -109,6 +110,22 @@ def test_an_unreadable_verdict_always_passes(text: str) -> None:
 def test_a_pass_never_carries_a_category(text: str) -> None:
     verdict = parse_verdict(text)
     assert not (verdict.passed and verdict.category is not None)
+
+
+ENDS_IN_PASS = st.builds(
+    lambda before, last, after: f"{before}{last}{after}",
+    TEXT,
+    st.sampled_from(["\nPASS", "\n PASS ", "\npass", "\nPaSs\r", "PASS", "\nPA\u017fS", "\nPASS."]),
+    st.text(st.sampled_from(" \t\n\r\u00a0\u2028"), max_size=4),
+)
+
+
+@PROPERTY
+@given(st.one_of(ENDS_IN_PASS, VERDICT_TEXT))
+def test_the_plain_pass_shortcut_reads_what_the_general_path_reads(text: str) -> None:
+    shortcut = verdict_module._plain_pass(text)
+    if shortcut is not None:
+        assert shortcut == verdict_module._read(text, frozenset())
 
 
 # -- pre-checks -----------------------------------------------------------------------------------

@@ -104,11 +104,30 @@ def parse_verdict(text: str, categories: Collection[str] | None = None) -> Verdi
     ``categories``: the names of custom FAIL categories to accept besides the built-ins
     (lower-case snake_case, as the config's ``categories`` keys are).
     """
-    extra = frozenset(categories or ())
     if not isinstance(text, str):
         return _unreadable(None, "judge output is not text")
     if not text.strip():
         return _unreadable(text, "empty judge output")
+    return _plain_pass(text) or _read(text, frozenset(categories or ()))
+
+
+def _plain_pass(text: str) -> Verdict | None:
+    """The verdict of an answer whose last line is a bare ``PASS`` and that holds no JSON, no
+    fence and no ``fail`` anywhere (the common answer), read without the general path: that
+    line is the only verdict line that can count, and the text before it is the reasoning.
+    None for any other answer."""
+    stripped = text.rstrip()
+    start = stripped.rfind("\n") + 1
+    last = stripped[start:].strip()
+    if last.upper() != "PASS" or not last.isascii():
+        return None
+    if "{" in text or "```" in text or "~~~" in text or _FAIL.search(text) is not None:
+        return None
+    return _verdict(text, True, None, None, _clean(stripped[: max(start - 1, 0)]))
+
+
+def _read(text: str, extra: frozenset[str]) -> Verdict:
+    """``parse_verdict`` of a non-empty text, by the rules of the module doc."""
     body = _unwrapped(text)
     whole = _whole_json(body)
     if whole is not None:
