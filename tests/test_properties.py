@@ -32,6 +32,7 @@ from replyguard.context import (
     render_message,
 )
 from replyguard.context import _build as context_module
+from replyguard.context import _sanitise as sanitise
 from replyguard.context import _tokens as tokens
 from replyguard.context._sanitise import neutralise, without_code
 from replyguard.gate._prechecks import skip_reason
@@ -194,6 +195,36 @@ def test_decide_never_raises(
 @given(KEYWORD)
 def test_a_keyword_alone_fires(keyword: str) -> None:
     assert _matcher([keyword]).matched_keyword(keyword) == " ".join(keyword.split())
+
+
+# -- the sanitiser's quick looks -----------------------------------------------------------------
+
+ASCII_TEXT = st.text(st.characters(max_codepoint=0x7F), max_size=60)
+
+
+@PROPERTY
+@given(st.one_of(ASCII_TEXT, TEXT))
+def test_the_visible_ascii_look_is_the_hidden_class_search(text: str) -> None:
+    assert sanitise._visible_ascii(text) is (
+        text.isascii() and sanitise._ASCII_HIDDEN.search(text) is None
+    )
+
+
+def test_the_visible_ascii_look_agrees_on_every_character_below_256() -> None:
+    for code in range(256):
+        text = f"plain {chr(code)} text"
+        assert sanitise._visible_ascii(text) is (
+            text.isascii() and sanitise._ASCII_HIDDEN.search(text) is None
+        ), hex(code)
+
+
+@PROPERTY
+@given(st.lists(st.one_of(ASCII_TEXT, TEXT), max_size=6), st.sampled_from(["0a1b2c3d4e5f", "AB"]))
+def test_texts_with_nothing_to_fence_together_each_come_back_from_fenced(
+    texts: list[str], code: str
+) -> None:
+    if sanitise.nothing_to_fence("\n".join(texts), code):
+        assert all(sanitise.fenced(text, code) is text for text in texts)
 
 
 # -- the judge prompt -----------------------------------------------------------------------------

@@ -68,7 +68,7 @@ from replyguard.context._prompt import (
     _same,
     new_nonce,
 )
-from replyguard.context._sanitise import fenced
+from replyguard.context._sanitise import fenced, nothing_to_fence
 from replyguard.context._sections import (
     _feedback_text,
     _rules_text,
@@ -119,12 +119,14 @@ def _at_once(
         if bound > cap or total > room:
             return None
         fitting.append((text, cap))
-    kept: list[str] = []
-    for text, cap in fitting:
-        shown = clean(text) if text else text
-        if shown is not text and not tokens.surely_within(shown, cap):
-            return None
-        kept.append(shown)
+    kept = [text for text, _ in fitting]
+    if not nothing_to_fence("\n".join(kept), code):  # one look at all: then none is cleaned
+        kept = []
+        for text, cap in fitting:
+            shown = clean(text) if text else text
+            if shown is not text and not tokens.surely_within(shown, cap):
+                return None
+            kept.append(shown)
     values = {name: shown for (name, _, _), shown in zip(sections, kept, strict=False)}
     values["history"] = "\n\n".join(reversed(kept[len(sections) :]))
     user = fill("judge_context.j2", nonce=code, categories=categories, **values)

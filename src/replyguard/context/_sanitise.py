@@ -105,11 +105,14 @@ def _marker(match: re.Match[str]) -> str:
 
 
 _ASCII_HIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f]")  # the hidden class's ASCII part
+# Each byte to 0 when it is a hidden ASCII character (or not ASCII), else to 1: translating an
+# ASCII text's bytes and looking for a 0 is about four times quicker than the regex search.
+_ASCII_SHOWN = bytes(int(code < 128 and not _ASCII_HIDDEN.match(chr(code))) for code in range(256))
 
 
 def _visible_ascii(text: str) -> bool:
     """True for ASCII text without a hidden character (so nothing to neutralise)."""
-    return text.isascii() and _ASCII_HIDDEN.search(text) is None
+    return text.isascii() and b"\x00" not in text.encode("ascii").translate(_ASCII_SHOWN)
 
 
 # The hidden characters that ``str.isprintable`` accepts: Hangul fillers (letters), the
@@ -129,7 +132,7 @@ def _nothing_hidden(text: str) -> bool:
     covers the hidden class but for ``_PRINTABLE_HIDDEN`` (and \\n and \\t, kept visible).
     """
     if text.isascii():
-        return _ASCII_HIDDEN.search(text) is None
+        return _visible_ascii(text)
     return (
         text.replace("\n", " ").replace("\t", " ").isprintable()
         and _PRINTABLE_HIDDEN.search(text) is None
@@ -227,9 +230,15 @@ def without_code(text: str, code: str, marker: str = "[code removed]") -> str:
     return "".join(pieces)
 
 
+def nothing_to_fence(text: str, code: str) -> bool:
+    """True when ``fenced(text, code)`` is ``text`` by a quick look: plain ASCII holding no
+    hidden character and no copy of the code (then so is any part of it)."""
+    return _visible_ascii(text) and code.lower() not in text.lower()
+
+
 def fenced(text: str, code: str) -> str:
     """``without_code(neutralise(text), code)``: ``text`` made safe to put inside the review's
     fences. Plain ASCII text holding no copy of the code comes back at once."""
-    if text.isascii() and _ASCII_HIDDEN.search(text) is None and code.lower() not in text.lower():
+    if nothing_to_fence(text, code):
         return text
     return without_code(neutralise(text), code)
