@@ -219,6 +219,22 @@ def test_the_visible_ascii_look_agrees_on_every_character_below_256() -> None:
 
 
 @PROPERTY
+@given(
+    st.one_of(ASCII_TEXT, TEXT, st.builds("{}{}{}".format, ASCII_TEXT, st.sampled_from(
+        ["0a1b2c3d4e5f", "0A1B2C3D4E5F", "0a1B2c3D4e5F", "ab", "\u212a", ""]), ASCII_TEXT)),
+    st.sampled_from(["0a1b2c3d4e5f", "AB", "\u212a", "k", ""]),
+)  # fmt: skip
+def test_nothing_to_fence_is_plain_ascii_without_hidden_characters_or_the_code(
+    text: str, code: str
+) -> None:
+    assert sanitise.nothing_to_fence(text, code) is (
+        text.isascii()
+        and sanitise._ASCII_HIDDEN.search(text) is None
+        and code.lower() not in text.lower()
+    )
+
+
+@PROPERTY
 @given(st.lists(st.one_of(ASCII_TEXT, TEXT), max_size=6), st.sampled_from(["0a1b2c3d4e5f", "AB"]))
 def test_texts_with_nothing_to_fence_together_each_come_back_from_fenced(
     texts: list[str], code: str
