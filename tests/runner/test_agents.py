@@ -52,3 +52,14 @@ def test_editing_nested_content_parts_leaves_the_originals_alone() -> None:
     copied[1]["tool_calls"][0]["function"]["arguments"] = '{"x": 1}'
     copied[1]["tool_calls"].clear()
     assert messages == NESTED
+
+
+def test_a_message_of_a_dict_subclass_is_copied_deeply_too() -> None:
+    class Message(dict[str, Any]):
+        pass
+
+    original = Message(role="user", content=[{"type": "text", "text": "Hi"}])
+    [copied] = copy_messages([original])
+    copied["content"][0]["text"] = "edited"
+    assert original["content"][0]["text"] == "Hi"
+    assert type(copied) is dict

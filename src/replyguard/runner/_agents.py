@@ -44,19 +44,26 @@ def _copy(value: Any) -> Any:
     return value
 
 
+_NESTED = (dict, list)
+
+
 def copy_messages(messages: Messages) -> Messages:
     """A deep copy of JSON-like messages, so an agent's edits never reach the caller.
 
-    A message whose values are all flat (strings, numbers, None) is copied with ``dict``;
-    only one holding a dict or list (content parts, tool calls) is copied recursively.
+    A plain dict message is copied with ``dict.copy``, and only its values that are a dict or
+    a list (content parts, tool calls) are copied recursively; anything else is copied whole.
     """
-    return [
-        _copy(message)
-        if not isinstance(message, dict)
-        or any(isinstance(value, (dict, list)) for value in message.values())
-        else dict(message)
-        for message in messages
-    ]
+    copied: Messages = []
+    for message in messages:
+        if type(message) is dict:
+            fresh = message.copy()
+            for key, value in message.items():
+                if isinstance(value, _NESTED):
+                    fresh[key] = _copy(value)
+            copied.append(fresh)
+        else:
+            copied.append(_copy(message))
+    return copied
 
 
 class AgentPool:
