@@ -101,6 +101,21 @@ def test_patterns_are_case_sensitive_globs_and_an_explicit_false_wins() -> None:
     assert [c.side_effect for c in resolved] == [True, False, True, True, False, True, False]
 
 
+def test_the_turn_ledger_settles_each_flag_and_adds_the_earlier_attempts_calls() -> None:
+    effects = SideEffects(("send_*",))
+    settled = call("lookup_order", side_effect=False)
+    first = Reply(text="a", meta=RunMeta(tool_calls=(call("send_email"),)))
+    second = Reply(text="b", meta=RunMeta(tool_calls=(settled,)))
+    assert effects.with_turn_ledger(second, []) is second  # every flag settled: unchanged
+    seen = effects.with_turn_ledger(second, [first])
+    assert [(c.name, c.side_effect) for c in seen.meta.tool_calls] == [
+        ("send_email", True),
+        ("lookup_order", False),
+    ]
+    assert effects.with_turn_ledger(first, []).meta.tool_calls[0].side_effect is True
+    assert first.meta.tool_calls[0].side_effect is None  # the agent's reply is not changed
+
+
 def test_done_keeps_successful_side_effects_once_each() -> None:
     failed = SENT.model_copy(update={"succeeded": False, "side_effect": True})
     ledger = SideEffects(("send_*",)).resolved(

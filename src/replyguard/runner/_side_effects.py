@@ -13,6 +13,7 @@ with the same canonical arguments is one action, however often a retry repeated 
 from __future__ import annotations
 
 import fnmatch
+import operator
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -54,11 +55,10 @@ class SideEffects:
         """``reply`` as checks and judge see it: with the tool calls of the whole turn (the
         earlier attempts' first: "I sent it" may rest on a call an earlier attempt made),
         their side effects settled."""
-        calls = self.resolved(
-            (*(c for r in earlier for c in r.meta.tool_calls), *reply.meta.tool_calls)
-        )
-        if not calls:
-            return reply
+        own = reply.meta.tool_calls
+        calls = self.resolved((*(c for r in earlier for c in r.meta.tool_calls), *own))
+        if not calls or (len(calls) == len(own) and all(map(operator.is_, calls, own))):
+            return reply  # no earlier calls, each flag already settled: nothing to change
         meta = reply.meta.model_copy(update={"tool_calls": calls})
         return reply.model_copy(update={"meta": meta})
 
