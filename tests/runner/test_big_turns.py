@@ -58,3 +58,29 @@ async def test_fail_mode_still_fails_a_long_reply_addressing_the_judge(make_conf
         make_config(verifyAll=True, onSuspectedInjection="fail"), judge=ScriptedJudge([])
     ).verify(TURN, Reply(text=FILLER * 12_000 + HOSTILE))
     assert not verdict.passed and verdict.suspected_injection
+
+
+async def test_the_prompt_reuses_the_reply_s_ends_the_screen_tokenized(
+    make_config: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from replyguard.context import _tokens as tokens
+
+    real = tokens.encoding()
+    tokenized: list[str] = []
+
+    class Recording:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+        def encode_ordinary(self, text: str) -> list[int]:
+            tokenized.append(text)
+            result: list[int] = real.encode_ordinary(text)
+            return result
+
+    monkeypatch.setattr(tokens, "encoding", Recording)
+    monkeypatch.setattr(tokens, "loaded", lambda: True)
+    reply = Reply(text="Done.\n" + FILLER * 12_000)
+    verdict = await verifier(make_config).verify(TURN, reply)
+    assert verdict.passed
+    windows = [text for text in tokenized if len(text) > 1000]
+    assert windows and len(windows) == len(set(windows))

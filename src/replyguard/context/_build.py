@@ -156,6 +156,36 @@ def build_judge_prompt(
     ``redact`` rewrites every caller-supplied text before anything else happens to it (see the
     module doc); an exception it raises propagates, and no prompt is built.
     """
+    return judge_prompt(
+        turn,
+        reply_text,
+        limits=limits,
+        rules=rules,
+        heartbeat_tasks=heartbeat_tasks,
+        previous_feedback=previous_feedback,
+        meta=meta,
+        nonce=nonce,
+        redact=redact,
+        rubric=rubric,
+    )
+
+
+def judge_prompt(
+    turn: Turn,
+    reply_text: str,
+    *,
+    limits: ContextLimits,
+    rules: Sequence[RulesSource] = (),
+    heartbeat_tasks: str | None = None,
+    previous_feedback: Sequence[str] = (),
+    meta: RunMeta | None = None,
+    nonce: str | None = None,
+    redact: Redact | None = None,
+    rubric: Rubric = DEFAULT_RUBRIC,
+    reply_scans: tokens.Cutter | None = None,
+) -> JudgePrompt:
+    """``build_judge_prompt``; ``reply_scans``: a cutter of the reply that has already
+    tokenized its ends (``view_of``'s), reused when no redaction changed the reply."""
     code = nonce or new_nonce()
     clean = _cleaner(code)
     piecewise = redact or _same
@@ -174,7 +204,10 @@ def build_judge_prompt(
     def part(source: str, limit: int, what: str, *, ends: bool = False) -> _Part:
         if not source:
             return _Part(tokens.Cutter(""), what, ends, _EMPTY)
-        cutter = tokens.Cutter(source, clean)
+        if reply_scans is not None and source is reply_scans.text:
+            cutter = reply_scans.cleaning(clean)
+        else:
+            cutter = tokens.Cutter(source, clean)
         return _Part(cutter, what, ends, _fit(cutter, limit, what, ends))
 
     fixed = rubric.tokens

@@ -43,6 +43,12 @@ VIEW_EDGE = 1000
 
 
 def reply_in_view(text: str, limit: int) -> str:
+    """What of a reply a judge prompt capping it at ``limit`` tokens can show (see
+    ``view_of``)."""
+    return view_of(tokens.Cutter(text), limit)
+
+
+def view_of(reply: tokens.Cutter, limit: int) -> str:
     """What of a reply a judge prompt capping it at ``limit`` tokens can show: the whole text
     when it fits, else the start and the end a head-and-tail cut keeps, each read on past its
     cut to the end of the line the cut splits (at most ``VIEW_EDGE`` characters), joined by a
@@ -50,9 +56,11 @@ def reply_in_view(text: str, limit: int) -> str:
 
     Every later cut of the reply in the prompt (the trim order) keeps less of the same start
     and end, so a screen of this text reads all the judge will be shown, and its cost scales
-    with ``limit``, not with the reply. Tokenizes at most the two windows the cut needs.
+    with ``limit``, not with the reply. Tokenizes at most the two windows the cut needs, and
+    ``reply`` keeps them: the prompt's own cut of the same text reuses them.
     """
-    span = tokens.Cutter(text).ends(limit, "reply").span
+    text = reply.text
+    span = reply.ends(limit, "reply").span
     if span is None:
         return text
     kept_head, kept_tail = span

@@ -261,6 +261,12 @@ class Cutter:
         self._head: _Scan | None = None
         self._tail: _Scan | None = None
 
+    def cleaning(self, clean: Callable[[str], str]) -> Cutter:
+        """A cutter of the same text with ``clean``, reusing the tokens this one scanned."""
+        other = Cutter(self.text, clean)
+        other._head, other._tail = self._head, self._tail
+        return other
+
     def _scan(self, limit: int, *, from_end: bool) -> _Scan:
         scan = _scan(
             self.text, limit, from_end=from_end, known=self._tail if from_end else self._head

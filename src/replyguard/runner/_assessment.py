@@ -22,8 +22,8 @@ from replyguard.checks.base import Check
 from replyguard.checks.running import checks_verdict, decisive_pass, merged_feedback, run_checks
 from replyguard.config._schema import VerifierConfig
 from replyguard.context import _tokens as tokens
-from replyguard.context._build import build_judge_prompt
-from replyguard.context._fitting import reply_in_view
+from replyguard.context._build import judge_prompt
+from replyguard.context._fitting import view_of
 from replyguard.context._injection import injection_feedback, suspected_injection
 from replyguard.context._prompt import (
     DEFAULT_RUBRIC,
@@ -207,10 +207,11 @@ class Assessor:
     def _slot(self) -> contextlib.AbstractAsyncContextManager[Any]:
         return self._limiter.slot() if self._limiter is not None else _NOTHING
 
-    async def judgement(self, step: Step) -> Verdict:
+    async def judgement(self, step: Step, reply_scans: tokens.Cutter | None = None) -> Verdict:
         """Judge one reply by the turn's deadline (and ``timeoutSeconds``); never raises.
 
-        Cancellation of the caller is the one exception that propagates.
+        Cancellation of the caller is the one exception that propagates. ``reply_scans``: the
+        injection screen's cutter of the reply, whose tokenized ends the prompt reuses.
         """
         profile, turn, reply = step.profile, step.turn, step.reply
         config, events = profile.config, self._events
@@ -230,7 +231,7 @@ class Assessor:
         try:
             heartbeat = self._workspace.read(config.heartbeat_file) if turn.heartbeat else None
             build = functools.partial(
-                build_judge_prompt,
+                judge_prompt,
                 turn,
                 reply.text,
                 limits=profile.limits,
@@ -240,6 +241,7 @@ class Assessor:
                 meta=reply.meta,
                 redact=self._redact,
                 rubric=profile.rubric,
+                reply_scans=reply_scans,
             )
             if len(reply.text) > _INLINE_SCAN_CHARS:  # off the loop, by the turn's deadline
                 async with _until(step.left()):
@@ -445,7 +447,7 @@ class Assessor:
         self._report_checks(turn, step.attempt, results)
         try:
             async with _until(step.left()):
-                suspicion = await _suspicion(reply.text, step.profile.limits)
+                suspicion, scans = await _suspicion(reply.text, step.profile.limits)
         except TimeoutError:
             error = "the turn's deadline passed during the injection scan"
             return _fail_open(Reason.LATENCY_BUDGET, error, started), results
@@ -463,7 +465,7 @@ class Assessor:
                     suspected_injection=suspicion,
                 )
                 return failure, results
-        verdict = await self._verdict(step, results)
+        verdict = await self._verdict(step, results, scans)
         if suspicion:
             verdict = verdict.model_copy(update={"suspected_injection": suspicion})
         if verdict.awaiting_user and (suspicion or _holds_mark(reply.text)):
@@ -471,7 +473,9 @@ class Assessor:
             verdict = verdict.model_copy(update={"awaiting_user": False})
         return verdict, results
 
-    async def _verdict(self, step: Step, results: tuple[CheckResult, ...]) -> Verdict:
+    async def _verdict(
+        self, step: Step, results: tuple[CheckResult, ...], scans: tokens.Cutter | None = None
+    ) -> Verdict:
         """The checks' verdict, the judge's, or both merged, per ``judgeAfterChecks``."""
         failure = checks_verdict(results)
         mode = step.profile.config.judge_after_checks
@@ -479,7 +483,7 @@ class Assessor:
             return failure
         if failure is None and (mode == "never" or decisive_pass(results)):
             return Verdict(passed=True, decisive=True, reasoning="deterministic checks")
-        verdict = await self.judgement(step)
+        verdict = await self.judgement(step, scans)
         if failure is None:
             return verdict
         if verdict.passed:  # the judge passed (or failed open): the checks' failure stands
@@ -509,20 +513,21 @@ class Assessor:
         )
 
 
-async def _suspicion(text: str, limits: ContextLimits) -> tuple[str, ...]:
+async def _suspicion(text: str, limits: ContextLimits) -> tuple[tuple[str, ...], tokens.Cutter]:
     """The injection detector's reasons, on what of the reply the judge prompt can show (its
-    cap's head and tail, and the lines the cut splits: ``reply_in_view``), never on what any
-    cut drops: the work scales with the cap, not with the reply. A view still long (sparse
-    text keeps many characters a token) is screened off the event loop (the caller bounds the
-    wait by the turn's deadline)."""
+    cap's head and tail, and the lines the cut splits: ``view_of``), never on what any cut
+    drops: the work scales with the cap, not with the reply. A view still long (sparse text
+    keeps many characters a token) is screened off the event loop (the caller bounds the wait
+    by the turn's deadline). Also the cutter that tokenized the reply's ends, for the prompt."""
     cap = min(limits.response_cap, limits.budget)
+    scans = tokens.Cutter(text)
     if not tokens.loaded() and not tokens.surely_within(text, cap):  # its first load blocks
-        view = await asyncio.to_thread(reply_in_view, text, cap)
+        view = await asyncio.to_thread(view_of, scans, cap)
     else:
-        view = reply_in_view(text, cap)
+        view = view_of(scans, cap)
     if len(view) > _INLINE_SCAN_CHARS:
-        return tuple(await asyncio.to_thread(suspected_injection, view))
-    return tuple(suspected_injection(view))
+        return tuple(await asyncio.to_thread(suspected_injection, view)), scans
+    return tuple(suspected_injection(view)), scans
 
 
 def _holds_mark(text: str) -> bool:
