@@ -289,3 +289,17 @@ def test_a_cutter_cleans_the_head_and_the_tail_but_never_the_marker() -> None:
     assert "characters of the reply cut here" in kept.text
     assert kept.changed
     assert (kept.counted, kept.tokens) == (False, tokens.size_bound(kept.text))
+
+
+@long_texts
+@pytest.mark.parametrize("from_end", [False, True], ids=["head", "tail"])
+@pytest.mark.parametrize(("first", "then"), [(10, 100), (100, 3000), (1000, 5000), (5, MILLION)])
+def test_a_grown_scan_holds_the_tokens_of_its_whole_piece(
+    text: str, from_end: bool, first: int, then: int
+) -> None:
+    """A scan grown from a shorter one tokenizes only what it adds past a point where the
+    tokens add up: its tokens are still exactly those of the whole piece it covers."""
+    shorter = tokens._scan(text, first, from_end=from_end)
+    grown = tokens._scan(text, then, from_end=from_end, known=shorter)
+    piece = text if grown.whole else text[-grown.size :] if from_end else text[: grown.size]
+    assert grown.tokens == tokens.encoding().encode_ordinary(piece)

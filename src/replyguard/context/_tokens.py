@@ -100,27 +100,62 @@ def _scan(text: str, limit: int, *, from_end: bool, known: _Scan | None = None) 
 
     ``whole`` is True when the whole text was tokenized. Sparse text stops the scan at
     ``_CHARS_PER_TOKEN_CEILING`` characters a token, with fewer tokens than asked for.
-    ``known``: an earlier scan of the same end, reused when it already answers.
+    ``known``: an earlier scan of the same end, reused when it already answers, and grown
+    from when it does not.
     """
-    enc = encoding()
     wanted = limit + 2  # the token at the cut may be split; keep one spare token on that side
     ceiling = max(64, (limit + 1) * _CHARS_PER_TOKEN_CEILING)
     if known is not None and (known.whole or len(known.tokens) >= wanted or known.size >= ceiling):
         return known
-    if known is not None and known.tokens:  # its density sizes the next piece
-        size = min(max(int(wanted * known.size / len(known.tokens) * 1.15) + 64, 64), ceiling)
+    scan = known
+    if scan is not None and scan.tokens:  # its density sizes the next piece
+        size = _next_size(scan, wanted, ceiling)
     else:
         size = min(_SAMPLE_CHARS, ceiling)  # a sample first: it tells the text's density
     while True:
-        if size >= len(text):
-            return _Scan(enc.encode_ordinary(text), True, len(text))
-        piece = text[-size:] if from_end else text[:size]
-        tokens = enc.encode_ordinary(piece)
-        if len(tokens) >= wanted or size >= ceiling:
-            return _Scan(tokens, False, size)
-        # Grow by the density just measured, with some to spare.
-        per_token = size / max(len(tokens), 1)
-        size = min(max(int(wanted * per_token * 1.15) + 64, size + 256), ceiling)
+        scan = _grown(text, scan, size, from_end=from_end)
+        if scan.whole or len(scan.tokens) >= wanted or size >= ceiling:
+            return scan
+        size = _next_size(scan, wanted, ceiling)
+
+
+def _next_size(scan: _Scan, wanted: int, ceiling: int) -> int:
+    """The next piece's size: ``wanted`` tokens at the density just measured, a little more
+    (a piece short of them is grown again, tokenizing only what it adds)."""
+    per_token = scan.size / max(len(scan.tokens), 1)
+    return min(max(int(wanted * per_token * 1.05) + 32, scan.size + 128), ceiling)
+
+
+def _grown(text: str, known: _Scan | None, size: int, *, from_end: bool) -> _Scan:
+    """The tokens of the first (or last) ``size`` characters of ``text``, reusing ``known``'s
+    (a shorter piece of the same end) up to the last point near its inner end where the
+    tokens on either side add up (``_joins.split``): only what lies beyond is tokenized."""
+    enc = encoding()
+    whole = size >= len(text)
+    size = min(size, len(text))
+    if known is not None and known.tokens and not known.whole:
+        if from_end:
+            start = len(text) - known.size  # ``known`` holds text[start:]
+            point = joins.first_split(text, start, start + joins.LOOK)
+            if point is not None:
+                offset = _byte_size(text[start:])
+                wanted = offset - _byte_size(text[start:point])
+                dropped = _dropped(known.tokens[: joins.LOOK * 2], offset, wanted)
+                if dropped is not None:
+                    added = enc.encode_ordinary(text[len(text) - size : point])
+                    return _Scan(added + known.tokens[dropped:], whole, size)
+        else:
+            point = joins.last_split(text, known.size - joins.LOOK, known.size)
+            if point is not None:
+                offset = _byte_size(text[: known.size])
+                wanted = offset - _byte_size(text[point : known.size])
+                back = itertools.islice(reversed(known.tokens), joins.LOOK * 2)
+                dropped = _dropped(back, offset, wanted)
+                if dropped is not None:
+                    kept = known.tokens[: len(known.tokens) - dropped]
+                    return _Scan(kept + enc.encode_ordinary(text[point:size]), whole, size)
+    piece = text if whole else text[-size:] if from_end else text[:size]
+    return _Scan(enc.encode_ordinary(piece), whole, size)
 
 
 def _decode(tokens: list[int]) -> str:
