@@ -350,11 +350,13 @@ async def test_configured_key_is_never_sent_to_a_fallback_of_another_provider(
 # --- reasoning (o-series) judges ----------------------------------------------------------------
 
 
-async def test_o_series_judge_gets_no_temperature_and_still_judges(
-    http: respx.MockRouter, config_for: Callable[..., VerifierConfig]
+@pytest.mark.parametrize("model", ["openai/o3-mini", "openai/gpt-5"])
+async def test_a_reasoning_judge_gets_no_temperature_and_still_judges(
+    http: respx.MockRouter, config_for: Callable[..., VerifierConfig], model: str
 ) -> None:
     route = http.post(OPENAI.url).mock(side_effect=answering(OPENAI, "PASS"))
-    verdict = await judge_once(config_for(OPENAI, model="openai/o3-mini"))
+    verdict = await judge_once(config_for(OPENAI, model=model))
+    assert route.call_count == 1  # litellm refused temperature=0 before sending anything
     assert "temperature" not in sent(route).body
     assert (verdict.readable, verdict.passed, verdict.fail_open_reason) == (True, True, None)
 
