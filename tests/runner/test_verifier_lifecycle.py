@@ -8,6 +8,7 @@ path (aiohttp) against the loopback provider, where each verifier's connections 
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import threading
@@ -237,3 +238,29 @@ async def test_a_timed_out_judgement_over_httpx_has_closed_its_connection_when_t
 ) -> None:
     provider.push(hang)
     assert await _open_after_a_hung_judgement(provider, config_for(wire, **deadline)) == 0
+
+
+async def _one_turn_on_a_verifier_never_closed(config: VerifierConfig) -> Status:
+    """A turn on a verifier nobody keeps or closes (built, used once, dropped)."""
+    outcome = await Verifier(config).run(ScriptedAgent([REPLY]), TURN)
+    return outcome.status
+
+
+@pytest.mark.parametrize("wire", WIRES)
+async def test_verifiers_dropped_without_aclose_leave_no_connection_open(
+    provider: ProviderServer,
+    config_for: Callable[..., VerifierConfig],
+    wire: Wire,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A host that builds verifiers and never closes them: each one's clients and sessions are
+    closed once it is collected (litellm's client cache would keep them, and a connection to
+    the provider each, for an hour), and asyncio reports no unclosed session."""
+    caplog.set_level(logging.ERROR, logger="asyncio")
+    provider.respond_with(lambda seen: Step(text="PASS"))
+    statuses = [await _one_turn_on_a_verifier_never_closed(config_for(wire)) for _ in range(4)]
+    assert statuses == [Status.PASSED] * 4
+    gc.collect()
+    assert await provider.wait_for_open_connections(0, within=5.0) == 0
+    gc.collect()
+    assert [r.getMessage() for r in caplog.records if r.name == "asyncio"] == []

@@ -136,6 +136,10 @@ class AnswerSessions:
             weakref.WeakKeyDictionary()
         )
 
+    def loops(self) -> list[asyncio.AbstractEventLoop]:
+        """The event loops with a session of this verifier's."""
+        return list(self._sessions)
+
     def session(self, litellm: Any) -> Any | None:
         """The running loop's capped session (made on first use), or None when litellm does
         not use aiohttp (``disable_aiohttp_transport``)."""

@@ -135,6 +135,11 @@ class ClientScope:
             _SCOPE.reset(token)
             calls.leave(generation)
 
+    def loops(self) -> list[asyncio.AbstractEventLoop]:
+        """The event loops this scope has made calls on (and that still exist)."""
+        with self._lock:
+            return list(self._calls)
+
     async def aclose(self) -> None:
         """Close this scope's clients of the running loop once its calls there have finished.
 
@@ -184,6 +189,41 @@ class ClientScope:
                 await result
         except Exception as exc:  # a client that fails to close is litellm's trouble, not ours
             self._events.debug("http_client_close_failed", error=describe_error(exc))
+
+
+_RELEASING: set[asyncio.Task[None]] = set()
+"""Releases under way (held so that they are not collected while they run)."""
+
+
+def release_when_collected(owner: object, scope: ClientScope, sessions: Any) -> Any:
+    """When ``owner`` (a verifier) is garbage-collected, close what its ``aclose`` would have:
+    ``scope``'s clients and ``sessions`` (its ``AnswerSessions``) on each event loop it judged
+    on that is still running, in a task there. A turn or stream in flight holds its verifier,
+    so none is using them then. Without it, litellm's client cache keeps such a verifier's
+    clients, and their connections to the provider, open for an hour. Returns the
+    ``weakref.finalize``."""
+    return weakref.finalize(owner, _release, scope, sessions)
+
+
+def _release(scope: ClientScope, sessions: Any) -> None:
+    for loop in {*scope.loops(), *sessions.loops()}:
+        if loop.is_closed() or not loop.is_running():
+            continue  # its clients went with it, or go when it runs its own clean-up
+        with contextlib.suppress(RuntimeError):  # closed meanwhile
+            loop.call_soon_threadsafe(_start_release, scope, sessions)
+
+
+def _start_release(scope: ClientScope, sessions: Any) -> None:
+    task = asyncio.get_running_loop().create_task(_released(scope, sessions))
+    _RELEASING.add(task)
+    task.add_done_callback(_RELEASING.discard)
+
+
+async def _released(scope: ClientScope, sessions: Any) -> None:
+    with contextlib.suppress(Exception):
+        await scope.aclose()
+    with contextlib.suppress(Exception):
+        await sessions.aclose()
 
 
 async def stop_logging_worker() -> None:

@@ -27,7 +27,7 @@ from replyguard.config._schema import VerifierConfig
 from replyguard.errors import VerificationExhausted
 from replyguard.judge._answer_cap import AnswerSessions
 from replyguard.judge._breaker import CircuitBreaker
-from replyguard.judge._clients import ClientScope, stop_logging_worker
+from replyguard.judge._clients import ClientScope, release_when_collected, stop_logging_worker
 from replyguard.judge._fallbacks import LiteLLMJudge
 from replyguard.judge._fleet_breaker import FleetBreaker
 from replyguard.judge._limiter import ConcurrencyLimiter
@@ -73,6 +73,7 @@ class Verifier:
     """Verifies agent replies with checks and a judge model. Immutable; share it freely."""
 
     __slots__ = (
+        "__weakref__",  # closing its clients when collected without aclose
         "_agent_pool",
         "_answer_sessions",
         "_assessor",
@@ -231,6 +232,7 @@ class Verifier:
                 self._families.warn_once(finding.event, **finding.fields)
             else:
                 events.emit(finding.log_level, finding.event, **finding.fields)
+        release_when_collected(self, clients, answer_sessions)
         if preload:
             start_preload(litellm=judge is None)
 
