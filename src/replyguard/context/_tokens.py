@@ -8,10 +8,17 @@ with ``encode_ordinary`` so text such as ``<|endoftext|>`` is counted as text, n
 
 How much of a text to tokenize for ``n`` tokens is measured, not guessed: a first piece of
 ``_SAMPLE_CHARS`` characters gives the text's characters per token (prose runs at 4 to 6, JSON
-at 3, CJK at about 1), and the next piece is sized for ``n`` tokens at that density with 15 %
-to spare. Text sparser than ``_CHARS_PER_TOKEN_CEILING`` characters a token is padding (long
-runs of one character, which tiktoken also tokenizes in quadratic time), and a prefix that
-long is treated as holding the limit.
+at 3, CJK at about 1), and the next piece is sized for ``n`` tokens at that density with 5 %
+to spare. A piece that grows tokenizes only what it adds: the tokens of the shorter piece are
+kept up to a point near its end where the tokens on either side add up (``_joins``). Text
+sparser than ``_CHARS_PER_TOKEN_CEILING`` characters a token is padding (long runs of one
+character, which tiktoken also tokenizes in quadratic time), and a prefix that long is treated
+as holding the limit.
+
+A cut's head ends, and its tail starts, at such a point too (at most ``_joins.LOOK``
+characters from where the tokens put it), so the tokens it reports are those of what it kept,
+exactly (``Kept.exact``); with no such point near (emoji, one character repeated), the cut
+stays where the tokens put it and reports a sum.
 """
 
 from __future__ import annotations
@@ -230,15 +237,18 @@ def _aligned_tail(text: str, tokens: list[int], limit: int) -> tuple[str, int | 
     """The end of ``text`` held by the last ``limit`` of ``tokens`` (the tokens of a suffix
     of ``text``), and its exact tokens: like ``_aligned_head``, its start moved on to the
     first point where the tokens add up."""
-    end = _tail_of(text, tokens, limit)
+    kept = max(min(limit, len(tokens)), 0)
+    tail = tokens[len(tokens) - kept :] if kept else []
+    data: bytes = encoding().decode_bytes(tail)
+    end = data.decode("utf-8", errors="ignore")
+    while end and not text.endswith(end):  # debris of a character the first token splits
+        end = end[1:]
     cut = len(text) - len(end)
     point = joins.first_split(text, cut - 1, cut + joins.LOOK)
     if point is None:
         return end, None
-    kept = min(limit, len(tokens))
-    tail = tokens[len(tokens) - kept :]
     wanted = _byte_size(end) - _byte_size(end[: point - cut])
-    dropped = _dropped(tail[: joins.LOOK * 2], len(encoding().decode_bytes(tail)), wanted)
+    dropped = _dropped(tail[: joins.LOOK * 2], len(data), wanted)
     return (end, None) if dropped is None else (text[point:], kept - dropped)
 
 
