@@ -18,9 +18,12 @@ Measuring: a prompt whose UTF-8 size fits the budget fits (a text never has more
 bytes), and is not tokenized at all; when every section's size also fits its own cap, the
 prompt is filled at once from the whole sections, with no cutting machinery. Otherwise the
 cuts are planned on the sections' own token counts plus the template's, with some slack, and
-the rendered prompt is then counted whole with tiktoken (``o200k_base``), never judged by
-adding up counts (BPE counts do not add exactly): only a prompt counted within the budget, or
-proved within it by its size, is returned.
+the rendered prompt's exact tiktoken count (``o200k_base``) is then taken: BPE counts do not
+add up in general, but they do across a point where tiktoken's pre-tokenizer always splits
+(``_joins``), so the sections' exact counts are reused and only the template's text and the
+few characters where a section meets it are tokenized again (a section whose count is not
+exact is tokenized with its surroundings). Only a prompt counted within the budget, or proved
+within it by its size, is returned.
 
 For every text that goes inside a section:
 
@@ -288,6 +291,6 @@ def judge_prompt(
         total = fixed + sections.tokens(code)
         if total <= budget:
             return JudgePrompt(system, user, code, total, tuple(sorted(sections.trimmed)))
-        # BPE counts do not add up exactly across pieces: leave more room, more each round.
+        # The planned sum and the exact count can differ where pieces meet: leave more room.
         slack += total - estimate + 8 * (round_number + 1)
     raise ValueError(f"the judge prompt does not fit in {budget} tokens")

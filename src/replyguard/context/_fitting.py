@@ -132,8 +132,8 @@ class _Sections:
     def estimate(self, nonce: str) -> int:
         """The review request's tokens as the sum of its parts' and the template's own.
 
-        BPE may merge a token or so differently where the parts meet: the fitted prompt is
-        counted whole before it is sent.
+        BPE may merge a token or so differently where the parts meet: the fitted prompt's
+        exact count (``tokens``) decides before it is sent.
         """
         return (
             self.template_tokens(nonce)
