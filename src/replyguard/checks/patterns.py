@@ -19,8 +19,6 @@ import re._parser as _re_parser  # type: ignore[import-not-found]  # no stubs; i
 import time
 from typing import Any
 
-import regex  # type: ignore[import-untyped]  # regex ships no type information
-
 TIME_LIMIT = 1.0
 """Seconds the patterns of one check may take on one reply, all of them together."""
 
@@ -43,14 +41,24 @@ _UNTIL: contextvars.ContextVar[float | None] = contextvars.ContextVar(
 
 def compile_pattern(source: str, flags: int = 0) -> Any:
     """``source`` compiled (``regex.IGNORECASE`` and friends as flags); ValueError if invalid."""
+    regex = _regex()
     try:
         return _compiled(source, flags)
     except regex.error as exc:
         raise ValueError(f"{source!r} is not a valid regular expression: {exc}") from None
 
 
+@functools.cache
+def _regex() -> Any:
+    """The ``regex`` module, imported on first use (only configured patterns need it)."""
+    import regex  # type: ignore[import-untyped]  # regex ships no type information
+
+    return regex
+
+
 @functools.lru_cache(maxsize=512)
 def _compiled(source: str, flags: int) -> Any:
+    regex = _regex()
     return regex.compile(source, flags | regex.VERSION0)
 
 

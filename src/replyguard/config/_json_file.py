@@ -4,7 +4,6 @@ their key, and each validation error turned into a ``(key path, message)`` pair.
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
 from collections.abc import Iterable, Mapping
@@ -146,6 +145,8 @@ def keys_at(schema: Mapping[str, Any], path: Iterable[str | int]) -> frozenset[s
 
 def unknown_key(key: object, known: Iterable[str]) -> str:
     """``unknown key``, with ``(did you mean `maxAttempts`?)`` when a known key is close."""
+    import difflib  # only for a misspelt key's suggestion
+
     close = difflib.get_close_matches(str(key), list(known), n=1, cutoff=0.75)
     return f"unknown key (did you mean `{close[0]}`?)" if close else "unknown key"
 
