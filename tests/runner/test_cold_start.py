@@ -1,14 +1,18 @@
 """A fresh process: concurrent first turns all wait for litellm's one import, none fail open;
-building a verifier starts that import (and the tokenizer's load) in a background thread."""
+building a verifier starts that import (and the tokenizer's load) in a background thread; a
+first turn waits for the tokenizer only when its prompt needs tokens."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+
+pytest_plugins = ["pytester"]
 
 TESTS = Path(__file__).resolve().parents[1]
 
@@ -173,3 +177,161 @@ def test_the_first_judge_call_after_warmup_imports_nothing_of_litellm_on_the_eve
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == "passed []"
+
+
+def run_script(script: str) -> str:
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=TESTS,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout.strip()
+
+
+FIRST_TURN = """
+    import asyncio, sys
+    from replyguard import Turn, Verifier, VerifierConfig
+    from replyguard.testing import ScriptedJudge
+
+    redacted = []
+    def redact(text):
+        redacted.append(text)
+        return text
+
+    config = VerifierConfig(
+        enabled=True, verify_all=True, model="openai/gpt-4o-mini",
+        agent_model="anthropic/claude-sonnet-4-5",
+    )
+    verifier = Verifier(
+        config, judge=ScriptedJudge(["PASS", "PASS"]), redact=redact, preload=False
+    )
+    turn = Turn(user_message={message!r})
+    outcome = asyncio.run(verifier.run(lambda m: "the reply", turn))
+    first = sorted(redacted)
+    print(outcome.status.value, "tiktoken" in sys.modules)
+    redacted.clear()
+    asyncio.run(verifier.run(lambda m: "the reply", turn))
+    print(first == sorted(redacted))
+"""
+
+
+def test_a_first_turn_whose_prompt_fits_by_size_never_loads_the_tokenizer() -> None:
+    out = run_script(FIRST_TURN.format(message="Summarise the report."))
+    assert out.splitlines() == ["passed False", "True"]
+
+
+def test_a_first_turn_too_large_to_fit_by_size_loads_the_tokenizer_and_redacts_once() -> None:
+    # 40,000 characters: more bytes than the 8,000-token budget, so the prompt is counted.
+    # The build that found the tokenizer missing is redone once it is loaded; the host's
+    # redact hook still sees each text as often as on a turn with the tokenizer loaded.
+    out = run_script(FIRST_TURN.format(message="Summarise the report. " * 1800))
+    assert out.splitlines() == ["passed True", "True"]
+
+
+def test_the_preload_loads_the_tokenizer_only_once_no_turn_is_being_verified() -> None:
+    # A verifier built while a judgement is in flight starts its preload (the tokenizer
+    # alone: it has its own judge) but the load waits for that judgement and its turn to end
+    # (the judge watches for a second: without the wait the load starts within milliseconds).
+    out = run_script(
+        """
+        import asyncio, sys, threading, time
+        import importlib.abc
+        from replyguard import Turn, Verifier, VerifierConfig
+        from replyguard.testing import ScriptedJudge
+
+        importers = {}
+
+        class Watch(importlib.abc.MetaPathFinder):
+            def find_spec(self, name, path, target=None):
+                if name == "tiktoken":
+                    importers.setdefault(name, threading.current_thread().name)
+                return None
+
+        sys.meta_path.insert(0, Watch())
+        config = VerifierConfig(
+            enabled=True, verify_all=True, model="openai/gpt-4o-mini",
+            agent_model="anthropic/claude-sonnet-4-5",
+        )
+
+        async def judge(prompt):
+            Verifier(config, judge=ScriptedJudge([]))  # starts the preload thread
+            for _ in range(20):
+                await asyncio.sleep(0.05)
+                if "tiktoken" in importers:
+                    return "FAIL: the tokenizer was loaded during the judgement"
+            return "PASS"
+
+        verifier = Verifier(config, judge=ScriptedJudge([judge]), preload=False)
+        outcome = asyncio.run(verifier.run(lambda m: "the reply", Turn(user_message="q")))
+        deadline = time.monotonic() + 60
+        while "tiktoken" not in importers and time.monotonic() < deadline:
+            time.sleep(0.05)
+        print(outcome.status.value, importers)
+        """
+    )
+    assert out == "passed {'tiktoken': 'replyguard-preload'}"
+
+
+PYTESTER_AFTER_PRELOAD = """
+    import sys, time
+    import pytest
+    from replyguard import Verifier, VerifierConfig
+
+    pytest_plugins = ["pytester"]
+
+    def test_a_builds_a_verifier_whose_preload_imports_litellm():
+        assert "litellm" not in sys.modules
+        config = VerifierConfig(
+            model="openai/gpt-4o-mini", agent_model="anthropic/claude-sonnet-4-5"
+        )
+        Verifier(config)
+        deadline = time.monotonic() + 60
+        while "openai" not in sys.modules and time.monotonic() < deadline:  # SDK import begun
+            time.sleep(0.001)
+
+    def test_b_uses_pytester_while_litellm_is_imported(pytester: pytest.Pytester):
+        # Without the wait for the preload, the snapshot was taken halfway through the OpenAI
+        # SDK's import, and its teardown (once litellm is imported) drops the SDK's client
+        # modules while litellm and the SDK's package keep references into them.
+        deadline = time.monotonic() + 60
+        litellm = sys.modules.get("litellm")
+        while time.monotonic() < deadline and not hasattr(litellm, "acompletion"):
+            time.sleep(0.01)
+
+    async def test_c_judges_a_turn_through_the_openai_sdk(provider):
+        from conftest import API_KEY
+        from replyguard import Turn
+        from support.provider_server import OPENAI, Step
+
+        provider.push(Step(text="PASS"))
+        config = VerifierConfig(
+            enabled=True, verify_all=True, model=OPENAI.judge_model, api_base=provider.url,
+            api_key=API_KEY, agent_model=OPENAI.agent_model,
+        )
+        verifier = Verifier(config)
+        outcome = await verifier.run(lambda m: "Done.", Turn(user_message="Hi"))
+        await verifier.aclose()
+        assert outcome.status.value == "passed", outcome.attempts[-1].verdict.error
+"""
+
+
+def test_pytester_after_a_verifier_was_built_leaves_litellm_and_openai_whole(
+    pytester: pytest.Pytester,
+) -> None:
+    # pytester puts back its snapshot of sys.modules at teardown: taken while the preload
+    # thread imported litellm, it dropped half of the OpenAI SDK, and the next judge call
+    # failed open on a circular import ("cannot import name '_has_header' from partially
+    # initialized module"). The suite's pytester waits for the preload.
+    # In a folder of its own, as here: the suite's conftest then overrides pytest's fixture.
+    inner = pytester.mkdir("tests")
+    shutil.copy(TESTS / "conftest.py", inner / "conftest.py")
+    shutil.copytree(TESTS / "support", inner / "support")
+    (inner / "test_order.py").write_text(textwrap.dedent(PYTESTER_AFTER_PRELOAD))
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-p", "no:randomly", "-o", "asyncio_mode=auto"
+    )
+    result.assert_outcomes(passed=3)

@@ -213,7 +213,6 @@ def judge_prompt(
             cutter = tokens.Cutter(source, clean)
         return _Part(cutter, what, ends, _fit(cutter, limit, what, ends))
 
-    fixed = rubric.tokens
     system = rubric.system
     reply_source = piecewise(reply_text)
     reply_cap = min(limits.response_cap, budget)
@@ -238,17 +237,27 @@ def judge_prompt(
     )
     # Room for BPE merging differently where the pieces meet, and for rounding.
     slack = 8 + 2 * (len(named) + len(history_source))
-    whole = _at_once(
-        system,
-        code,
-        clean,
-        budget - slack - fixed,
-        named,
-        (history(index) for index in range(len(history_source))),
-        history_cap,
-        ("history",) if history_trimmed else (),
-        rubric.category_names,
-    )
+
+    # The system message's size bounds its tokens: a request that fits beside that bound
+    # fits beside the exact count too, and is built the same, without the tokenizer.
+    def at_once(fixed: int) -> JudgePrompt | None:
+        return _at_once(
+            system,
+            code,
+            clean,
+            budget - slack - fixed,
+            named,
+            (history(index) for index in range(len(history_source))),
+            history_cap,
+            ("history",) if history_trimmed else (),
+            rubric.category_names,
+        )
+
+    bound = rubric.tokens_at_most
+    whole = at_once(bound)
+    fixed = rubric.tokens if whole is None else bound
+    if whole is None and fixed < bound:
+        whole = at_once(fixed)
     if whole is not None:
         return whole
     reply = part(reply_source, reply_cap, "reply", ends=True)

@@ -139,6 +139,13 @@ class Rubric:
         """The system message's tokens, with its message framing."""
         return tokens.count(self.system) + MESSAGE_OVERHEAD
 
+    @property
+    def tokens_at_most(self) -> int:
+        """``tokens`` once counted, else a bound on them that needs no tokenizer (the
+        system message's UTF-8 size, with its message framing)."""
+        counted = self.__dict__.get("tokens")
+        return counted if counted is not None else tokens.size_bound(self.system) + MESSAGE_OVERHEAD
+
     @functools.cached_property
     def digest(self) -> str:
         """A short hash of the system message: a change of rubric changes it."""

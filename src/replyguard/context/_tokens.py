@@ -23,9 +23,11 @@ stays where the tokens put it and reports a sum.
 
 from __future__ import annotations
 
-import functools
+import contextlib
+import contextvars
 import itertools
-from collections.abc import Callable, Iterable
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,17 +43,48 @@ _MARKER_ROOM = 24
 _PROOF = 8
 
 
-@functools.cache
-def encoding() -> Any:
-    """The ``o200k_base`` encoding, loaded once per process."""
-    import tiktoken
+_load_lock = threading.Lock()
+_loaded: list[Any] = []  # the encoding, once loaded
+# Set where loading the encoding would block what must not wait (the event loop's own
+# judge-prompt build): ``encoding()`` then raises ``NotLoaded`` instead of loading it.
+_no_load: contextvars.ContextVar[bool] = contextvars.ContextVar("replyguard_no_load", default=False)
 
-    return tiktoken.get_encoding(ENCODING_NAME)
+
+class NotLoaded(Exception):
+    """The encoding is needed but not loaded, where loading it is not allowed
+    (``without_loading``)."""
+
+
+def encoding() -> Any:
+    """The ``o200k_base`` encoding, loaded once per process (about half a second of CPU,
+    most of it holding the GIL); a thread that asks while another loads it waits for that
+    load."""
+    if _loaded:
+        return _loaded[0]
+    if _no_load.get():
+        raise NotLoaded(ENCODING_NAME)
+    with _load_lock:
+        if not _loaded:
+            import tiktoken
+
+            _loaded.append(tiktoken.get_encoding(ENCODING_NAME))
+    return _loaded[0]
 
 
 def loaded() -> bool:
     """Whether ``encoding()`` has already loaded the encoding (so calling it cannot block)."""
-    return encoding.cache_info().currsize > 0
+    return bool(_loaded)
+
+
+@contextlib.contextmanager
+def without_loading() -> Iterator[None]:
+    """Within this block, ``encoding()`` raises ``NotLoaded`` rather than load the encoding:
+    for work that needs tokens only sometimes, done where a load must not happen."""
+    token = _no_load.set(True)
+    try:
+        yield
+    finally:
+        _no_load.reset(token)
 
 
 def count(text: str) -> int:

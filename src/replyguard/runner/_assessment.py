@@ -13,7 +13,7 @@ import contextlib
 import functools
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -39,6 +39,7 @@ from replyguard.judge._limiter import ConcurrencyLimiter
 from replyguard.judge._panel import Panel, panel_verdict
 from replyguard.judge._prices import call_estimate
 from replyguard.judge._protocol import Judge, JudgeReply
+from replyguard.runner._preload import judging
 from replyguard.state import SharedState, Ticket
 from replyguard.telemetry._events import Events, describe_error, redact
 from replyguard.telemetry._ledger import member_votes
@@ -213,6 +214,10 @@ class Assessor:
         Cancellation of the caller is the one exception that propagates. ``reply_scans``: the
         injection screen's cutter of the reply, whose tokenized ends the prompt reuses.
         """
+        with judging():  # the tokenizer's background load waits for it
+            return await self._judgement(step, reply_scans)
+
+    async def _judgement(self, step: Step, reply_scans: tokens.Cutter | None) -> Verdict:
         profile, turn, reply = step.profile, step.turn, step.reply
         config, events = profile.config, self._events
         started = time.perf_counter()
@@ -247,7 +252,7 @@ class Assessor:
                 async with _until(step.left()):
                     prompt = await asyncio.to_thread(build)
             else:
-                prompt = build()
+                prompt = await _build_inline(build, self._redact, step)
         except TimeoutError:
             error = "the turn's deadline passed while the judge prompt was built"
             return failed(Reason.LATENCY_BUDGET, error)
@@ -376,22 +381,17 @@ class Assessor:
         return redacted_verdict(verdict, secrets)
 
     async def _setup(self, judge: Judge, step: Step) -> tuple[Reason, str] | None:
-        """One-time setup, off the event loop: the tokenizer, and the judge's ``warmup``
-        (litellm's import) unless it says it is ``ready``. Not judgement time, but it counts
-        against the turn's own deadline; once done it costs nothing (no await, no timeout).
-        Returns why it failed, if it did (a tokenizer that fails to load is left to the
-        prompt build, which meets the fault again)."""
+        """One-time setup, off the event loop: the judge's ``warmup`` (litellm's import)
+        unless it says it is ``ready``. Not judgement time, but it counts against the turn's
+        own deadline; once done it costs nothing (no await, no timeout). Returns why it
+        failed, if it did. The tokenizer is not waited for here: only a prompt that needs
+        tokens loads it (``_build_inline``)."""
         warmup = getattr(judge, "warmup", None)
-        wanted = warmup is not None and not getattr(judge, "ready", False)
-        if not wanted and tokens.loaded():
+        if warmup is None or getattr(judge, "ready", False):
             return None
         try:
             async with _until(step.left()):
-                if not tokens.loaded():
-                    with contextlib.suppress(Exception):
-                        await asyncio.to_thread(tokens.encoding)
-                if warmup is not None and wanted:
-                    await warmup()
+                await warmup()
         except TimeoutError:
             return Reason.LATENCY_BUDGET, "the turn's deadline passed during warm-up"
         except Exception as exc:
@@ -511,6 +511,36 @@ class Assessor:
             failed=[r.name for r in results if not r.passed],
             crashed=[r.name for r in results if r.error],
         )
+
+
+async def _build_inline(
+    build: Callable[..., JudgePrompt], redact: Redact | None, step: Step
+) -> JudgePrompt:
+    """``build()`` on the event loop; when it needs the tokenizer before it is loaded, the
+    tokenizer is loaded off the loop (by the turn's deadline) and the prompt built again, the
+    host's ``redact`` hook not asked twice about one text. A prompt whose size fits the
+    budget needs no tokens, so a first turn does not wait for the tokenizer."""
+    if tokens.loaded():
+        return build()
+    seen: dict[str, str] = {}
+
+    def recording(text: str) -> str:
+        assert redact is not None
+        seen[text] = redacted = redact(text)
+        return redacted
+
+    def replaying(text: str) -> str:
+        assert redact is not None
+        return seen[text] if text in seen else redact(text)
+
+    try:
+        with tokens.without_loading():
+            return build(redact=recording) if redact is not None else build()
+    except tokens.NotLoaded:
+        pass
+    async with _until(step.left()):
+        await asyncio.to_thread(tokens.encoding)
+    return build(redact=replaying) if redact is not None else build()
 
 
 async def _suspicion(text: str, limits: ContextLimits) -> tuple[tuple[str, ...], tokens.Cutter]:

@@ -1,43 +1,104 @@
 """Loading what a first judgement needs, in the background, once per process.
 
-A ``Verifier`` built with ``preload=True`` (the default) starts one daemon thread that loads
-the tokenizer (``o200k_base``) and, when the verifier judges through litellm, imports litellm:
-the seconds that would fall on the first judged turn run off the caller's thread and event
-loop while the host goes on starting up, so that turn waits only for what is not done yet
-(``Verifier.warmup()`` and the first judgement wait for the rest off the loop too). Each part
-starts at most once per process, whatever number of verifiers is built. A fault here is
-swallowed: the first judgement meets it again, and fails open.
+A ``Verifier`` built with ``preload=True`` (the default) starts one daemon thread that, when
+the verifier judges through litellm, imports litellm, and then loads the tokenizer
+(``o200k_base``): the seconds that would fall on the first judged turn run off the caller's
+thread and event loop while the host goes on starting up, so that turn waits only for what is
+not done yet (``Verifier.warmup()`` and the first judgement wait for the rest off the loop too).
+Each part starts at most once per process, whatever number of verifiers is built. A fault here
+is swallowed: the first judgement meets it again, and fails open.
+
+litellm comes first: every judgement through it needs it. The tokenizer is needed only by a
+prompt too large to fit the budget by its size, and loading it takes about half a second of
+CPU, most of it in tiktoken's Rust code holding the GIL: the thread starts it only while no
+judgement (nor, in ``Verifier.run``, the verifying of an agent's reply) is in flight
+(``judging``), so that it never slows a first turn that does not need it. A judgement that
+needs it loads it itself, off the loop.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Iterator
 
 from replyguard.context import _tokens as tokens
 from replyguard.judge._litellm import load_litellm
 
 _lock = threading.Lock()
 _started: set[str] = set()
+_threads: list[threading.Thread] = []
+
+
+class _Judgements:
+    """How many judgements are in flight in this process, and a wait for none to be."""
+
+    def __init__(self) -> None:
+        self._idle = threading.Condition()
+        self._count = 0
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        with self._idle:
+            self._count += 1
+        try:
+            yield
+        finally:
+            with self._idle:
+                self._count -= 1
+                if not self._count:
+                    self._idle.notify_all()
+
+    def wait_idle(self) -> None:
+        with self._idle:
+            self._idle.wait_for(lambda: not self._count)
+
+
+_judgements = _Judgements()
+
+
+def judging() -> contextlib.AbstractContextManager[None]:
+    """Mark replyguard's own work on a turn as in flight for its duration (a judgement; in
+    ``Verifier.run``, everything after the agent's reply): the tokenizer's preload waits for
+    none to be."""
+    return _judgements.running()
 
 
 def _load(parts: tuple[str, ...]) -> None:
     for part in parts:
         with contextlib.suppress(Exception):  # met again, and failed open, by a judgement
-            if part == "tokenizer":
-                tokens.encoding()
-            else:
+            if part == "litellm":
                 load_litellm()
+            else:
+                _judgements.wait_idle()
+                tokens.encoding()
 
 
 def start_preload(*, litellm: bool) -> bool:
-    """Start loading the tokenizer (and litellm) in a daemon thread unless already started in
-    this process; True when a thread was started."""
-    wanted = ("tokenizer", "litellm") if litellm else ("tokenizer",)
+    """Start importing litellm (when asked) and loading the tokenizer in a daemon thread,
+    unless already started in this process; True when a thread was started."""
+    wanted = ("litellm", "tokenizer") if litellm else ("tokenizer",)
     with _lock:
         parts = tuple(part for part in wanted if part not in _started)
         _started.update(parts)
-    if not parts:
-        return False
-    threading.Thread(target=_load, args=(parts,), name="replyguard-preload", daemon=True).start()
+        if not parts:
+            return False
+        thread = threading.Thread(
+            target=_load, args=(parts,), name="replyguard-preload", daemon=True
+        )
+        _threads.append(thread)
+    thread.start()
     return True
+
+
+def wait_for_preload(timeout: float | None = None) -> bool:
+    """Wait until every preload thread started so far has finished (or ``timeout`` seconds
+    passed); True when none is still running. For code about to replace ``sys.modules``
+    wholesale (a test framework's snapshot of it), which would otherwise drop modules that
+    a preload thread is halfway through importing."""
+    with _lock:
+        threads = list(_threads)
+    for thread in threads:
+        if thread.is_alive() and thread is not threading.current_thread():
+            thread.join(timeout)
+    return not any(thread.is_alive() for thread in threads)

@@ -47,7 +47,7 @@ from replyguard.runner._assessment import Assessor, Profile, Step
 from replyguard.runner._family_guard import FamilyGuard
 from replyguard.runner._hooks import Hook, Hooks
 from replyguard.runner._preflight import config_findings, state_findings
-from replyguard.runner._preload import start_preload
+from replyguard.runner._preload import judging, start_preload
 from replyguard.runner._run import TurnParts, _Run
 from replyguard.runner._side_effects import SideEffects
 from replyguard.runner._stream import stream_events
@@ -124,10 +124,11 @@ class Verifier:
         """``tracer_provider``: an OpenTelemetry ``TracerProvider`` to record spans with
         (whatever ``tracing`` says); without one, ``tracing: true`` uses the global provider.
 
-        ``preload``: start loading the tokenizer, and litellm when the judge is replyguard's
-        own, in a background thread now (once per process), so the first judged turn waits
-        only for what is left; ``False`` leaves it to ``warmup()`` or the first judgement (a
-        process that forks after building its verifiers, a command that may not judge)."""
+        ``preload``: start importing litellm (when the judge is replyguard's own) and then
+        loading the tokenizer (once no turn is being verified) in a background thread now,
+        once per process, so the first judged turn waits only for what is left; ``False``
+        leaves it to ``warmup()`` or the first judgement (a process that forks after building
+        its verifiers, a command that may not judge)."""
         events = Events(config.secrets())
         all_checks = (*build_checks(config, events), *(as_check(c) for c in checks))
         names = [c.name for c in all_checks]
@@ -353,7 +354,8 @@ class Verifier:
                 with agent_attempt(turn, 1):
                     reply = await call_agent(agent, messages, self._agent_pool)
                 run = _Run(self._parts, turn, profile, started, sample_key=sample_key)
-                outcome = await run.verify(agent, messages, reply)
+                with judging():
+                    outcome = await run.verify(agent, messages, reply)
             except VerificationExhausted as exc:
                 span.record(outcome_attributes, exc.outcome)
                 raise
