@@ -22,6 +22,7 @@ import pytest
 import replyguard  # noqa: F401 - sets the offline env defaults before litellm is imported
 from replyguard import VerifierConfig
 from replyguard.judge._answer_cap import close_every_session
+from replyguard.runner._preload import wait_for_preload
 from support.provider_server import ProviderServer
 
 JUDGE_MODEL = "anthropic/claude-sonnet-4-5"
@@ -179,6 +180,25 @@ async def _close_litellm_clients() -> AsyncIterator[None]:
     if litellm is not None and not importing:
         await litellm.close_litellm_async_clients()
     await close_every_session()  # the byte-capped sessions of verifiers a test did not close
+
+
+@pytest.fixture
+def _preload_finished() -> None:
+    """Wait for the preload threads of the verifiers earlier tests built (see ``pytester``)."""
+    assert wait_for_preload(timeout=120), "a preload thread still runs after 120 s"
+
+
+@pytest.fixture
+def pytester(_preload_finished: None, pytester: pytest.Pytester) -> pytest.Pytester:
+    """pytest's ``pytester``, taken once no preload thread is importing.
+
+    ``pytester`` snapshots ``sys.modules`` and puts the snapshot back at teardown, dropping
+    every module imported in between. A verifier's preload thread importing litellm in that
+    window would see the modules it had imported so far dropped, and every later import of
+    litellm or the OpenAI SDK in this process would start over from the middle of their
+    circular imports ("cannot import name ... from partially initialized module").
+    """
+    return pytester
 
 
 @pytest.fixture
