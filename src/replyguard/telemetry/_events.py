@@ -12,6 +12,7 @@ text, replies, feedback) is only added by callers when ``logContent`` is on.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Iterable, MutableMapping
@@ -118,9 +119,14 @@ class Events:
             # warnings to stderr in a host that configured no logging.
             self._stdlib.addHandler(logging.NullHandler())
         self._secrets = tuple(s for s in secrets if s)
-        import structlog  # when a verifier is built, not when replyguard is imported
 
-        self._logger = structlog.wrap_logger(
+    @functools.cached_property
+    def _logger(self) -> Any:
+        """The structlog logger, made for the first event recorded (importing structlog takes
+        longer than building a verifier: a process that records none never imports it)."""
+        import structlog
+
+        return structlog.wrap_logger(
             self._stdlib,
             processors=[_redactor(self._secrets), _to_stdlib],
             wrapper_class=structlog.stdlib.BoundLogger,
