@@ -335,3 +335,30 @@ def test_pytester_after_a_verifier_was_built_leaves_litellm_and_openai_whole(
         "-p", "no:cacheprovider", "-p", "no:randomly", "-o", "asyncio_mode=auto"
     )
     result.assert_outcomes(passed=3)
+
+
+def test_structlog_is_imported_for_the_first_event_recorded_not_for_a_verifier() -> None:
+    out = run_script(
+        """
+        import asyncio, logging, sys
+        from replyguard import Turn, Verifier, VerifierConfig
+        from replyguard.testing import ScriptedJudge
+
+        config = VerifierConfig(
+            enabled=True, verify_all=True, model="openai/gpt-4o-mini",
+            agent_model="anthropic/claude-sonnet-4-5",
+        )
+        verifier = Verifier(config, judge=ScriptedJudge(["PASS", "PASS"]), preload=False)
+        turn = Turn(user_message="q")
+        asyncio.run(verifier.run(lambda m: "the reply", turn))
+        print("structlog" in sys.modules)
+        records = []
+        handler = logging.Handler(logging.INFO)
+        handler.emit = records.append
+        logging.getLogger("replyguard").addHandler(handler)
+        logging.getLogger("replyguard").setLevel(logging.INFO)
+        asyncio.run(verifier.run(lambda m: "the reply", turn))
+        print("structlog" in sys.modules, "verdict" in {r.replyguard["event"] for r in records})
+        """
+    )
+    assert out.splitlines() == ["False", "True True"]
