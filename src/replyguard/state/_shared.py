@@ -153,12 +153,7 @@ class SharedState:
         answer, a call went on waiting for its own socket timeout (``timeoutMs``), so a turn
         with a few milliseconds left waited that long. The call runs as a task; one not done
         in time is cancelled and left to end by itself (its socket timeout bounds it), and
-        ``aclose`` waits for it. With a bound of ``timeoutMs`` (a turn with time to spare)
-        the socket timeout bounds the call as soon, and it is awaited directly: a task costs
-        about 40 µs of a turn."""
-        if bound >= self._timeout:
-            async with asyncio.timeout(bound):
-                return await work
+        ``aclose`` waits for it."""
         task = _background(work)
         try:
             done, _ = await asyncio.wait((task,), timeout=bound)
