@@ -306,37 +306,3 @@ async def test_a_loop_closed_with_a_settlement_pending_reports_no_destroyed_task
         own_redis.resume()
     assert [e["cost_usd"] for e in unsettled(events)] == [0.02]
     assert [e for e in _loop_errors(caplog) if "SharedState" in e] == []
-
-
-async def test_a_turn_with_little_time_left_is_not_held_by_a_new_connections_handshake(
-    own_redis: RedisServer, tmp_path: Path
-) -> None:
-    # The last turn's spend settlement holds the one connection on a paused Redis, so the next
-    # admission opens another; cancelled while that connection was being made, redis-py went
-    # on waiting for its handshake's answer until its socket timeout (timeoutMs, 5 s here)
-    # instead of the turn's millisecond. A new verifier each round: a new pool.
-    url = own_redis.url()
-    config = shared_config(url, tmp_path, state={"redisUrl": url, "timeoutMs": 5000})
-    for _ in range(6):  # the race is lost in some rounds only
-        verifier = verifier_for(config)
-        state = verifier._state
-        assert state is not None
-        assert await turn_state(verifier) is None
-        own_redis.pause()
-        try:
-            started = time.monotonic()
-            ticket = await state.admit(
-                ["openai/replyguard-test-judge"],
-                agent_id=None,
-                run_kind=None,
-                estimate=0.0,
-                timeout_seconds=30,
-                time_left=0.001,
-            )
-            took = time.monotonic() - started
-        finally:
-            own_redis.resume()
-        assert ticket.degraded
-        assert took < 2.0, took  # generous for a busy machine; the bug took timeoutMs (5 s)
-        await verifier.aclose()
-    assert not asyncio.all_tasks() - {asyncio.current_task()}

@@ -16,7 +16,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Coroutine, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 from replyguard.config._schema import VerifierConfig
 from replyguard.config._state import SpendLimit
@@ -45,10 +45,7 @@ _UNSETTLED = (
 )
 
 
-_T = TypeVar("_T")
-
-
-def _background(work: Coroutine[Any, Any, _T]) -> asyncio.Task[_T]:
+def _background(work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
     """A task of the running loop for ``work``, which ends by itself (bounded by
     ``timeoutMs``). A loop closed while it is pending drops it: it says so itself, so asyncio's
     "Task was destroyed but it is pending!" is turned off for it."""
@@ -85,7 +82,6 @@ class SharedState:
         self._warned_at: float | None = None
         self._pings: set[asyncio.Task[None]] = set()
         self._settling: set[asyncio.Task[None]] = set()
-        self._left: set[asyncio.Task[Any]] = set()  # calls cut off by their bound (_within)
         self._warned_unsettled = False
 
     @property
@@ -126,9 +122,10 @@ class SharedState:
             if self._available():
                 bound = max(min(self._timeout, time_left), 0.0)
                 try:
-                    decisions, refused, held = await self._within(
-                        self._redis.admit(models, counters, estimate, ttl), bound
-                    )
+                    async with asyncio.timeout(bound):
+                        decisions, refused, held = await self._redis.admit(
+                            models, counters, estimate, ttl
+                        )
                 except TimeoutError as exc:
                     if bound >= self._timeout:  # else the turn's time ran out, not Redis's
                         self._unavailable(exc)
@@ -146,36 +143,6 @@ class SharedState:
         limit, held = self._local.reserve(local_keys, estimate, ttl) if counters else (None, None)
         degraded = self._redis is not None
         return Ticket(refused=limit, reservation=held, degraded=degraded, counters=local_keys)
-
-    async def _within(self, work: Coroutine[Any, Any, _T], bound: float) -> _T:
-        """``work``'s result within ``bound`` seconds, else ``TimeoutError``, however redis-py
-        takes a cancellation: cancelled while a new connection waits for its handshake's
-        answer, a call went on waiting for its own socket timeout (``timeoutMs``), so a turn
-        with a few milliseconds left waited that long. The call runs as a task; one not done
-        in time is cancelled and left to end by itself (its socket timeout bounds it), and
-        ``aclose`` waits for it."""
-        task = _background(work)
-        try:
-            done, _ = await asyncio.wait((task,), timeout=bound)
-        except asyncio.CancelledError:
-            self._leave(task)
-            raise
-        if not done:
-            self._leave(task)
-            raise TimeoutError(f"no answer within {bound * 1000:g} ms")
-        return task.result()
-
-    def _leave(self, task: asyncio.Task[Any]) -> None:
-        """Cancel a call no longer waited for; it is kept until it ends (its outcome read,
-        so asyncio reports nothing about it)."""
-        task.cancel()
-        self._left.add(task)
-        task.add_done_callback(self._forget)
-
-    def _forget(self, task: asyncio.Task[Any]) -> None:
-        self._left.discard(task)
-        if not task.cancelled():
-            task.exception()
 
     async def settle(self, ticket: Ticket, cost: float) -> None:
         """Hand a judgement's ticket back: its breaker reports and its real ``cost``. At most
@@ -310,8 +277,5 @@ class SharedState:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        left = [t for t in list(self._left) if t.get_loop() is loop]
-        if left:  # already cancelled; each ends by its socket timeout at the latest
-            await asyncio.wait(left)
         if self._redis is not None:
             await self._redis.aclose()
