@@ -43,9 +43,9 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def test_concurrent_first_turns_in_a_fresh_process_all_reach_the_judge() -> None:
+def run_script(script: str) -> str:
     result = subprocess.run(
-        [sys.executable, "-c", SCRIPT],
+        [sys.executable, "-c", textwrap.dedent(script)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -53,7 +53,11 @@ def test_concurrent_first_turns_in_a_fresh_process_all_reach_the_judge() -> None
         check=False,
     )
     assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stdout.strip() == "['passed']"
+    return result.stdout.strip()
+
+
+def test_concurrent_first_turns_in_a_fresh_process_all_reach_the_judge() -> None:
+    assert run_script(SCRIPT) == "['passed']"
 
 
 PRELOAD = textwrap.dedent(
@@ -86,12 +90,7 @@ PRELOAD = textwrap.dedent(
 
 
 def preloaded(build: str, expected: int) -> str:
-    script = PRELOAD.format(build=build, expected=expected)
-    result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    return result.stdout.strip()
+    return run_script(PRELOAD.format(build=build, expected=expected))
 
 
 def test_building_a_verifier_loads_litellm_and_the_tokenizer_in_a_background_thread() -> None:
@@ -115,10 +114,7 @@ def test_the_preload_starts_once_per_process() -> None:
         "from replyguard.runner._preload import start_preload as s; "
         "print(s(litellm=False), s(litellm=False), s(litellm=True), s(litellm=True))"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
-    )
-    assert result.stdout.split() == ["True", "False", "True", "False"]
+    assert run_script(script).split() == ["True", "False", "True", "False"]
 
 
 FIRST_CALL = textwrap.dedent(
@@ -167,29 +163,7 @@ def test_the_first_judge_call_after_warmup_imports_nothing_of_litellm_on_the_eve
     """litellm imports parts of itself lazily on its first call (its logging callback manager
     alone took 0.4 s), on the thread that calls: the event loop, where every turn then stalls
     and no deadline can fire. ``warmup()`` (and the background preload) import them first."""
-    result = subprocess.run(
-        [sys.executable, "-c", FIRST_CALL.format(wire=wire)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=TESTS,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stdout.strip() == "passed []"
-
-
-def run_script(script: str) -> str:
-    result = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(script)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=TESTS,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    return result.stdout.strip()
+    assert run_script(FIRST_CALL.format(wire=wire)) == "passed []"
 
 
 FIRST_TURN = """

@@ -191,40 +191,6 @@ async def test_a_turn_out_of_time_does_not_mark_redis_down(
     await verifier.aclose()
 
 
-async def test_aclose_with_a_settlement_in_flight_on_a_paused_redis_is_bounded_and_leaves_no_task(
-    own_redis: RedisServer, tmp_path: Path
-) -> None:
-    verifier = verifier_for(shared_config(own_redis.url(), tmp_path))
-    state = verifier._state
-    assert state is not None
-    assert await turn_state(verifier) is None  # the client is made and connected
-    ticket = await state.admit(
-        ["openai/replyguard-test-judge"],
-        agent_id=None,
-        run_kind=None,
-        estimate=0.01,
-        timeout_seconds=30,
-        time_left=5.0,
-    )
-    assert ticket.shared and ticket.reservation is not None
-    own_redis.pause()
-    try:
-        await state.settle(ticket, 0.01)  # spend alone: settled in the background
-        (settling,) = state._settling
-        started = time.monotonic()
-        await verifier.aclose()
-        assert time.monotonic() - started < 3.0  # each Redis call bounded by timeoutMs (0.5 s)
-    finally:
-        own_redis.resume()
-    assert settling.done() and not state._settling and not state._pings
-
-
-def _loop_errors(caplog: pytest.LogCaptureFixture) -> list[str]:
-    """What asyncio itself reported ("Task was destroyed but it is pending!", ...)."""
-    reported = [r for r in caplog.records if r.name == "asyncio" and r.levelno >= logging.WARNING]
-    return [r.getMessage() for r in reported]
-
-
 async def _settlement_in_flight(verifier: Verifier, redis: RedisServer) -> None:
     """Start a spend settlement in the background and leave it waiting on a paused Redis."""
     state = verifier._state
@@ -242,6 +208,29 @@ async def _settlement_in_flight(verifier: Verifier, redis: RedisServer) -> None:
     redis.pause()
     await state.settle(ticket, 0.02)  # spend alone: settled in the background
     assert len(state._settling) == 1
+
+
+async def test_aclose_with_a_settlement_in_flight_on_a_paused_redis_is_bounded_and_leaves_no_task(
+    own_redis: RedisServer, tmp_path: Path
+) -> None:
+    verifier = verifier_for(shared_config(own_redis.url(), tmp_path))
+    state = verifier._state
+    assert state is not None
+    try:
+        await _settlement_in_flight(verifier, own_redis)
+        (settling,) = state._settling
+        started = time.monotonic()
+        await verifier.aclose()
+        assert time.monotonic() - started < 3.0  # each Redis call bounded by timeoutMs (0.5 s)
+    finally:
+        own_redis.resume()
+    assert settling.done() and not state._settling and not state._pings
+
+
+def _loop_errors(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """What asyncio itself reported ("Task was destroyed but it is pending!", ...)."""
+    reported = [r for r in caplog.records if r.name == "asyncio" and r.levelno >= logging.WARNING]
+    return [r.getMessage() for r in reported]
 
 
 def unsettled(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
