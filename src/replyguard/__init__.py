@@ -8,23 +8,18 @@
 Everything the verifier itself gets wrong fails open: the reply is delivered as it is.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from replyguard._env import set_env_defaults
 
 set_env_defaults()
 
-from replyguard._public import present_as  # noqa: E402
+from replyguard._public import lazy_attribute, present_as  # noqa: E402
 from replyguard._version import __version__  # noqa: E402
 from replyguard.checks import (  # noqa: E402 - after the env defaults
     Check,
     CheckResult,
-    ClaimCheck,
-    CommandCheck,
     FunctionCheck,
-    HeartbeatCheck,
-    HttpRequestCheck,
-    JsonCheck,
-    RuleCheck,
-    repair_json,
 )
 from replyguard.config._schema import VerifierConfig  # noqa: E402
 from replyguard.errors import (  # noqa: E402
@@ -60,6 +55,17 @@ from replyguard.types import (  # noqa: E402
     Turn,
     Verdict,
 )
+
+if TYPE_CHECKING:
+    from replyguard.checks import (
+        ClaimCheck,
+        CommandCheck,
+        HeartbeatCheck,
+        HttpRequestCheck,
+        JsonCheck,
+        RuleCheck,
+        repair_json,
+    )
 
 __all__ = [
     "Attempt",
@@ -104,6 +110,26 @@ __all__ = [
     "skip_reason",
 ]
 
-present_as(__name__, globals(), __all__)
+# The built-in checks load on first use (``replyguard.JsonCheck``): most verifiers need none.
+_LAZY = dict.fromkeys(
+    (
+        "ClaimCheck",
+        "CommandCheck",
+        "HeartbeatCheck",
+        "HttpRequestCheck",
+        "JsonCheck",
+        "RuleCheck",
+        "repair_json",
+    ),
+    "checks",
+)
 
-present_as(__name__, globals(), __all__)
+present_as(__name__, globals(), [name for name in __all__ if name not in _LAZY])
+
+
+def __getattr__(name: str) -> Any:
+    return lazy_attribute(__name__, globals(), _LAZY, name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

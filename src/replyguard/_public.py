@@ -3,8 +3,9 @@ does, so reprs and tracebacks show no private path. Where each was defined stays
 
 from __future__ import annotations
 
+import importlib
 import sys
-from collections.abc import Iterable, MutableMapping
+from collections.abc import Collection, Iterable, Mapping, MutableMapping
 from typing import Any
 
 _DEFINED_IN: dict[int, str] = {}
@@ -36,3 +37,23 @@ def defined_in(obj: Any) -> str:
     """The module that defined ``obj``, whatever its ``__module__`` says now."""
     module: str = _DEFINED_IN.get(id(obj), obj.__module__)
     return module
+
+
+def lazy_attribute(
+    package: str,
+    namespace: MutableMapping[str, Any],
+    lazy: Mapping[str, str],
+    name: str,
+    presented: Collection[str] = (),
+) -> Any:
+    """The module ``__getattr__`` of a package whose names in ``lazy`` (name: module, relative
+    to the package) load on first use: ``name`` imported, presented as ``replyguard``'s when in
+    ``presented``, and kept in ``namespace`` so that the next look-up is a plain one."""
+    module = lazy.get(name)
+    if module is None:
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{package}.{module}"), name)
+    if name in presented:
+        present_as("replyguard", {name: value}, (name,))
+    namespace[name] = value
+    return value

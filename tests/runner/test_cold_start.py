@@ -120,17 +120,37 @@ def test_the_preload_starts_once_per_process() -> None:
 FIRST_CALL = textwrap.dedent(
     """
     import asyncio, importlib.abc, sys, threading
+    import jinja2
+    import pydantic._internal._model_construction as construction
     from support.provider_server import ANTHROPIC, OPENAI, ProviderServer, Step
     from replyguard import Turn, Verifier, VerifierConfig
 
-    on_the_loop = []
+    on_the_loop, anywhere, built = [], [], []
+    complete_model_class, compile_template = construction.complete_model_class, None
+
+    def watched_build(cls, *args, **kwargs):
+        if Watch.watching:
+            built.append(cls.__name__)
+        return complete_model_class(cls, *args, **kwargs)
+
+    construction.complete_model_class = watched_build
+    compile_template = jinja2.Environment.compile
+
+    def watched_compile(self, *args, **kwargs):
+        if Watch.watching:
+            built.append("template")
+        return compile_template(self, *args, **kwargs)
+
+    jinja2.Environment.compile = watched_compile
 
     class Watch(importlib.abc.MetaPathFinder):
         watching = False
 
         def find_spec(self, name, path, target=None):
-            if Watch.watching and threading.current_thread() is threading.main_thread():
-                on_the_loop.append(name)
+            if Watch.watching and name.startswith("litellm"):
+                anywhere.append(name)
+                if threading.current_thread() is threading.main_thread():
+                    on_the_loop.append(name)
             return None
 
     sys.meta_path.insert(0, Watch())
@@ -148,7 +168,7 @@ FIRST_CALL = textwrap.dedent(
         outcome = await verifier.run(lambda m: "Done: the reply.", Turn(user_message="q"))
         Watch.watching = False
         await verifier.aclose()
-        print(outcome.status.value, sorted(n for n in on_the_loop if n.startswith("litellm")))
+        print(outcome.status.value, sorted(on_the_loop), sorted(anywhere), built)
 
     with ProviderServer(default=Step(text="PASS")) as server:
         asyncio.run(main(server.url))
@@ -157,13 +177,15 @@ FIRST_CALL = textwrap.dedent(
 
 
 @pytest.mark.parametrize("wire", ["openai", "anthropic"])
-def test_the_first_judge_call_after_warmup_imports_nothing_of_litellm_on_the_event_loop(
-    wire: str,
-) -> None:
-    """litellm imports parts of itself lazily on its first call (its logging callback manager
-    alone took 0.4 s), on the thread that calls: the event loop, where every turn then stalls
-    and no deadline can fire. ``warmup()`` (and the background preload) import them first."""
-    assert run_script(FIRST_CALL.format(wire=wire)) == "passed []"
+def test_the_first_judge_call_after_warmup_imports_nothing_of_litellm(wire: str) -> None:
+    """litellm imports parts of itself lazily on its first call: on the thread that calls (the
+    event loop, where every turn then stalls and no deadline can fire: its logging callback
+    manager alone took 0.4 s), and in its executor thread, holding the GIL all the same (the
+    proxy's types for the file-id look-up, and on Anthropic's route its own tokenizer: 0.2-0.4 s
+    each). ``warmup()`` (and the background preload) load them first, and build what a turn
+    builds on first use (the models' validators, litellm's and replyguard's; the judge prompt's
+    templates): the first turn after it imports and builds nothing, on any thread."""
+    assert run_script(FIRST_CALL.format(wire=wire)) == "passed [] [] []"
 
 
 FIRST_TURN = """
@@ -336,3 +358,54 @@ def test_structlog_is_imported_for_the_first_event_recorded_not_for_a_verifier()
         """
     )
     assert out.splitlines() == ["False", "True True"]
+
+
+def test_a_verifier_loads_only_what_its_config_asks_for() -> None:
+    """Built-in checks, a panel, shared state, router groups and streaming load on first use:
+    a plain verifier (whose default checks are the heartbeat one) and its turn import none of
+    them; each name still resolves, reporting
+    ``replyguard`` as its module, and a config that lists a check loads that one."""
+    out = run_script(
+        """
+        import asyncio, sys
+        import replyguard
+        from replyguard import Turn, Verifier, VerifierConfig
+        from replyguard.testing import ScriptedJudge
+
+        LAZY = (
+            "replyguard.checks.claims", "replyguard.checks.command",
+            "replyguard.checks.http_request",
+            "replyguard.checks.json_check", "replyguard.checks.json_repair",
+            "replyguard.checks.rules", "replyguard.checks.incremental",
+            "replyguard.judge._panel", "replyguard.judge._router",
+            "replyguard.judge._fleet_breaker", "replyguard.state", "replyguard.runner._stream",
+        )
+        config = VerifierConfig(
+            enabled=True, verify_all=True, model="openai/gpt-4o-mini",
+            agent_model="anthropic/claude-sonnet-4-5",
+        )
+        verifier = Verifier(config, judge=ScriptedJudge(["PASS"]), preload=False)
+        outcome = asyncio.run(verifier.run(lambda m: "the reply", Turn(user_message="q")))
+        print(outcome.status.value, [name for name in LAZY if name in sys.modules])
+        print(replyguard.RuleCheck.__module__, replyguard.repair_json.__module__,
+              "JsonCheck" in dir(replyguard), "replyguard.checks.json_check" in sys.modules)
+        with_claims = VerifierConfig(
+            enabled=True, model="openai/gpt-4o-mini", agent_model="anthropic/claude-sonnet-4-5",
+            checks=[{"type": "claims"}],
+        )
+        Verifier(with_claims, judge=ScriptedJudge([]), preload=False)
+        print("replyguard.checks.claims" in sys.modules, sys.modules[
+            "replyguard.checks.claims"
+        ].ClaimCheck.__module__)
+        try:
+            replyguard.NoSuchName
+        except AttributeError as exc:
+            print(exc)
+        """
+    )
+    assert out.splitlines() == [
+        "passed []",
+        "replyguard replyguard True False",
+        "True replyguard",
+        "module 'replyguard' has no attribute 'NoSuchName'",
+    ]

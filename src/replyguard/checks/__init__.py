@@ -1,14 +1,49 @@
-"""Deterministic checks that run before the judge: the protocol and the built-ins."""
+"""Deterministic checks that run before the judge: the protocol and the built-ins.
 
+The built-in checks load on first use (``replyguard.checks.ClaimCheck``, or a config that lists
+one): a verifier without them never imports them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from replyguard._public import lazy_attribute
 from replyguard.checks.base import Check, CheckResult, FunctionCheck, as_check, failed, passed
-from replyguard.checks.claim_tools import DEFAULT_CLAIMS
-from replyguard.checks.claims import ClaimCheck
-from replyguard.checks.command import CommandCheck
-from replyguard.checks.heartbeat import HeartbeatCheck, open_tasks
-from replyguard.checks.http_request import HttpRequestCheck
-from replyguard.checks.json_check import JsonCheck
-from replyguard.checks.json_repair import repair_json
-from replyguard.checks.rules import RuleCheck
+
+if TYPE_CHECKING:
+    from replyguard.checks.claim_tools import DEFAULT_CLAIMS
+    from replyguard.checks.claims import ClaimCheck
+    from replyguard.checks.command import CommandCheck
+    from replyguard.checks.heartbeat import HeartbeatCheck, open_tasks
+    from replyguard.checks.http_request import HttpRequestCheck
+    from replyguard.checks.json_check import JsonCheck
+    from replyguard.checks.json_repair import repair_json
+    from replyguard.checks.rules import RuleCheck
+
+_LAZY = {
+    "DEFAULT_CLAIMS": "claim_tools",
+    "ClaimCheck": "claims",
+    "CommandCheck": "command",
+    "HeartbeatCheck": "heartbeat",
+    "open_tasks": "heartbeat",
+    "HttpRequestCheck": "http_request",
+    "JsonCheck": "json_check",
+    "repair_json": "json_repair",
+    "RuleCheck": "rules",
+}
+# What ``replyguard`` itself exports: its ``__module__`` says ``replyguard`` once loaded.
+_PRESENTED = frozenset(
+    {
+        "ClaimCheck",
+        "CommandCheck",
+        "HeartbeatCheck",
+        "HttpRequestCheck",
+        "JsonCheck",
+        "RuleCheck",
+        "repair_json",
+    }
+)
 
 __all__ = [
     "DEFAULT_CLAIMS",
@@ -27,3 +62,11 @@ __all__ = [
     "passed",
     "repair_json",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    return lazy_attribute(__name__, globals(), _LAZY, name, _PRESENTED)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

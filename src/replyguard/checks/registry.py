@@ -12,13 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import replyguard.checks
 from replyguard.checks.base import Check
-from replyguard.checks.claims import ClaimCheck
-from replyguard.checks.command import CommandCheck
-from replyguard.checks.heartbeat import HeartbeatCheck
-from replyguard.checks.http_request import HttpRequestCheck
-from replyguard.checks.json_check import JsonCheck
-from replyguard.checks.rules import RuleCheck
 from replyguard.config._checks import (
     CheckSpec,
     CommandCheckSpec,
@@ -47,15 +42,16 @@ def _refuse_cwd_outside(spec: CommandCheckSpec, workspace_dir: str | None, key: 
         raise ConfigError(None, [(key, message)])
 
 
-_BUILDERS: dict[str, Callable[..., Check]] = {
-    "rules": RuleCheck,
-    "json": JsonCheck,
-    "http_request": HttpRequestCheck,
-    "command": CommandCheck,
-    "claims": ClaimCheck,
-    "heartbeat": HeartbeatCheck,
+_BUILDERS = {
+    "rules": "RuleCheck",
+    "json": "JsonCheck",
+    "http_request": "HttpRequestCheck",
+    "command": "CommandCheck",
+    "claims": "ClaimCheck",
+    "heartbeat": "HeartbeatCheck",
 }
-"""Each spec's keys are its check's keyword arguments, but for the few mapped below."""
+"""Each type's check class in ``replyguard.checks``, loaded when a config first lists one. Each
+spec's keys are its check's keyword arguments, but for the few mapped below."""
 
 
 def build_check(spec: CheckSpec, config: VerifierConfig, events: Events) -> Check:
@@ -73,7 +69,8 @@ def build_check(spec: CheckSpec, config: VerifierConfig, events: Events) -> Chec
         options.update(
             workspace_dir=config.workspace_dir, heartbeat_file=config.heartbeat_file, events=events
         )
-    return _BUILDERS[spec.type](**options)
+    build: Callable[..., Check] = getattr(replyguard.checks, _BUILDERS[spec.type])
+    return build(**options)
 
 
 def build_checks(config: VerifierConfig, events: Events) -> list[Check]:

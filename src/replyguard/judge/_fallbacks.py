@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from replyguard.config._schema import VerifierConfig
 from replyguard.context._prompt import JudgePrompt
@@ -74,7 +74,6 @@ from replyguard.judge._litellm import (
 )
 from replyguard.judge._prompt_cache import with_cached_system
 from replyguard.judge._protocol import JudgeReply, verdict_format
-from replyguard.judge._router import JudgeRouter
 from replyguard.telemetry._events import Events, describe_error
 from replyguard.telemetry._tracing import (
     NO_TRACING,
@@ -83,6 +82,9 @@ from replyguard.telemetry._tracing import (
     chat_attributes,
     finish_reasons,
 )
+
+if TYPE_CHECKING:  # loaded when a config names router groups
+    from replyguard.judge._router import JudgeRouter
 
 # How long before the deadline the last model's share ends (at most 1 % of the time).
 _DEADLINE_GUARD = 0.01

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import importlib
 import sys
+import threading
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from replyguard._families import model_family
@@ -23,11 +26,14 @@ Failure = Literal["config", "timeout", "transient"]
 _BUSY_STATUSES = frozenset({408, 409, 429})
 
 
-# What litellm imports lazily on its first call (litellm 1.110: its logging callback manager,
-# about 0.4 s, and the modules of the routes every call looks up), on the thread that makes
-# the call: the event loop. Imported here, off the loop, with litellm itself; a name another
-# litellm version lacks is skipped.
-_FIRST_CALL_MODULES = (
+# What litellm loads lazily on its first call (litellm 1.110), done here with litellm itself,
+# off the event loop, so that the first turn after ``warmup()`` (or the background preload)
+# pays for none of it: a module (``module``), a lazy attribute (``module:attribute``), or a
+# pydantic model whose validator is built on first use (``module:Model``). A name another
+# litellm version lacks is skipped; what is skipped, the first call still does itself.
+_FIRST_CALL = (
+    # On the thread that calls, the event loop: its logging callback manager (about 0.4 s)
+    # and the modules of the routes every call looks up.
     "litellm.litellm_core_utils.logging_callback_manager",
     "litellm._service_logger",
     "litellm.integrations.prometheus_services",
@@ -38,31 +44,84 @@ _FIRST_CALL_MODULES = (
     "litellm.llms.github_copilot.github_host",
     "litellm.llms.github_copilot.per_user_auth",
     "litellm.llms.anthropic.completion.transformation",
+    "litellm:logging_callback_manager",
+    "litellm:LiteLLMProxyChatConfig",
+    "litellm:EdenAIChatConfig",
+    "litellm:FalAIChatConfig",
+    # In its executor thread, holding the GIL all the same: the look-up of file ids in the
+    # messages imports the proxy's types (about 30 modules, 0.2-0.4 s), the parameters and
+    # the response are validated by models built on first use (about 40 ms), and the success
+    # logging imports its savings tracker.
+    "litellm.proxy.openai_files_endpoints.common_utils",
+    "litellm.proxy.spend_tracking.savings",
+    "litellm.types.router:GenericLiteLLMParams",
+    "litellm.types.router:LiteLLM_Params",
+    "litellm.types.utils:Message",
+    "litellm.types.utils:Choices",
+    "litellm.types.utils:ModelResponse",
+    "litellm.types.utils:Usage",
+    "litellm.types.utils:PromptTokensDetailsWrapper",
+    "litellm.types.utils:CompletionTokensDetailsWrapper",
+    "litellm.types.services:ServiceLoggerPayload",
 )
-_FIRST_CALL_ATTRIBUTES = (
-    "logging_callback_manager",
-    "LiteLLMProxyChatConfig",
-    "EdenAIChatConfig",
-    "FalAIChatConfig",
-)
+# What one provider's route loads on its first call, beyond the above. Anthropic's counts
+# tokens with litellm's own tokenizer (``cl100k_base``, 0.2-0.3 s to load), which an OpenAI
+# judge never loads: so only a verifier with such a judge loads it early.
+_FIRST_CALL_BY_ROUTE: dict[str, tuple[str, ...]] = {
+    "anthropic": ("litellm.main:encoding",),
+    "openai": (
+        "litellm.llms.openai.chat.gpt_audio_transformation",
+        "openai.types.chat.chat_completion:ChatCompletion",
+        "openai.types.chat.chat_completion:Choice",
+        "openai.types.chat.chat_completion_message:ChatCompletionMessage",
+    ),
+}
+_loading = threading.Lock()
+
+
+def first_use(name: str) -> None:
+    """Do now what a first use of ``name`` would do (see ``_FIRST_CALL``); a failure is left
+    to that first use. A model is built only where pydantic builds models thread-safely (from
+    the version with its rebuild lock): otherwise a turn building it at the same time could
+    see it half built."""
+    module, _, attribute = name.partition(":")
+    with contextlib.suppress(Exception):
+        value = importlib.import_module(module)
+        if attribute:
+            value = getattr(value, attribute)
+        deferred = isinstance(value, type) and value.__dict__.get("__pydantic_complete__") is False
+        if deferred and _rebuilds_are_thread_safe():
+            value.__pydantic_validator__.validate_python  # noqa: B018 - its first use builds it
+
+
+@functools.cache
+def _rebuilds_are_thread_safe() -> bool:
+    import pydantic.main
+
+    return hasattr(pydantic.main, "_rebuild_lock")
 
 
 def load_litellm() -> Any:
     """litellm, imported in this thread (blocking: seconds the first time, once per process),
-    with what its first call would otherwise import on the event loop."""
-    # import_module waits on the import lock while another thread is importing litellm.
-    module: Any = importlib.import_module("litellm")
-    if not getattr(module, "suppress_debug_info", False):
-        for name in _FIRST_CALL_MODULES:
-            with contextlib.suppress(Exception):
-                importlib.import_module(name)
-        for name in _FIRST_CALL_ATTRIBUTES:  # litellm's lazy attributes: resolved once
-            with contextlib.suppress(Exception):
-                getattr(module, name)
-    # Otherwise litellm prints a "Give Feedback / Get Help" banner to stdout on every provider
-    # error, and a library must print nothing. Set last: it marks the load as complete.
-    module.suppress_debug_info = True
+    with what its first call would otherwise load (``_FIRST_CALL``); one thread at a time."""
+    with _loading:  # import_module alone would wait for another thread's import of litellm
+        module: Any = importlib.import_module("litellm")
+        if not getattr(module, "suppress_debug_info", False):
+            for name in _FIRST_CALL:
+                first_use(name)
+        # Otherwise litellm prints a "Give Feedback / Get Help" banner to stdout on every
+        # provider error, and a library must print nothing. Set last: it marks the load done.
+        module.suppress_debug_info = True
     return module
+
+
+def load_routes(models: Iterable[str]) -> None:
+    """What the routes of ``models`` load on their first call, loaded now in this thread
+    (litellm imported first if need be)."""
+    load_litellm()
+    for route in {_provider(model) for model in models}:
+        for name in _FIRST_CALL_BY_ROUTE.get(route or "", ()):
+            first_use(name)
 
 
 def _loaded_litellm() -> Any | None:

@@ -15,7 +15,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from replyguard._workspace import Workspace
 from replyguard.checks.base import Check
@@ -36,15 +36,17 @@ from replyguard.context._prompt import (
 from replyguard.errors import CircuitOpenError, JudgeConfigError
 from replyguard.gate._triggers import TriggerMatcher
 from replyguard.judge._limiter import ConcurrencyLimiter
-from replyguard.judge._panel import Panel, panel_verdict
 from replyguard.judge._prices import call_estimate
 from replyguard.judge._protocol import Judge, JudgeReply
 from replyguard.runner._preload import judging
-from replyguard.state import SharedState, Ticket
 from replyguard.telemetry._events import Events, describe_error, redact
 from replyguard.telemetry._ledger import member_votes
 from replyguard.telemetry._tracing import NO_TRACING, Tracing
 from replyguard.types import CheckResult, FailCategory, Reason, Reply, Turn, Verdict
+
+if TYPE_CHECKING:  # loaded when a config asks for a panel or shared state
+    from replyguard.judge._panel import Panel
+    from replyguard.state import SharedState, Ticket
 
 _INLINE_SCAN_CHARS = 50_000
 _JUDGE_TEXTS = ("raw", "feedback", "reasoning", "model", "error")
@@ -276,6 +278,8 @@ class Assessor:
         self, panel: Panel, prompt: JudgePrompt, step: Step, budget: Budget, deadline: float
     ) -> Verdict:
         """Every member asked at once, by the same deadline; the panel's decision."""
+        from replyguard.judge._panel import panel_verdict  # only a panel's verifier loads it
+
         started = time.perf_counter()
         asks = [
             self._ask(judge, config, prompt, step, budget, deadline, started)

@@ -1,10 +1,13 @@
 """Loading what a first judgement needs, in the background, once per process.
 
-A ``Verifier`` built with ``preload=True`` (the default) starts one daemon thread that, when
-the verifier judges through litellm, imports litellm, and then loads the tokenizer
-(``o200k_base``): the seconds that would fall on the first judged turn run off the caller's
-thread and event loop while the host goes on starting up, so that turn waits only for what is
-not done yet (``Verifier.warmup()`` and the first judgement wait for the rest off the loop too).
+A ``Verifier`` built with ``preload=True`` (the default) starts one daemon thread that compiles
+the judge prompt's templates and builds the validators of the models every judged turn uses,
+then, when the verifier judges through litellm, imports litellm with what its first call to
+each judge model's route would load (``replyguard.judge._litellm``), and then loads the
+tokenizer (``o200k_base``): the seconds that would fall on the first judged turn run off the
+caller's thread and event loop while the host goes on starting up, so that turn waits only for
+what is not done yet (``Verifier.warmup()`` and the first judgement wait for the rest off the
+loop too).
 Each part starts at most once per process, whatever number of verifiers is built. A fault here
 is swallowed: the first judgement meets it again, and fails open.
 
@@ -20,10 +23,25 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
+from replyguard._templates import template
 from replyguard.context import _tokens as tokens
-from replyguard.judge._litellm import load_litellm
+from replyguard.judge._litellm import first_use, load_litellm, load_routes
+
+# What every judged turn builds on first use: the judge prompt's templates, compiled, and the
+# validators of its models (built on first use, not at import).
+_TURN_TEMPLATES = ("judge_system.j2", "judge_context.j2")
+_TURN_MODELS = (
+    "replyguard.types:Turn",
+    "replyguard.types:Reply",
+    "replyguard.types:RunMeta",
+    "replyguard.types:Outcome",
+    "replyguard.types:Attempt",
+    "replyguard.types:Verdict",
+    "replyguard.types:CheckResult",
+    "replyguard.judge._protocol:JudgeReply",
+)
 
 _lock = threading.Lock()
 _started: set[str] = set()
@@ -67,17 +85,33 @@ def judging() -> contextlib.AbstractContextManager[None]:
 def _load(parts: tuple[str, ...]) -> None:
     for part in parts:
         with contextlib.suppress(Exception):  # met again, and failed open, by a judgement
-            if part == "litellm":
+            if part == "turn":
+                prepare_turn()
+            elif part == "litellm":
                 load_litellm()
+            elif part.startswith("route:"):
+                load_routes((part.removeprefix("route:"),))
             else:
                 _judgements.wait_idle()
                 tokens.encoding()
 
 
-def start_preload(*, litellm: bool) -> bool:
-    """Start importing litellm (when asked) and loading the tokenizer in a daemon thread,
-    unless already started in this process; True when a thread was started."""
-    wanted = ("litellm", "tokenizer") if litellm else ("tokenizer",)
+def prepare_turn() -> None:
+    """Compile the judge prompt's templates and build the validators of the models every
+    judged turn uses (about 20 ms in all), as their first use would."""
+    for name in _TURN_TEMPLATES:
+        with contextlib.suppress(Exception):  # met again by the first judgement
+            template(name)
+    for name in _TURN_MODELS:
+        first_use(name)
+
+
+def start_preload(*, litellm: bool, models: Iterable[str] = ()) -> bool:
+    """Start importing litellm (when asked) with what the routes of the judge ``models``
+    load on their first call, then loading the tokenizer, in a daemon thread; each part at
+    most once per process. True when a thread was started."""
+    routes = tuple(f"route:{model}" for model in dict.fromkeys(models)) if litellm else ()
+    wanted = ("turn", "litellm", *routes, "tokenizer") if litellm else ("turn", "tokenizer")
     with _lock:
         parts = tuple(part for part in wanted if part not in _started)
         _started.update(parts)

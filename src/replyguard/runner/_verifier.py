@@ -18,7 +18,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from replyguard._workspace import Workspace
 from replyguard.checks.base import Check, as_check
@@ -29,12 +29,9 @@ from replyguard.judge._answer_cap import AnswerSessions
 from replyguard.judge._breaker import CircuitBreaker
 from replyguard.judge._clients import ClientScope, release_when_collected, stop_logging_worker
 from replyguard.judge._fallbacks import LiteLLMJudge
-from replyguard.judge._fleet_breaker import FleetBreaker
 from replyguard.judge._limiter import ConcurrencyLimiter
-from replyguard.judge._litellm import import_litellm
-from replyguard.judge._panel import Panel
+from replyguard.judge._litellm import import_litellm, load_routes
 from replyguard.judge._protocol import Judge
-from replyguard.judge._router import JudgeRouter
 from replyguard.runner._agents import (
     Agent,
     AgentPool,
@@ -47,13 +44,11 @@ from replyguard.runner._assessment import Assessor, Profile, Step
 from replyguard.runner._family_guard import FamilyGuard
 from replyguard.runner._hooks import Hook, Hooks
 from replyguard.runner._preflight import config_findings, state_findings
-from replyguard.runner._preload import judging, start_preload
+from replyguard.runner._preload import judging, prepare_turn, start_preload
 from replyguard.runner._run import TurnParts, _Run
 from replyguard.runner._side_effects import SideEffects
-from replyguard.runner._stream import stream_events
 from replyguard.runner._sync import SyncLoop
 from replyguard.runner._turn_scope import agent_attempt, with_turn_id
-from replyguard.state import SharedState
 from replyguard.telemetry._events import Events
 from replyguard.telemetry._ledger import Ledger
 from replyguard.telemetry._tracing import (
@@ -64,6 +59,10 @@ from replyguard.telemetry._tracing import (
     verdict_attributes,
 )
 from replyguard.types import Outcome, Reason, Reply, StreamEvent, Turn, Verdict
+
+if TYPE_CHECKING:  # loaded when a config asks for them: most verifiers need none
+    from replyguard.judge._router import JudgeRouter
+    from replyguard.state import SharedState
 
 # How much longer than the longest judgement ``aclose`` waits for judge calls in flight.
 _DRAIN_MARGIN = 1.0
@@ -141,16 +140,25 @@ class Verifier:
         limit = config.max_concurrent_judge_calls
         limiter = ConcurrencyLimiter(limit) if limit is not None else None
         workspace = Workspace(config.workspace_dir, events)
-        breaker = (FleetBreaker if config.state is not None else CircuitBreaker).from_config(
-            config.circuit_breaker
-        )
+        if config.state is not None:
+            from replyguard.judge._fleet_breaker import FleetBreaker
+
+            breaker: CircuitBreaker = FleetBreaker.from_config(config.circuit_breaker)
+        else:
+            breaker = CircuitBreaker.from_config(config.circuit_breaker)
         for finding in state_findings(config):  # before anything connects or reads a key
             if finding.refusal is not None:
                 raise finding.refusal
-        shared = SharedState(config, events) if config.state or config.spend_limits else None
+        shared = None
+        if config.state or config.spend_limits:
+            from replyguard.state import SharedState
+
+            shared = SharedState(config, events)
 
         router = None
         if config.router is not None and not judge:
+            from replyguard.judge._router import JudgeRouter
+
             fleet = config.state.resolve_url() if config.state is not None else None
             router = JudgeRouter(config.router, redis_url=fleet)
         kinds = [config.for_run_kind(name) for name in config.run_kinds]
@@ -184,6 +192,8 @@ class Verifier:
             spec = profile_config.panel
             if spec is None:
                 return Profile.build(name, profile_config, judge_for(profile_config), criteria)
+            from replyguard.judge._panel import Panel
+
             configs = [profile_config.member_config(m) for m in spec.members]
             members = tuple((c.model, member_judge(c), c) for c in configs)
             panel = Panel(members, spec.rule, spec.min_answers)
@@ -235,7 +245,7 @@ class Verifier:
                 events.emit(finding.log_level, finding.event, **finding.fields)
         release_when_collected(self, clients, answer_sessions)
         if preload:
-            start_preload(litellm=judge is None)
+            start_preload(litellm=judge is None, models=self._judge_models())
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("a Verifier is immutable; build a new one from a new config")
@@ -255,11 +265,19 @@ class Verifier:
 
     # -- lifecycle -------------------------------------------------------------------------
 
+    def _judge_models(self) -> tuple[str, ...]:
+        """Every model a judgement of this verifier may call, each once (every run kind's)."""
+        models = (m for p in self._profiles.values() for m in p.config.judge_deployment_models)
+        return tuple(dict.fromkeys(models))
+
     async def warmup(self) -> None:
-        """Import litellm and load the tokenizer off the event loop, before the first turn."""
+        """Import litellm (with what its first call to each judge model's route would load) and
+        load the tokenizer off the event loop, before the first turn."""
         from replyguard.context import _tokens as tokens
 
+        await asyncio.to_thread(prepare_turn)
         await import_litellm()
+        await asyncio.to_thread(load_routes, self._judge_models())
         await asyncio.to_thread(tokens.encoding)
         if self._state is not None:
             await self._state.warmup()
@@ -376,4 +394,6 @@ class Verifier:
         before the reply is judged (docs/streaming.md). Closing the iterator (``aclose``, or
         cancelling its consumer) closes the agent's stream and any judge call in flight.
         """
+        from replyguard.runner._stream import stream_events
+
         return stream_events(self._parts, turn, self._profile(turn), agent, self._sync.note_host)
