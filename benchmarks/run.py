@@ -285,6 +285,25 @@ async def coldstart(sizes: Sizes, rows: list[Row], server: JudgeServerProcess) -
     )
 
 
+async def warmstart(sizes: Sizes, rows: list[Row], server: JudgeServerProcess) -> None:
+    for wire in sc.WIRES.values():
+        first, second = await asyncio.to_thread(
+            sc.warm_start_times, wire, server.url, sizes.cold_runs
+        )
+        one, two = sc.median(first), sc.median(second)
+        rows.append(
+            Row(
+                f"first verified turn after `warmup()` in a fresh interpreter vs its second turn,"
+                f" {wire.judge_model}, median of {len(first)}",
+                ms(one, 1),
+                ms(two, 1),
+                f"{one / two:.2f}x",
+                signed_ms(one - two, 1),
+                data={"first_s": first, "second_s": second},
+            )
+        )
+
+
 async def cli(sizes: Sizes, rows: list[Row]) -> None:
     ours, theirs = await asyncio.to_thread(sc.cli_wall_times, sizes.cli_runs)
     mine, bare = sc.median(ours), sc.median(theirs)
@@ -784,6 +803,7 @@ async def main_async(args: argparse.Namespace) -> list[Row]:
                 await bigturns(sizes, rows, server)
             elif name == "coldstart":
                 await coldstart(sizes, rows, server)
+                await warmstart(sizes, rows, server)
             elif name == "cli":
                 await cli(sizes, rows)
             elif name == "context":

@@ -804,6 +804,28 @@ async def main():
 asyncio.run(main())
 """
 
+_WARM_START = """
+import asyncio, sys, time
+sys.path.insert(0, {here!r})
+import scenarios as sc
+from replyguard import Verifier
+from replyguard.runner._preload import wait_for_preload
+async def main():
+    turn, reply = sc.typical_turn()
+    verifier = Verifier(sc.config(sc.WIRES[{wire!r}], {url!r}, verifyAll=True))
+    await verifier.warmup()
+    await asyncio.to_thread(wait_for_preload)
+    took = []
+    for _ in range(2):
+        started = time.perf_counter()
+        outcome = await verifier.run(sc.reply_agent(reply), turn)
+        took.append(time.perf_counter() - started)
+        assert outcome.status == "passed", outcome
+    await verifier.aclose()
+    print(took[0], took[1])
+asyncio.run(main())
+"""
+
 _COLD_RAW = """
 import asyncio, json, sys, time
 started = time.perf_counter()
@@ -855,6 +877,31 @@ def cold_start_times(wire: Wire, url: str, runs: int) -> tuple[list[float], list
             ours.append(once(ours_script))
             theirs.append(once(_COLD_RAW, raw_input))
     return ours, theirs
+
+
+def warm_start_times(wire: Wire, url: str, runs: int) -> tuple[list[float], list[float]]:
+    """In a fresh interpreter, after ``await verifier.warmup()`` (and the background preload):
+    the first verified turn and the second one, each in its own process, ``runs`` times."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    env.setdefault("LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS", "True")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    script = _WARM_START.format(here=here, wire=wire.name, url=f"{url}/fast")
+    first: list[float] = []
+    second: list[float] = []
+    for _ in range(runs + 1):  # the first run warms the file and bytecode caches
+        out = subprocess.run(
+            [sys.executable, "-c", script],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=True,
+            timeout=120,
+        )
+        one, two = (float(x) for x in out.stdout.strip().splitlines()[-1].split())
+        first.append(one)
+        second.append(two)
+    return first[1:], second[1:]
 
 
 def cli_wall_times(runs: int) -> tuple[list[float], list[float]]:
