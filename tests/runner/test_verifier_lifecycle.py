@@ -264,3 +264,34 @@ async def test_verifiers_dropped_without_aclose_leave_no_connection_open(
     assert await provider.wait_for_open_connections(0, within=5.0) == 0
     gc.collect()
     assert [r.getMessage() for r in caplog.records if r.name == "asyncio"] == []
+
+
+@pytest.mark.parametrize("wire", WIRES)
+async def test_a_burst_of_judge_calls_is_sent_at_once_as_litellm_would(wire: Wire) -> None:
+    """The byte-capped session pools connections as litellm's own client does (500 to a host):
+    150 concurrent turns all reach the provider, which answers none until all 150 arrived (a
+    pool of aiohttp's default 100 would hold 50 back, and every turn would fail open)."""
+    turns = 150
+    with ProviderServer(default=Step(text="PASS", after_requests=turns)) as server:
+        config = VerifierConfig.from_dict(
+            {
+                "enabled": True,
+                "verifyAll": True,
+                "model": wire.judge_model,
+                "agentModel": wire.agent_model,
+                "apiKey": API_KEY,
+                "apiBase": server.url,
+                "timeoutSeconds": 8,
+            }
+        )
+        verifier = Verifier(config)
+        await verifier.warmup()
+        outcomes = await asyncio.gather(
+            *(
+                verifier.run(ScriptedAgent([f"Done: reply {i}."]), Turn(user_message=f"q{i}"))
+                for i in range(turns)
+            )
+        )
+        await verifier.aclose()
+    assert {o.status for o in outcomes} == {Status.PASSED}
+    assert len(server.seen) == turns

@@ -178,12 +178,35 @@ class AnswerSessions:
             await session.close()
 
 
+# litellm's own sessions' connection pool, from its constants (read from the environment at its
+# import): a session of aiohttp's defaults holds at most 100 connections, so a burst of judge
+# calls queued behind them where litellm's own client would have sent them all at once.
+_POOL_SETTINGS = (
+    ("keepalive_timeout", "AIOHTTP_KEEPALIVE_TIMEOUT", 15),
+    ("ttl_dns_cache", "AIOHTTP_TTL_DNS_CACHE", 300),
+    ("limit", "AIOHTTP_CONNECTOR_LIMIT", 1000),
+    ("limit_per_host", "AIOHTTP_CONNECTOR_LIMIT_PER_HOST", 500),
+)
+
+
+def _pool(litellm: Any) -> dict[str, Any]:
+    """The connector's pool settings as litellm sets its own (a limit of 0 or less: aiohttp's)."""
+    constants = getattr(litellm, "constants", None)
+    settings = {
+        keyword: getattr(constants, name, default) for keyword, name, default in _POOL_SETTINGS
+    }
+    for limit in ("limit", "limit_per_host"):
+        if not isinstance(settings[limit], int) or settings[limit] <= 0:
+            del settings[limit]
+    return settings
+
+
 def _new_session(litellm: Any) -> Any:
     import aiohttp  # litellm's dependency, imported only here
 
     _, response_class = _classes()
     session = aiohttp.ClientSession(
-        connector=aiohttp.TCPConnector(ssl=_ssl(litellm)),
+        connector=aiohttp.TCPConnector(ssl=_ssl(litellm), **_pool(litellm)),
         response_class=response_class,
         cookie_jar=aiohttp.DummyCookieJar(),
         trust_env=bool(getattr(litellm, "aiohttp_trust_env", False)),
