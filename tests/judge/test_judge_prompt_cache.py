@@ -7,6 +7,9 @@ The judge is driven directly with prompts whose system message is as long as eac
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -117,3 +120,52 @@ def test_a_minimum_the_model_map_gives_as_a_float_is_used() -> None:
         assert min_cacheable_tokens(f"anthropic/{name}") == 1500
     finally:
         del litellm.model_cost[name]
+
+
+UNDECIDED = """
+import asyncio, sys
+from support.provider_server import ProviderServer, Step
+from replyguard import VerifierConfig
+from replyguard.context import JudgePrompt
+from replyguard.context import _tokens as tokens
+from replyguard.judge import LiteLLMJudge
+from replyguard.telemetry import Events
+
+rubric = "Judge whether the reply achieves the user's goal and follows every rule.\\n" * 300
+
+async def main(server):
+    config = VerifierConfig.from_dict(
+        {"enabled": True, "model": "anthropic/claude-sonnet-4-5", "apiKey": "sk-ant-test-000000",
+         "apiBase": server.url}
+    )
+    judge = LiteLLMJudge(config, Events())
+    prompt = JudgePrompt(system=rubric, user="<reply>Done.</reply>", nonce="ab12", tokens=0)
+    marked = []
+    for _ in range(2):
+        server.push(Step(text="PASS"))
+        await judge.judge(prompt, time_left=10)
+        marked.append("cache_control" in str(server.seen[-1].body["system"]))
+        if not tokens.loaded():
+            print("unloaded after the first call")
+            await asyncio.to_thread(tokens.encoding)
+    print(marked)
+
+with ProviderServer() as server:
+    asyncio.run(main(server))
+"""
+
+
+def test_a_rubric_that_needs_counting_goes_unmarked_until_the_tokenizer_is_loaded() -> None:
+    """Counting a rubric longer in bytes than the minimum would load the tokenizer (half a
+    second holding the GIL) on the event loop, inside the first judge call: that call sends it
+    unmarked instead, and once the tokenizer is loaded the next one is marked."""
+    done = subprocess.run(
+        [sys.executable, "-c", UNDECIDED],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[1],
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == ["unloaded after the first call", "[False, True]"]

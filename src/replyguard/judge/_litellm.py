@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from replyguard._families import model_family
 from replyguard.judge._clients import stop_logging_worker
+from replyguard.judge._prompt_cache import look_up
 from replyguard.judge._protocol import JudgeReply
 
 Failure = Literal["config", "timeout", "transient"]
@@ -116,12 +117,14 @@ def load_litellm() -> Any:
 
 
 def load_routes(models: Iterable[str]) -> None:
-    """What the routes of ``models`` load on their first call, loaded now in this thread
-    (litellm imported first if need be)."""
+    """What the routes of ``models`` load on their first call, and what the judge's first
+    request looks up for them, done now in this thread (litellm imported first if need be)."""
     load_litellm()
+    models = tuple(models)
     for route in {_provider(model) for model in models}:
         for name in _FIRST_CALL_BY_ROUTE.get(route or "", ()):
             first_use(name)
+    look_up(models)
 
 
 def _loaded_litellm() -> Any | None:

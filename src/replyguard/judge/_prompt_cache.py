@@ -6,9 +6,14 @@ the system message is sent as one text part marked ``cache_control: {"type": "ep
 later calls within the cache's lifetime then pay the cached-input price for it.
 
 The minimum is litellm's ``prompt_cache_min_tokens`` for the model when its bundled model map
-has one, else 2048 tokens for Haiku models and 1024 for the others (Sonnet, Opus). The rubric
-is counted with ``o200k_base``, which gives fewer tokens than Anthropic's tokenizer for English
-text: a rubric near the minimum is left unmarked rather than marked in vain.
+has one, else 2048 tokens for Haiku models and 1024 for the others (Sonnet, Opus); it is looked
+up once per model (the first look-up parses litellm's bundled map, about 50 ms: the preload and
+``warmup()`` do it off the event loop). The rubric is counted with ``o200k_base``, which gives
+fewer tokens than Anthropic's tokenizer for English text: a rubric near the minimum is left
+unmarked rather than marked in vain. A rubric with fewer UTF-8 bytes than the minimum is too
+short without counting; one that needs counting before the tokenizer is loaded (by the preload,
+after the first turn) is sent unmarked that time, as counting it would load the tokenizer on the
+event loop: caching saves cost, never changes a verdict.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from __future__ import annotations
 import functools
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from replyguard._families import model_family
@@ -33,28 +38,61 @@ def _route(model: str) -> str | None:
     return model.split("/", 1)[0].lower() if "/" in model else None
 
 
+class _Undecided(Exception):
+    """Deciding needs the tokenizer, which is not loaded yet."""
+
+
+_minimums: dict[str, int] = {}  # by model, as litellm's model map gives them
+
+
 def min_cacheable_tokens(model: str) -> int:
     """The smallest prefix ``model`` caches, in tokens."""
+    found = _minimums.get(model)
+    if found is not None:
+        return found
     litellm = sys.modules.get("litellm")
-    if litellm is not None:
-        try:
-            known = litellm.get_model_info(model=model).get("prompt_cache_min_tokens")
-        except Exception:  # not in the model map: the name decides
-            known = None
-        # The model map gives an int or a float (1024.0): either is a count of tokens.
-        if isinstance(known, int | float) and not isinstance(known, bool) and known > 0:
-            return math.ceil(known)
-    return _HAIKU_MIN_TOKENS if "haiku" in model.lower() else _DEFAULT_MIN_TOKENS
+    if litellm is None:  # the name decides, until litellm's map can be read
+        return _HAIKU_MIN_TOKENS if "haiku" in model.lower() else _DEFAULT_MIN_TOKENS
+    try:
+        known = litellm.get_model_info(model=model).get("prompt_cache_min_tokens")
+    except Exception:  # not in the model map: the name decides
+        known = None
+    # The model map gives an int or a float (1024.0): either is a count of tokens.
+    if isinstance(known, int | float) and not isinstance(known, bool) and known > 0:
+        found = math.ceil(known)
+    else:
+        found = _HAIKU_MIN_TOKENS if "haiku" in model.lower() else _DEFAULT_MIN_TOKENS
+    _minimums[model] = found
+    return found
+
+
+def look_up(models: Iterable[str]) -> None:
+    """What a first judgement would look up for ``models``, done now (off the event loop):
+    each Anthropic model's minimum."""
+    for model in models:
+        if _cached_route(model):
+            min_cacheable_tokens(model)
+
+
+def _cached_route(model: str) -> bool:
+    """Whether litellm speaks Anthropic's messages format, with its caching, to ``model``."""
+    if model_family(model) != "anthropic":
+        return False
+    route = _route(model)
+    return route is None or route in _ANTHROPIC_ROUTES  # not an OpenAI-compatible proxy's
 
 
 @functools.lru_cache(maxsize=64)
 def _worth_caching(model: str, system: str) -> bool:
-    if model_family(model) != "anthropic":
+    """Raises ``_Undecided`` (which is not cached) when only a count can tell."""
+    if not _cached_route(model):
         return False
-    route = _route(model)
-    if route is not None and route not in _ANTHROPIC_ROUTES:
-        return False  # an OpenAI-compatible proxy or another provider's route
-    return tokens.count(system) >= min_cacheable_tokens(model)
+    minimum = min_cacheable_tokens(model)
+    if tokens.size_bound(system) < minimum:
+        return False  # fewer bytes than the minimum: fewer tokens too
+    if not tokens.loaded():
+        raise _Undecided
+    return tokens.count(system) >= minimum
 
 
 def with_cached_system(
@@ -66,7 +104,12 @@ def with_cached_system(
     if not messages or messages[0].get("role") != "system":
         return messages
     system = messages[0].get("content")
-    if not isinstance(system, str) or not all(_worth_caching(m, system) for m in models):
+    if not isinstance(system, str):
+        return messages
+    try:
+        if not all(_worth_caching(m, system) for m in models):
+            return messages
+    except _Undecided:  # counting would load the tokenizer here, on the event loop
         return messages
     part = {"type": "text", "text": system, "cache_control": dict(CACHE_CONTROL)}
     return [{"role": "system", "content": [part]}, *messages[1:]]
