@@ -279,13 +279,8 @@ def config(wire: Wire, api_base: str, **keys: Any) -> VerifierConfig:
     return VerifierConfig.from_dict(data)
 
 
-def judge_params(cfg: VerifierConfig, turn: Turn, reply: Reply) -> dict[str, Any]:
-    """The keyword arguments replyguard's judge sends for this turn, for the raw reference.
-
-    Built by the judge's own ``request()`` on a prompt of this very turn, so model, messages
-    (same size), temperature, max_tokens, retries, api_base and api_key match; ``timeout`` is
-    the configured one (the judge itself passes the time left).
-    """
+def judge_prompt(cfg: VerifierConfig, turn: Turn, reply: Reply) -> JudgePrompt:
+    """The judge prompt of this turn, with the config's limits and the turn's rules."""
     limits = ContextLimits(
         budget=cfg.context_token_budget,
         response_cap=cfg.response_token_cap,
@@ -293,7 +288,19 @@ def judge_params(cfg: VerifierConfig, turn: Turn, reply: Reply) -> dict[str, Any
         history_turns=cfg.history_turns,
     )
     rules = [RulesSource("rules for this turn", "\n".join(f"- {r}" for r in turn.rules))]
-    prompt = build_judge_prompt(turn, reply.text, limits=limits, rules=rules, meta=reply.meta)
+    return build_judge_prompt(turn, reply.text, limits=limits, rules=rules, meta=reply.meta)
+
+
+def judge_params(cfg: VerifierConfig, turn: Turn, reply: Reply) -> dict[str, Any]:
+    """The keyword arguments replyguard's judge sends for this turn, for the raw reference.
+
+    Built by the judge's own ``request()`` on a prompt of this very turn, so model, messages
+    (same size), temperature, max_tokens, the verdict schema, retries, api_base and api_key
+    match; ``timeout`` is the configured one (the judge itself passes the time left). Not
+    added: the judge's byte-capped session (``_capped``), which costs nothing measurable
+    (``judge_options.py``).
+    """
+    prompt = judge_prompt(cfg, turn, reply)
     judge = LiteLLMJudge(cfg, Events())
     return judge.request(
         cfg.model, prompt, timeout=judge.client_timeout, api_key=cfg.resolve_api_key()
