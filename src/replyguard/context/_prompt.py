@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from replyguard._randomness import token_hex
 from replyguard._templates import render
 from replyguard.context import _tokens as tokens
 from replyguard.types import FailCategory
@@ -111,7 +111,7 @@ class JudgePrompt:
 
 def new_nonce() -> str:
     """A fresh random section code for one judge call."""
-    return secrets.token_hex(6)
+    return token_hex(6)
 
 
 BUILT_IN_CATEGORIES = tuple(category.value for category in FailCategory)

@@ -24,6 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from replyguard._randomness import token_bytes
 from replyguard.types import Turn
 
 __all__ = [
@@ -66,7 +67,8 @@ def with_turn_id(turn: Turn) -> Turn:
     id counts as none: turns sharing it would share every idempotency key."""
     if turn.id is not None and turn.id.strip():
         return turn
-    return turn.model_copy(update={"id": f"turn-{uuid.uuid4().hex}"})
+    fresh = uuid.UUID(bytes=token_bytes(16), version=4)  # uuid4's, drawn from a batch
+    return turn.model_copy(update={"id": f"turn-{fresh.hex}"})
 
 
 def enter_attempt(scope: TurnContext) -> Token[TurnContext | None]:
