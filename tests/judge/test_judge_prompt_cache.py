@@ -135,8 +135,8 @@ rubric = "Judge whether the reply achieves the user's goal and follows every rul
 
 async def main(server):
     config = VerifierConfig.from_dict(
-        {"enabled": True, "model": "anthropic/claude-sonnet-4-5", "apiKey": "sk-ant-test-000000",
-         "apiBase": server.url}
+        {"enabled": True, "model": "anthropic/claude-sonnet-4-5",
+         "apiKey": "sk-test-cold-start-0000000000", "apiBase": server.url}
     )
     judge = LiteLLMJudge(config, Events())
     prompt = JudgePrompt(system=rubric, user="<reply>Done.</reply>", nonce="ab12", tokens=0)
