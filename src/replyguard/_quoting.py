@@ -156,7 +156,8 @@ def _lines_from(text: str, position: int) -> Iterator[tuple[int, int]]:
 
 def code_blocks(text: str, limit: int | None = None) -> list[Block]:
     """The fenced code blocks of ``text``, in order (at most ``limit`` of them)."""
-    if "```" not in text and "~~~" not in text:
+    # A one-character search (memchr) before each three-character one.
+    if ("`" not in text or "```" not in text) and ("~" not in text or "~~~" not in text):
         return []
     blocks: list[Block] = []
     opened: tuple[int, int, str, str] | None = None  # start, body start, marker, info

@@ -14,6 +14,7 @@ A pure function, linear in the text's length (the characters and the section cod
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 import unicodedata
 import zlib
@@ -39,6 +40,7 @@ from replyguard.context._phrases import (
     _TEST_OUTPUT,
     _VERDICT_LINE,
     _VERDICT_WORD,
+    _Rule,
 )
 from replyguard.context._sanitise import (
     _BIDI_OR_TAGS,
@@ -142,16 +144,21 @@ def _html_comments(text: str) -> Iterator[str]:
 
 
 def _hidden_instruction(flat: str, skeleton: str) -> bool:
-    if "<!--" in skeleton and any(map(_SHOUTED_VERDICT.search, _html_comments(skeleton))):
+    # A one-character search (memchr) first: most replies hold no "<" and no "]".
+    comments = "<" in skeleton and "<!--" in skeleton
+    if comments and any(map(_SHOUTED_VERDICT.search, _html_comments(skeleton))):
         return True
-    hidden = list(_html_comments(flat)) if "<!--" in flat else []
-    if "]:" in flat:
+    angle, bracket = "<" in flat, "]" in flat
+    hidden = list(_html_comments(flat)) if angle and "<!--" in flat else []
+    if bracket and "]:" in flat:
         hidden += [match.group(1) for match in _HIDDEN_NOTE.finditer(flat)]
-    if "](" in flat or "<" in flat:
+    if angle or (bracket and "](" in flat):
         hidden += [
             next(group for group in match.groups() if group is not None)
             for match in _HIDDEN_MARKUP.finditer(flat)
         ]
+    if not hidden:
+        return False
     return any(
         _HIDDEN_WORDS.search(text) or any(rule.search(text) for rule in _INSTRUCTIONS)
         for text in hidden
@@ -190,36 +197,74 @@ def _padding(text: str) -> bool:
 _ANCHORS = frozenset(
     anchor for rule in (*_INSTRUCTIONS, *_ROLE_MARKERS, _JSON_VERDICT) for anchor in rule.anchors
 )
-# Letters from the rarest in English prose to the most common; any other character (a digit,
-# a space, punctuation) counts as rarer still.
-_LETTERS_BY_RARITY = "zqxjkvbpgwyfmculdrhsnioate"
+# Letters from the rarest in English prose to the most common, then the space; any other
+# character (a digit, punctuation) counts as rarer still.
+_BY_RARITY = "zqxjkvbpygfwmucldrhsnioate "
 
 
-def _rarest(anchor: str) -> str:
-    return min(anchor, key=lambda char: _LETTERS_BY_RARITY.find(char))
+def _rarity(char: str) -> int:
+    return _BY_RARITY.find(char)  # -1, the rarest, for a character not listed
 
 
-def _gated_anchors() -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """The anchors grouped by their rarest character: a group is searched for only when that
-    character occurs (one quick single-character search rules out most groups)."""
+def _gate(anchor: str) -> str:
+    """The anchor's rarest character but its last: a try at a place where that character
+    stands then fails at the next one, mostly, before any look-behind is run."""
+    return min(anchor[:-1] or anchor, key=_rarity)
+
+
+@functools.cache
+def _gates() -> tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...]:
+    """The anchors grouped by a rare character of theirs (``_gate``), each group with one
+    regex that matches where any of its anchors occurs: the regex starts with that character
+    (the engine skips from one to the next at C speed) and checks the rest of each anchor from
+    there, the part before it by a look-behind. One pass per group instead of one per anchor
+    (a plain search is about as slow as a pass); compiled on first use."""
     groups: dict[str, list[str]] = {}
     for anchor in sorted(_ANCHORS):
-        groups.setdefault(_rarest(anchor), []).append(anchor)
-    return tuple((char, tuple(anchors)) for char, anchors in sorted(groups.items()))
-
-
-_GATED_ANCHORS = _gated_anchors()
+        groups.setdefault(_gate(anchor), []).append(anchor)
+    gates = []
+    for char, anchors in sorted(groups.items(), key=lambda item: _rarity(item[0])):
+        branches = []
+        for anchor in anchors:
+            at = anchor.index(char)
+            behind = f"(?<={re.escape(anchor)})" if at else ""
+            branches.append(re.escape(anchor[at + 1 :]) + behind)
+        pattern = re.compile(f"{re.escape(char)}(?:{'|'.join(branches)})")
+        gates.append((char, pattern, tuple(anchors)))
+    return tuple(gates)
 
 
 def _anchors_in(text: str) -> frozenset[str]:
-    """The rules' anchor words that occur in ``text``: looked for once, not once per rule."""
-    return frozenset(
-        anchor
-        for char, anchors in _GATED_ANCHORS
-        if char in text
-        for anchor in anchors
-        if anchor in text
-    )
+    """The rules' anchor words that occur in ``text``: one search per group of anchors
+    (``_gates``), then a plain search of each anchor of a group found."""
+    found: list[str] = []
+    for char, pattern, anchors in _gates():
+        if char in text and pattern.search(text) is not None:
+            found += [anchor for anchor in anchors if anchor in text]
+    return frozenset(found)
+
+
+@functools.cache
+def _rules_of() -> dict[str, tuple[_Rule, ...]]:
+    """Each anchor word's rules (those it lets be tried)."""
+    rules: dict[str, list[_Rule]] = {}
+    for rule in (*_INSTRUCTIONS, *_ROLE_MARKERS, _JSON_VERDICT):
+        for anchor in rule.anchors:
+            rules.setdefault(anchor, []).append(rule)
+    return {anchor: tuple(found) for anchor, found in rules.items()}
+
+
+def _gated_rules(anchors: frozenset[str]) -> set[_Rule]:
+    """The phrase rules one of whose anchors occurs (``anchors``: ``_anchors_in``'s)."""
+    if not anchors:
+        return set()
+    rules_of = _rules_of()
+    return {rule for anchor in anchors for rule in rules_of[anchor]}
+
+
+def _any_match(gated: set[_Rule], rules: tuple[_Rule, ...], flat: str) -> bool:
+    """Whether one of ``rules`` that was let through (``gated``) matches, tried in order."""
+    return bool(gated) and any(rule.matches(flat) for rule in rules if rule in gated)
 
 
 def _section_tag(flat: str) -> bool:
@@ -242,13 +287,13 @@ def suspected_injection(text: str) -> list[str]:
     )
     flat = lowered if plain_spaces else _SPACES.sub(" ", lowered)
     blocks = _code_blocks(skeleton)
-    anchors = _anchors_in(flat)
+    gated = _gated_rules(_anchors_in(flat))
     found = {
         "verdict_line": _verdict_lines(skeleton, lowered, blocks),
-        "json_verdict": _JSON_VERDICT.search(flat, anchors),
-        "judge_instruction": any(rule.search(flat, anchors) for rule in _INSTRUCTIONS)
+        "json_verdict": _JSON_VERDICT in gated and _JSON_VERDICT.matches(flat),
+        "judge_instruction": _any_match(gated, _INSTRUCTIONS, flat)
         or ("PASS" in skeleton and bool(_SHOUTED_DEMAND.search(skeleton))),
-        "role_marker": any(rule.search(flat, anchors) for rule in _ROLE_MARKERS)
+        "role_marker": _any_match(gated, _ROLE_MARKERS, flat)
         or bool(_SHOUTED_ROLE.search(skeleton)),
         "section_tag": _section_tag(flat),
         "master_key": _master_key(lowered, blocks),

@@ -59,6 +59,10 @@ class _Rule:
                 return False
         elif anchors.isdisjoint(self.anchors):
             return False
+        return self.matches(text)
+
+    def matches(self, text: str) -> bool:
+        """Whether the pattern matches ``text``, its anchors taken as found."""
         if self._lines:  # a line start follows a newline: no word boundary to check
             return self.line_pattern.search(text) is not None
         for match in self.pattern.finditer(text):
