@@ -13,8 +13,9 @@ placeholder.
 from __future__ import annotations
 
 import functools
+import operator
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -67,12 +68,25 @@ def _skeleton(name: str, filled: tuple[tuple[str, bool], ...]) -> tuple[str, ...
     return tuple(_SLOT.split(render(name, **values)))
 
 
+@functools.cache
+def _filling(
+    name: str, keys: tuple[str, ...], present: tuple[bool, ...]
+) -> tuple[list[str], Callable[[dict[str, str]], Sequence[str]]]:
+    """``_skeleton``'s parts as a list, and what picks the values for its odd places out of
+    the values (``operator.itemgetter``: one C call for every place)."""
+    parts = _skeleton(name, tuple(zip(keys, present, strict=True)))
+    names = parts[1::2]
+    if len(names) > 1:
+        return list(parts), operator.itemgetter(*names)
+    return list(parts), lambda values: [values[slot] for slot in names]
+
+
 def fill(name: str, **values: str) -> str:
     """``render(name, **values)`` for a template that prints its values verbatim."""
-    parts = list(_skeleton(name, tuple((key, bool(value)) for key, value in values.items())))
-    for index in range(1, len(parts), 2):
-        parts[index] = values[parts[index]]
-    return "".join(parts)
+    parts, pick = _filling(name, tuple(values), tuple(map(bool, values.values())))
+    filled = parts.copy()
+    filled[1::2] = pick(values)
+    return "".join(filled)
 
 
 def filled_parts(name: str, **values: str) -> list[tuple[str, str | None]]:

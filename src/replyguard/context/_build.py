@@ -117,7 +117,8 @@ def _at_once(
     for text, cap in itertools.chain(pieces, ((text, history_cap) for text in history)):
         if len(text) > cap:  # a text has at least as many bytes as characters
             return None
-        bound = tokens.size_bound(text)  # so only a text shorter than its cap is encoded
+        # tokens.size_bound, written out: only a text shorter than its cap is encoded.
+        bound = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
         total += bound
         if bound > cap or total > room:
             return None

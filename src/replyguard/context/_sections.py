@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from json.encoder import encode_basestring as _json_string
 from typing import Any
 
 from replyguard.context._prompt import TOOL_LEDGER_ROWS, Redact, RulesSource, _same
@@ -39,6 +40,10 @@ def _text(value: Any) -> str:
     an odd value: keys that are not strings, cycles, nesting too deep)."""
     if isinstance(value, str):
         return value
+    if type(value) is dict:
+        plain = _plain_object(value)
+        if plain is not None:
+            return plain
     try:
         return json.dumps(value, default=str, ensure_ascii=False)
     except (TypeError, ValueError, RecursionError):
@@ -46,6 +51,18 @@ def _text(value: Any) -> str:
             return repr(value)
         except Exception:  # a repr that fails (or recurses) itself
             return f"[{type(value).__name__}]"
+
+
+def _plain_object(value: dict[Any, Any]) -> str | None:
+    """``json.dumps(value, ensure_ascii=False)`` for a dict of strings (tool arguments, run
+    metadata), written without an encoder (``json.dumps`` with ``default`` makes a new one on
+    every call); None for any other dict."""
+    items = []
+    for key, item in value.items():
+        if type(key) is not str or type(item) is not str:
+            return None
+        items.append(f"{_json_string(key)}: {_json_string(item)}")
+    return "{" + ", ".join(items) + "}"
 
 
 def _short(text: str) -> str:
@@ -72,15 +89,20 @@ def render_message(message: Any, *, redact: Redact = _same) -> str:
     """
     if not isinstance(message, dict):
         return f"[unknown] {_short(redact(_text(message)))}"
-    role = _text(message.get("role") or "unknown")
+    role = message.get("role") or "unknown"
+    if not isinstance(role, str):
+        role = _text(role)
     label = message.get("name") or message.get("tool_call_id")
     content = message.get("content")
-    lines = [redact(_content_text(content))] if content not in (None, "", [], {}) else []
+    if type(content) is str:  # the usual message, without comparing it to four values
+        lines = [redact(content)] if content else []
+    else:
+        lines = [redact(_content_text(content))] if content not in (None, "", [], {}) else []
     calls = message.get("tool_calls")
     if calls not in (None, [], ""):
         for call in calls if isinstance(calls, list) else [calls]:
             lines.append(_tool_call(call, redact))
-    body = "\n".join(line for line in lines if line) or "(no content)"
+    body = "\n".join(filter(None, lines)) or "(no content)"
     header = f"[{role} {redact(_text(label))}]" if label else f"[{role}]"
     return f"{header} {body}"
 
