@@ -92,6 +92,8 @@ def _code_blocks(text: str) -> list[tuple[int, int]]:
 
 def _inside(spans: Sequence[tuple[int, int]], position: int) -> tuple[int, int] | None:
     """The code block holding ``position``, if any."""
+    if not spans:
+        return None
     index = bisect.bisect_right(spans, position, key=lambda span: span[0]) - 1
     if index >= 0 and spans[index][0] <= position < spans[index][1]:
         return spans[index]
