@@ -797,6 +797,7 @@ async def bare_post_vs_raw(wire: Wire, url: str, pairs: int) -> tuple[Pair, dict
 _COLD_VERIFIED = """
 import asyncio, sys, time
 started = time.perf_counter()
+{prelude}
 sys.path.insert(0, {here!r})
 import scenarios as sc
 from replyguard import Reply, Verifier
@@ -836,6 +837,7 @@ asyncio.run(main())
 _COLD_RAW = """
 import asyncio, json, sys, time
 started = time.perf_counter()
+{prelude}
 import litellm
 params = json.loads(sys.stdin.read())
 async def main():
@@ -847,7 +849,9 @@ asyncio.run(main())
 """
 
 
-def cold_start_times(wire: Wire, url: str, runs: int) -> tuple[list[float], list[float]]:
+def cold_start_times(
+    wire: Wire, url: str, runs: int, *, collector: bool = True
+) -> tuple[list[float], list[float]]:
     """The first verified turn of a fresh interpreter (its imports included: replyguard,
     litellm, the tokenizer) vs the first raw ``litellm.acompletion`` of one (``import
     litellm`` included), same parameters, alternating. Each counts from its script's start."""
@@ -857,7 +861,13 @@ def cold_start_times(wire: Wire, url: str, runs: int) -> tuple[list[float], list
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     turn, reply = typical_turn()
     params = judge_params(config(wire, f"{url}/fast", verifyAll=True), turn, reply)
-    ours_script = _COLD_VERIFIED.format(here=here, wire=wire.name, url=f"{url}/fast")
+    # The garbage collector off in both: what is left is the two scripts' own work, without
+    # the full passes whose count and place shift with every allocation before them.
+    prelude = "" if collector else "import gc; gc.disable()"
+    ours_script = _COLD_VERIFIED.format(
+        here=here, wire=wire.name, url=f"{url}/fast", prelude=prelude
+    )
+    raw_script = _COLD_RAW.format(prelude=prelude)
 
     def once(script: str, stdin: str = "") -> float:
         out = subprocess.run(
@@ -873,16 +883,16 @@ def cold_start_times(wire: Wire, url: str, runs: int) -> tuple[list[float], list
 
     raw_input = json.dumps(params)
     once(ours_script)  # file and bytecode caches warm for both
-    once(_COLD_RAW, raw_input)
+    once(raw_script, raw_input)
     ours: list[float] = []
     theirs: list[float] = []
     for i in range(runs):
         if i % 2:
-            theirs.append(once(_COLD_RAW, raw_input))
+            theirs.append(once(raw_script, raw_input))
             ours.append(once(ours_script))
         else:
             ours.append(once(ours_script))
-            theirs.append(once(_COLD_RAW, raw_input))
+            theirs.append(once(raw_script, raw_input))
     return ours, theirs
 
 
