@@ -849,6 +849,24 @@ asyncio.run(main())
 """
 
 
+def _fresh_interpreter(script: str, stdin: str = "") -> str:
+    """The last line ``script`` prints, run in a fresh interpreter (offline price map and beta
+    headers; bytecode files written, as a user's installation has them)."""
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    env.setdefault("LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS", "True")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        timeout=120,
+    )
+    return out.stdout.strip().splitlines()[-1]
+
+
 def cold_start_times(
     wire: Wire, url: str, runs: int, *, collector: bool = True
 ) -> tuple[list[float], list[float]]:
@@ -856,9 +874,6 @@ def cold_start_times(
     litellm, the tokenizer) vs the first raw ``litellm.acompletion`` of one (``import
     litellm`` included), same parameters, alternating. Each counts from its script's start."""
     here = os.path.dirname(os.path.abspath(__file__))
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    env.setdefault("LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS", "True")
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
     turn, reply = typical_turn()
     params = judge_params(config(wire, f"{url}/fast", verifyAll=True), turn, reply)
     # The garbage collector off in both: what is left is the two scripts' own work, without
@@ -870,16 +885,7 @@ def cold_start_times(
     raw_script = _COLD_RAW.format(prelude=prelude)
 
     def once(script: str, stdin: str = "") -> float:
-        out = subprocess.run(
-            [sys.executable, "-c", script],
-            input=stdin,
-            capture_output=True,
-            text=True,
-            env=env,
-            check=True,
-            timeout=120,
-        )
-        return float(out.stdout.strip().splitlines()[-1])
+        return float(_fresh_interpreter(script, stdin))
 
     raw_input = json.dumps(params)
     once(ours_script)  # file and bytecode caches warm for both
@@ -900,22 +906,11 @@ def warm_start_times(wire: Wire, url: str, runs: int) -> tuple[list[float], list
     """In a fresh interpreter, after ``await verifier.warmup()`` (and the background preload):
     the first verified turn and the second one, each in its own process, ``runs`` times."""
     here = os.path.dirname(os.path.abspath(__file__))
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    env.setdefault("LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS", "True")
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
     script = _WARM_START.format(here=here, wire=wire.name, url=f"{url}/fast")
     first: list[float] = []
     second: list[float] = []
     for _ in range(runs + 1):  # the first run warms the file and bytecode caches
-        out = subprocess.run(
-            [sys.executable, "-c", script],
-            capture_output=True,
-            text=True,
-            env=env,
-            check=True,
-            timeout=120,
-        )
-        one, two = (float(x) for x in out.stdout.strip().splitlines()[-1].split())
+        one, two = (float(x) for x in _fresh_interpreter(script).split())
         first.append(one)
         second.append(two)
     return first[1:], second[1:]

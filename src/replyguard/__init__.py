@@ -16,6 +16,7 @@ set_env_defaults()
 
 from replyguard._public import lazy_attribute, present_as  # noqa: E402
 from replyguard._version import __version__  # noqa: E402
+from replyguard.checks import AT_TOP_LEVEL as _CHECKS_AT_TOP_LEVEL  # noqa: E402
 from replyguard.checks import (  # noqa: E402 - after the env defaults
     Check,
     CheckResult,
@@ -111,18 +112,7 @@ __all__ = [
 ]
 
 # The built-in checks load on first use (``replyguard.JsonCheck``): most verifiers need none.
-_LAZY = dict.fromkeys(
-    (
-        "ClaimCheck",
-        "CommandCheck",
-        "HeartbeatCheck",
-        "HttpRequestCheck",
-        "JsonCheck",
-        "RuleCheck",
-        "repair_json",
-    ),
-    "checks",
-)
+_LAZY = dict.fromkeys(_CHECKS_AT_TOP_LEVEL, "checks")
 
 present_as(__name__, globals(), [name for name in __all__ if name not in _LAZY])
 

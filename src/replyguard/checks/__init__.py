@@ -32,8 +32,8 @@ _LAZY = {
     "repair_json": "json_repair",
     "RuleCheck": "rules",
 }
-# What ``replyguard`` itself exports: its ``__module__`` says ``replyguard`` once loaded.
-_PRESENTED = frozenset(
+# What ``replyguard`` itself exports (lazily too): its ``__module__`` says ``replyguard``.
+AT_TOP_LEVEL = frozenset(
     {
         "ClaimCheck",
         "CommandCheck",
@@ -65,7 +65,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    return lazy_attribute(__name__, globals(), _LAZY, name, _PRESENTED)
+    return lazy_attribute(__name__, globals(), _LAZY, name, AT_TOP_LEVEL)
 
 
 def __dir__() -> list[str]:
