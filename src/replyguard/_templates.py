@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import operator
 import re
+import threading
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,10 +47,16 @@ def _environment() -> jinja2.Environment:
     )
 
 
+# One thread compiles at a time: a turn and the background preload asking for the same
+# template at once get one compile (jinja's own cache serves the second), not two.
+_compiling = threading.Lock()
+
+
 @functools.cache
 def template(name: str) -> jinja2.Template:
     """A compiled template, cached for the life of the process."""
-    return _environment().get_template(name)
+    with _compiling:
+        return _environment().get_template(name)
 
 
 def render(name: str, **values: Any) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import threading
 import unicodedata
 from pathlib import Path
 from typing import Any
@@ -1014,3 +1015,37 @@ def test_odd_tool_calls_are_shown_as_they_are() -> None:
         '[tool call: {"function": "f"}]\n[calls tool ["a"]()]'
     )
     assert render_message(ODD_HISTORY["content-false"]) == "[user] false"
+
+
+def test_threads_asking_for_a_template_at_once_compile_it_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The background preload and a first turn may ask for the judge prompt's templates at the
+    same moment: jinja compiles each once, not once per thread."""
+    import jinja2
+
+    from replyguard import _templates
+
+    compiled: list[str | None] = []
+    compile_source = jinja2.Environment.compile
+
+    def counted(self: jinja2.Environment, source: Any, name: str | None = None, *a: Any) -> Any:
+        compiled.append(name)
+        return compile_source(self, source, name, *a)
+
+    monkeypatch.setattr(jinja2.Environment, "compile", counted)
+    for name in ("_environment", "template"):  # fresh caches: nothing compiled yet
+        fresh = functools.cache(getattr(_templates, name).__wrapped__)
+        monkeypatch.setattr(_templates, name, fresh)
+    start = threading.Barrier(8)
+
+    def ask() -> None:
+        start.wait()
+        _templates.template("judge_system.j2")
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert compiled == ["judge_system.j2"]
