@@ -5,19 +5,45 @@ symlinks out) and is a regular file (a FIFO would block the event loop), only up
 (a longer file, or one that grew past it while being read, is cut on a character boundary and
 marked), and only again when its size or mtime changed. A missing, unreadable or out-of-bounds
 file is skipped with a log event, never an error.
+
+A turn reads its files on the workspace's own two threads (``read_later``): a disk that hangs
+(a stalled network mount) holds one of them, never the event loop, nor the loop's default
+executor that litellm builds its requests on; the caller bounds the wait.
 """
 
 from __future__ import annotations
 
+import asyncio
 import codecs
 import os
 import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from stat import S_ISREG
 
 from replyguard.telemetry._events import Events
 
 MAX_FILE_BYTES = 256 * 1024
+_READERS = 2
+_readers: ThreadPoolExecutor | None = None
+_readers_lock = threading.Lock()
+
+
+def _forget_readers() -> None:
+    global _readers
+    _readers = None  # a forked child has none of its parent's threads
+
+
+os.register_at_fork(after_in_child=_forget_readers)
+
+
+def _reader_pool() -> ThreadPoolExecutor:
+    global _readers
+    with _readers_lock:
+        if _readers is None:
+            _readers = ThreadPoolExecutor(_READERS, thread_name_prefix="replyguard-workspace")
+        return _readers
 
 
 class Workspace:
@@ -50,6 +76,19 @@ class Workspace:
             self._events.warning("workspace_file_refused", file=name, why="links outside workspace")
             return None
         return path
+
+    def read_later(self, names: Sequence[str]) -> asyncio.Future[tuple[str | None, ...]] | None:
+        """The texts of ``names`` (as ``read`` gives them), read on the workspace's threads;
+        None when there is no workspace to read (nothing to wait for). Call on the event loop.
+        """
+        if self._root is None or not names:
+            return None
+        loop = asyncio.get_running_loop()
+        return loop.run_in_executor(_reader_pool(), self.read_all, tuple(names))
+
+    def read_all(self, names: Sequence[str]) -> tuple[str | None, ...]:
+        """``read`` of each of ``names``, in order."""
+        return tuple(self.read(name) for name in names)
 
     def read(self, name: str) -> str | None:
         """The text of ``name`` inside the workspace, or None when it cannot be used."""

@@ -18,7 +18,7 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -546,3 +546,119 @@ async def test_ordinary_operator_patterns_still_decide(
     verdict = outcome.attempts[0].verdict
     assert verdict is not None
     assert "forbidden pattern" in (verdict.feedback or "")
+
+
+# -- 7. a workspace on a disk that hangs --------------------------------------------------------
+
+
+class HungDisk:
+    """``Path.stat`` of one file name blocks until released, as on a stalled network mount.
+
+    Installed once the verifier is built: its construction checks the workspace on the
+    caller's thread (a constructor has no turn deadline to keep)."""
+
+    def __init__(self, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.name = name
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self._monkeypatch = monkeypatch
+
+    def hang(self) -> None:
+        original = Path.stat
+
+        def stat(path: Path, **kwargs: Any) -> os.stat_result:
+            if path.name == self.name:
+                self.entered.set()
+                self.release.wait(10)
+            return original(path, **kwargs)
+
+        self._monkeypatch.setattr(Path, "stat", stat)
+
+
+@pytest.fixture
+def hung_disk(monkeypatch: pytest.MonkeyPatch) -> Iterator[HungDisk]:
+    disk = HungDisk("AGENTS.md", monkeypatch)
+    yield disk
+    disk.release.set()
+
+
+@pytest.mark.parametrize(
+    ("keys", "reason"),
+    [
+        pytest.param({"maxLatencyMs": 400}, Reason.LATENCY_BUDGET, id="turn-deadline"),
+        pytest.param({"timeoutSeconds": 0.4}, Reason.INTERNAL_ERROR, id="timeout-seconds"),
+    ],
+)
+async def test_a_rules_file_on_a_hung_disk_fails_the_turn_open_with_the_loop_free(
+    make_config: Callable[..., VerifierConfig],
+    tmp_path: Path,
+    hung_disk: HungDisk,
+    ticker: Ticker,
+    keys: dict[str, Any],
+    reason: Reason,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    (tmp_path / "AGENTS.md").write_text("Answer in English.\n", encoding="utf-8")
+    config = make_config(verifyAll=True, workspaceDir=str(tmp_path), **keys)
+    judge = ScriptedJudge([])
+    verifier = Verifier(config, judge=judge)
+    hung_disk.hang()
+    ticker.reset()
+    started = time.monotonic()
+    outcome = await verifier.run(ScriptedAgent([REPLY]), Turn(user_message="q"))
+    assert hung_disk.entered.is_set()
+    assert (outcome.status, outcome.reason) == (Status.FAILED_OPEN, reason)
+    assert outcome.response == REPLY
+    assert judge.calls == []
+    assert time.monotonic() - started < 3.0
+    assert await stopped(ticker) < 0.25
+    late = [
+        r
+        for r in caplog.records
+        if getattr(r, "replyguard", {}).get("event") == "workspace_read_late"
+    ]
+    assert late and late[0].replyguard["files"] == ["AGENTS.md", "SOUL.md"]
+
+
+async def test_a_hung_disk_leaves_the_loops_default_executor_to_others(
+    make_config: Callable[..., VerifierConfig], tmp_path: Path, hung_disk: HungDisk
+) -> None:
+    """Turn after turn stuck on the disk never take the threads litellm builds requests on."""
+    (tmp_path / "AGENTS.md").write_text("Answer in English.\n", encoding="utf-8")
+    config = make_config(verifyAll=True, workspaceDir=str(tmp_path), maxLatencyMs=100)
+    verifier = Verifier(config, judge=ScriptedJudge([]))
+    hung_disk.hang()
+    turns = [verifier.run(ScriptedAgent([REPLY]), Turn(user_message="q")) for _ in range(40)]
+    outcomes = await asyncio.gather(*turns)
+    assert {o.reason for o in outcomes} == {Reason.LATENCY_BUDGET}
+    assert await asyncio.wait_for(asyncio.to_thread(lambda: "free"), 2.0) == "free"
+
+
+async def test_rules_edited_between_turns_reach_the_judge(
+    make_config: Callable[..., VerifierConfig], tmp_path: Path
+) -> None:
+    rules = tmp_path / "AGENTS.md"
+    rules.write_text("Answer in English.\n", encoding="utf-8")
+    config = make_config(verifyAll=True, workspaceDir=str(tmp_path))
+    judge = ScriptedJudge(["PASS", "PASS"])
+    verifier = Verifier(config, judge=judge)
+    await verifier.run(ScriptedAgent([REPLY]), Turn(user_message="q"))
+    rules.write_text("Answer in French, always and only.\n", encoding="utf-8")
+    await verifier.run(ScriptedAgent([REPLY]), Turn(user_message="q"))
+    first, second = (prompt.user for prompt in judge.calls)
+    assert "Answer in English." in first and "French" not in first
+    assert "Answer in French, always and only." in second and "English" not in second
+
+
+async def test_a_heartbeat_turn_shows_the_judge_its_task_file_read_off_the_loop(
+    make_config: Callable[..., VerifierConfig], tmp_path: Path
+) -> None:
+    (tmp_path / "HEARTBEAT.md").write_text("- [ ] rotate the logs\n", encoding="utf-8")
+    config = make_config(verifyHeartbeat=True, workspaceDir=str(tmp_path), rulesFiles=[])
+    judge = ScriptedJudge(["PASS"])
+    outcome = await Verifier(config, judge=judge).run(
+        ScriptedAgent(["Rotated the logs."]), Turn(user_message="heartbeat", heartbeat=True)
+    )
+    assert outcome.status == Status.PASSED
+    (prompt,) = judge.calls
+    assert "rotate the logs" in prompt.user

@@ -39,7 +39,6 @@ acknowledgements.
 
 from __future__ import annotations
 
-import asyncio
 import re
 
 from replyguard._workspace import Workspace
@@ -140,7 +139,10 @@ class HeartbeatCheck:
         """Judge a heartbeat turn's acknowledgement against the open tasks."""
         if not self.applies(turn, reply):
             return passed(self.name)
-        markdown = await asyncio.to_thread(self._workspace.read, self._file)
+        reading = self._workspace.read_later((self._file,))
+        if reading is None:  # no workspace
+            return passed(self.name)
+        (markdown,) = await reading
         if markdown is None:
             return passed(self.name)
         tasks = open_tasks(markdown)

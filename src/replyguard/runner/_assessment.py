@@ -134,6 +134,14 @@ class Step:
 
 
 _NOTHING = contextlib.nullcontext()
+Reading = asyncio.Future[tuple[str | None, ...]]
+"""The workspace files' texts being read, in the order asked for."""
+
+
+def _retrieved(reading: Reading) -> None:
+    """Takes the outcome of a reading nobody awaited, so none is logged as never retrieved."""
+    if not reading.cancelled():
+        reading.exception()
 
 
 def _until(seconds: float | None) -> contextlib.AbstractAsyncContextManager[Any]:
@@ -196,30 +204,58 @@ class Assessor:
         self._limiter = limiter
         self._redact = redact
 
-    def _rules(self, config: VerifierConfig, turn: Turn) -> list[RulesSource]:
-        sources = [
-            RulesSource(name, text)
-            for name in config.rules_files
-            if (text := self._workspace.read(name))
-        ]
+    def _read_workspace(self, step: Step) -> Reading | None:
+        """The workspace files the judge prompt may show (the rules files, and a heartbeat
+        turn's task file), read on the workspace's own threads from now on; None when there
+        is nothing to read. Started as the assessment starts, the read overlaps the checks and
+        the screen; a reading nobody waits for (the checks decided) ends on its own."""
+        config = step.profile.config
+        if config.judge_after_checks == "never":
+            return None
+        names = config.rules_files
+        if step.turn.heartbeat:
+            names = (*names, config.heartbeat_file)
+        reading = self._workspace.read_later(names)
+        if reading is not None:
+            reading.add_done_callback(_retrieved)
+        return reading
+
+    async def _workspace_texts(
+        self, step: Step, reading: Reading | None
+    ) -> tuple[list[RulesSource], str | None]:
+        """The rules sources and the heartbeat tasks, once ``reading`` is done; the wait is
+        bounded by the turn's deadline and ``timeoutSeconds`` (``TimeoutError``)."""
+        config, turn = step.profile.config, step.turn
+        texts: tuple[str | None, ...] = ()
+        if reading is not None:
+            async with asyncio.timeout(Budget.at(config.timeout_seconds, step.deadline).seconds):
+                texts = await reading
+        named = dict(zip(config.rules_files, texts, strict=False))
+        sources = [RulesSource(name, text) for name, text in named.items() if text]
+        heartbeat = texts[-1] if turn.heartbeat and texts else None
         if turn.rules:
             rules = "\n".join(f"- {rule}" for rule in turn.rules)
             sources.append(RulesSource("rules for this turn", rules))
-        return sources
+        return sources, heartbeat
 
     def _slot(self) -> contextlib.AbstractAsyncContextManager[Any]:
         return self._limiter.slot() if self._limiter is not None else _NOTHING
 
-    async def judgement(self, step: Step, reply_scans: tokens.Cutter | None = None) -> Verdict:
+    async def judgement(
+        self, step: Step, reply_scans: tokens.Cutter | None, reading: Reading | None
+    ) -> Verdict:
         """Judge one reply by the turn's deadline (and ``timeoutSeconds``); never raises.
 
         Cancellation of the caller is the one exception that propagates. ``reply_scans``: the
-        injection screen's cutter of the reply, whose tokenized ends the prompt reuses.
+        injection screen's cutter of the reply, whose tokenized ends the prompt reuses;
+        ``reading``: the workspace files' read (``_read_workspace``).
         """
         with judging():  # the tokenizer's background load waits for it
-            return await self._judgement(step, reply_scans)
+            return await self._judgement(step, reply_scans, reading)
 
-    async def _judgement(self, step: Step, reply_scans: tokens.Cutter | None) -> Verdict:
+    async def _judgement(
+        self, step: Step, reply_scans: tokens.Cutter | None, reading: Reading | None
+    ) -> Verdict:
         profile, turn, reply = step.profile, step.turn, step.reply
         config, events = profile.config, self._events
         started = time.perf_counter()
@@ -236,13 +272,20 @@ class Assessor:
                 return failed(*setup_failed)
         started = time.perf_counter()  # the judgement's latency starts after the setup
         try:
-            heartbeat = self._workspace.read(config.heartbeat_file) if turn.heartbeat else None
+            rules, heartbeat = await self._workspace_texts(step, reading)
+        except TimeoutError:
+            files = [*config.rules_files, *([config.heartbeat_file] if turn.heartbeat else [])]
+            events.warning("workspace_read_late", turn_id=turn.id, files=files)
+            late = Budget.at(config.timeout_seconds, step.deadline).reason
+            reason = late if late is Reason.LATENCY_BUDGET else Reason.INTERNAL_ERROR
+            return failed(reason, "the workspace files were not read in time")
+        try:
             build = functools.partial(
                 judge_prompt,
                 turn,
                 reply.text,
                 limits=profile.limits,
-                rules=self._rules(config, turn),
+                rules=rules,
                 heartbeat_tasks=heartbeat,
                 previous_feedback=step.previous_feedback,
                 meta=reply.meta,
@@ -435,6 +478,7 @@ class Assessor:
         turn, reply, config = step.turn, step.reply, step.profile.config
         started = time.perf_counter()
         budget = Budget.at(config.timeout_seconds, step.deadline)
+        reading = self._read_workspace(step)
         try:
             async with _until(step.left()):
                 results = await run_checks(
@@ -469,7 +513,7 @@ class Assessor:
                     suspected_injection=suspicion,
                 )
                 return failure, results
-        verdict = await self._verdict(step, results, scans)
+        verdict = await self._verdict(step, results, scans, reading)
         if suspicion:
             verdict = verdict.model_copy(update={"suspected_injection": suspicion})
         if verdict.awaiting_user and (suspicion or _holds_mark(reply.text)):
@@ -478,7 +522,11 @@ class Assessor:
         return verdict, results
 
     async def _verdict(
-        self, step: Step, results: tuple[CheckResult, ...], scans: tokens.Cutter | None = None
+        self,
+        step: Step,
+        results: tuple[CheckResult, ...],
+        scans: tokens.Cutter | None,
+        reading: Reading | None,
     ) -> Verdict:
         """The checks' verdict, the judge's, or both merged, per ``judgeAfterChecks``."""
         failure = checks_verdict(results)
@@ -487,7 +535,7 @@ class Assessor:
             return failure
         if failure is None and (mode == "never" or decisive_pass(results)):
             return Verdict(passed=True, decisive=True, reasoning="deterministic checks")
-        verdict = await self.judgement(step, scans)
+        verdict = await self.judgement(step, scans, reading)
         if failure is None:
             return verdict
         if verdict.passed:  # the judge passed (or failed open): the checks' failure stands
