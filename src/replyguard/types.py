@@ -11,7 +11,7 @@ import functools
 import inspect
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -111,6 +111,26 @@ class _Frozen(BaseModel):
 
     # A descriptor in place of pydantic's ClassVar[Signature]: it reads the same from the class.
     __signature__ = _FieldSignature()
+
+
+_set = object.__setattr__
+_M = TypeVar("_M", bound=_Frozen)
+
+
+def _replaced(model: _M, update: dict[str, Any]) -> _M:
+    """``model.model_copy(update=update)`` without pydantic's general copy when the model has
+    no extra fields and no private attributes (this module's own never do; a host's subclass
+    might): a few microseconds less on every verified turn. Like ``model_copy``, the new
+    values are not validated."""
+    if model.__pydantic_extra__ is not None or model.__pydantic_private__ is not None:
+        return model.model_copy(update=update)
+    cls = type(model)
+    fresh = cls.__new__(cls)
+    _set(fresh, "__dict__", {**model.__dict__, **update})
+    _set(fresh, "__pydantic_extra__", None)
+    _set(fresh, "__pydantic_fields_set__", model.__pydantic_fields_set__ | update.keys())
+    _set(fresh, "__pydantic_private__", None)
+    return fresh
 
 
 class ToolCallRecord(_Frozen):

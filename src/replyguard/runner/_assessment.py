@@ -42,7 +42,7 @@ from replyguard.runner._preload import judging
 from replyguard.telemetry._events import Events, describe_error, redact
 from replyguard.telemetry._ledger import member_votes
 from replyguard.telemetry._tracing import NO_TRACING, Tracing
-from replyguard.types import CheckResult, FailCategory, Reason, Reply, Turn, Verdict
+from replyguard.types import CheckResult, FailCategory, Reason, Reply, Turn, Verdict, _replaced
 
 if TYPE_CHECKING:  # loaded when a config asks for a panel or shared state
     from replyguard.judge._panel import Panel
@@ -226,6 +226,8 @@ class Assessor:
         """The rules sources and the heartbeat tasks, once ``reading`` is done; the wait is
         bounded by the turn's deadline and ``timeoutSeconds`` (``TimeoutError``)."""
         config, turn = step.profile.config, step.turn
+        if reading is None and not turn.rules:
+            return [], None
         texts: tuple[str | None, ...] = ()
         if reading is not None:
             async with asyncio.timeout(Budget.at(config.timeout_seconds, step.deadline).seconds):
@@ -419,7 +421,7 @@ class Assessor:
         if not verdict.readable:
             update["fail_open_reason"] = Reason.UNREADABLE_VERDICT
             update["error"] = answer.note or verdict.error
-        verdict = verdict.model_copy(update=update)
+        verdict = _replaced(verdict, update)
         # The one place a judge's answer becomes a verdict: from here on its words are stored,
         # sent to the agent, printed and logged, so every key is taken out of them now.
         secrets = (*events.secrets, *config.secrets())
@@ -515,7 +517,7 @@ class Assessor:
                 return failure, results
         verdict = await self._verdict(step, results, scans, reading)
         if suspicion:
-            verdict = verdict.model_copy(update={"suspected_injection": suspicion})
+            verdict = _replaced(verdict, {"suspected_injection": suspicion})
         if verdict.awaiting_user and (suspicion or _holds_mark(reply.text)):
             # The mark counts only when the reply could not have planted it for the judge.
             verdict = verdict.model_copy(update={"awaiting_user": False})
@@ -641,7 +643,7 @@ def redacted_verdict(verdict: Verdict, secrets: Sequence[str]) -> Verdict:
         if isinstance(value := getattr(verdict, name), str)
     }
     changed = {name: text for name, text in texts.items() if text != getattr(verdict, name)}
-    return verdict.model_copy(update=changed) if changed else verdict
+    return _replaced(verdict, changed) if changed else verdict
 
 
 def _spend(verdict: Verdict) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 from replyguard._templates import template
 from replyguard.context import _tokens as tokens
@@ -55,17 +55,15 @@ class _Judgements:
         self._idle = threading.Condition()
         self._count = 0
 
-    @contextlib.contextmanager
-    def running(self) -> Iterator[None]:
+    def __enter__(self) -> None:
         with self._idle:
             self._count += 1
-        try:
-            yield
-        finally:
-            with self._idle:
-                self._count -= 1
-                if not self._count:
-                    self._idle.notify_all()
+
+    def __exit__(self, *exc: object) -> None:
+        with self._idle:
+            self._count -= 1
+            if not self._count:
+                self._idle.notify_all()
 
     def wait_idle(self) -> None:
         with self._idle:
@@ -73,13 +71,14 @@ class _Judgements:
 
 
 _judgements = _Judgements()
+_NOTHING = contextlib.nullcontext()
 
 
 def judging() -> contextlib.AbstractContextManager[None]:
     """Mark replyguard's own work on a turn as in flight for its duration (a judgement; in
     ``Verifier.run``, everything after the agent's reply): the tokenizer's preload waits for
-    none to be."""
-    return _judgements.running()
+    none to be. Once the tokenizer is loaded nothing waits, and nothing is counted."""
+    return _NOTHING if tokens.loaded() else _judgements
 
 
 def _load(parts: tuple[str, ...]) -> None:

@@ -17,7 +17,6 @@ import contextlib
 import hashlib
 import json
 import uuid
-from collections.abc import Iterator
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from typing import Any
@@ -83,18 +82,25 @@ def leave_attempt(token: Token[TurnContext | None]) -> None:
         _CURRENT.reset(token)
 
 
-@contextlib.contextmanager
-def agent_attempt(turn: Turn, attempt: int) -> Iterator[TurnContext]:
+class agent_attempt:
     """``current_turn()`` is ``(turn, attempt)`` inside the block, and what it was after it."""
-    scope = TurnContext(turn, attempt)
-    token = _CURRENT.set(scope)
-    try:
-        yield scope
-    finally:
+
+    __slots__ = ("_scope", "_token")
+
+    def __init__(self, turn: Turn, attempt: int) -> None:
+        self._scope = TurnContext(turn, attempt)
+
+    def __enter__(self) -> TurnContext:
+        self._token = _CURRENT.set(self._scope)
+        return self._scope
+
+    def __exit__(self, *exc: object) -> None:
         # A coroutine destroyed unfinished is closed in whatever context collects it, where
         # the token cannot be reset (and the value it would restore is not seen anyway).
-        with contextlib.suppress(ValueError):
-            _CURRENT.reset(token)
+        try:  # noqa: SIM105 - contextlib.suppress costs a frame on every turn
+            _CURRENT.reset(self._token)
+        except ValueError:
+            pass
 
 
 def canonical_arguments(arguments: Any) -> str:
