@@ -21,12 +21,11 @@ unreadable unparsed (``JudgeReply.verdict``).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import functools
 import sys
 import weakref
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,15 +53,18 @@ def _trip() -> None:
         ticket.too_large = True
 
 
-@contextlib.contextmanager
-def capped_call() -> Iterator[CallTicket]:
+class capped_call:
     """Scope one judge call: the ticket says whether its answer passed the cap."""
-    ticket = CallTicket()
-    token = _TICKET.set(ticket)
-    try:
-        yield ticket
-    finally:
-        _TICKET.reset(token)
+
+    __slots__ = ("_ticket", "_token")
+
+    def __enter__(self) -> CallTicket:
+        self._ticket = CallTicket()
+        self._token = _TICKET.set(self._ticket)
+        return self._ticket
+
+    def __exit__(self, *exc: object) -> None:
+        _TICKET.reset(self._token)
 
 
 @functools.cache

@@ -32,7 +32,6 @@ import itertools
 import sys
 import threading
 import weakref
-from collections.abc import AsyncIterator
 from typing import Any
 
 from replyguard.telemetry._events import Events, describe_error
@@ -73,7 +72,10 @@ class _Calls:
 
     def enter(self, generation: int) -> None:
         self.counts[generation] = self.counts.get(generation, 0) + 1
-        self.idle.setdefault(generation, asyncio.Event()).clear()
+        idle = self.idle.get(generation)
+        if idle is None:
+            idle = self.idle[generation] = asyncio.Event()
+        idle.clear()
 
     def leave(self, generation: int) -> None:
         self.counts[generation] -= 1
@@ -83,6 +85,23 @@ class _Calls:
 
     def before(self, generation: int) -> list[asyncio.Event]:
         return [event for g, event in self.idle.items() if g < generation]
+
+
+class _Using:
+    """One call in a scope: counted in flight, the scope's name set, for its block."""
+
+    __slots__ = ("_calls", "_generation", "_name", "_token")
+
+    def __init__(self, calls: _Calls, generation: int, name: str) -> None:
+        self._calls, self._generation, self._name = calls, generation, name
+
+    def __enter__(self) -> None:
+        self._calls.enter(self._generation)
+        self._token = _SCOPE.set(self._name)
+
+    def __exit__(self, *exc: object) -> None:
+        _SCOPE.reset(self._token)
+        self._calls.leave(self._generation)
 
 
 class ClientScope:
@@ -113,9 +132,9 @@ class ClientScope:
                 calls = self._calls[loop] = _Calls()
             return calls
 
-    @contextlib.asynccontextmanager
-    async def using(self, litellm: Any) -> AsyncIterator[None]:
-        """Around one litellm call: the clients it gets (or makes) are this scope's."""
+    def using(self, litellm: Any) -> _Using:
+        """Around one litellm call (a context manager): the clients it gets (or makes) are
+        this scope's."""
         _cache(litellm)
         with self._lock:
             self._litellm = litellm
@@ -126,14 +145,7 @@ class ClientScope:
                 "verifier_reopened",
                 detail="used after aclose(): new HTTP clients are opened; aclose() it again",
             )
-        calls = self._loop_calls()
-        calls.enter(generation)
-        token = _SCOPE.set(self._name(generation))
-        try:
-            yield
-        finally:
-            _SCOPE.reset(token)
-            calls.leave(generation)
+        return _Using(self._loop_calls(), generation, self._name(generation))
 
     def loops(self) -> list[asyncio.AbstractEventLoop]:
         """The event loops this scope has made calls on (and that still exist)."""

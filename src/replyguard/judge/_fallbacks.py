@@ -257,8 +257,9 @@ class LiteLLMJudge:
                         if model in self._routed
                         else litellm.acompletion
                     )
-                    async with asyncio.timeout_at(loop.time() + share), self._own_clients(litellm):
-                        response = await self._send(call, model, params)
+                    async with asyncio.timeout_at(loop.time() + share):
+                        with self._own_clients(litellm):
+                            response = await self._send(call, model, params)
                 except JudgeConfigError as exc:  # the Router could not be built (logged)
                     span.fail(exc)
                     raise
@@ -343,7 +344,7 @@ class LiteLLMJudge:
             if handler is not None:
                 params["client"] = handler
 
-    def _own_clients(self, litellm: Any) -> contextlib.AbstractAsyncContextManager[Any]:
+    def _own_clients(self, litellm: Any) -> contextlib.AbstractContextManager[Any]:
         """The verifier's own clients for one call (litellm's shared ones without a scope)."""
         if self._clients is None:
             return contextlib.nullcontext()
