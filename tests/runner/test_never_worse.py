@@ -602,6 +602,7 @@ async def test_a_rules_file_on_a_hung_disk_fails_the_turn_open_with_the_loop_fre
     config = make_config(verifyAll=True, workspaceDir=str(tmp_path), **keys)
     judge = ScriptedJudge([])
     verifier = Verifier(config, judge=judge)
+    await verifier.warmup()  # the tokenizer's one load holds the GIL: not the case under test
     hung_disk.hang()
     ticker.reset()
     started = time.monotonic()
@@ -662,3 +663,50 @@ async def test_a_heartbeat_turn_shows_the_judge_its_task_file_read_off_the_loop(
     assert outcome.status == Status.PASSED
     (prompt,) = judge.calls
     assert "rotate the logs" in prompt.user
+
+
+@pytest.mark.parametrize("keys", [{"verifyAll": True}, {}], ids=["verify-all", "keywords"])
+async def test_a_turn_that_may_be_judged_reads_its_workspace_during_the_agents_call(
+    make_config: Callable[..., VerifierConfig],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    keys: dict[str, Any],
+) -> None:
+    (tmp_path / "AGENTS.md").write_text("Answer in English.\n", encoding="utf-8")
+    judge = ScriptedJudge(["PASS"])
+    verifier = Verifier(make_config(workspaceDir=str(tmp_path), **keys), judge=judge)
+    disk = HungDisk("AGENTS.md", monkeypatch)
+    disk.release.set()  # records the read, never holds it
+    disk.hang()
+
+    async def agent(messages: list[dict[str, Any]]) -> str:
+        assert await asyncio.to_thread(disk.entered.wait, 5.0)  # read before the reply exists
+        return REPLY
+
+    outcome = await verifier.run(agent, Turn(user_message="q"))
+    assert outcome.status == Status.PASSED
+    (prompt,) = judge.calls
+    assert "Answer in English." in prompt.user
+
+
+async def test_every_attempt_of_a_turn_on_a_hung_disk_fails_open_in_time(
+    make_config: Callable[..., VerifierConfig], tmp_path: Path, hung_disk: HungDisk
+) -> None:
+    """The turn's one read is waited for by each attempt without being cancelled by the first."""
+    (tmp_path / "AGENTS.md").write_text("Answer in English.\n", encoding="utf-8")
+    check = {"type": "rules", "mustNotMatch": [r"\bTODO\b"]}
+    config = make_config(
+        verifyAll=True,
+        workspaceDir=str(tmp_path),
+        timeoutSeconds=0.2,
+        maxAttempts=2,
+        judgeAfterChecks="always",
+        checks=[check],
+    )
+    verifier = Verifier(config, judge=ScriptedJudge([]))
+    hung_disk.hang()
+    started = time.monotonic()
+    outcome = await verifier.run(ScriptedAgent(["TODO later", REPLY]), Turn(user_message="q"))
+    assert outcome.status == Status.FAILED_OPEN
+    assert outcome.response in {"TODO later", REPLY}
+    assert time.monotonic() - started < 3.0

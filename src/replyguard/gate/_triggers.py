@@ -112,6 +112,13 @@ class TriggerMatcher:
             return TriggerKind.KEYWORD
         return None
 
+    def may_judge(self, turn: Turn) -> bool:
+        """Whether ``decide`` can judge ``turn`` for some reply (False: a heartbeat turn
+        without ``verifyHeartbeat``, or no trigger at all), known before the reply is."""
+        if turn.heartbeat:
+            return self._verify_heartbeat
+        return self._verify_all or self._pattern is not None
+
     def matched_keyword(self, text: str) -> str | None:
         """The keyword of the first non-negated occurrence in ``text`` (spaces collapsed)."""
         if self._pattern is None:

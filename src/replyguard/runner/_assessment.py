@@ -116,6 +116,10 @@ class Budget:
         return cls(own, Reason.JUDGE_TIMEOUT)
 
 
+Reading = asyncio.Future[tuple[str | None, ...]]
+"""The workspace files' texts being read, in the order asked for (``read_workspace``)."""
+
+
 @dataclass(frozen=True)
 class Step:
     """One reply to assess, with what the assessment needs to know about its turn."""
@@ -127,6 +131,9 @@ class Step:
     attempt: int
     deadline: float | None
     """The turn's deadline (``time.monotonic``), or None when it has none."""
+    reading: Reading | None = None
+    """The workspace files' read the turn started (``Assessor.read_workspace``), or None:
+    the assessment then starts its own."""
 
     def left(self) -> float | None:
         """Seconds left of the turn (never negative), or None without a deadline."""
@@ -134,8 +141,6 @@ class Step:
 
 
 _NOTHING = contextlib.nullcontext()
-Reading = asyncio.Future[tuple[str | None, ...]]
-"""The workspace files' texts being read, in the order asked for."""
 
 
 def _retrieved(reading: Reading) -> None:
@@ -204,16 +209,17 @@ class Assessor:
         self._limiter = limiter
         self._redact = redact
 
-    def _read_workspace(self, step: Step) -> Reading | None:
+    def read_workspace(self, profile: Profile, turn: Turn) -> Reading | None:
         """The workspace files the judge prompt may show (the rules files, and a heartbeat
         turn's task file), read on the workspace's own threads from now on; None when there
-        is nothing to read. Started as the assessment starts, the read overlaps the checks and
-        the screen; a reading nobody waits for (the checks decided) ends on its own."""
-        config = step.profile.config
+        is nothing to read. Started as early as the turn knows it will be judged (before the
+        agent's call when that does not depend on the reply), the read overlaps the agent and
+        the checks; a reading nobody waits for ends on its own."""
+        config = profile.config
         if config.judge_after_checks == "never":
             return None
         names = config.rules_files
-        if step.turn.heartbeat:
+        if turn.heartbeat:
             names = (*names, config.heartbeat_file)
         reading = self._workspace.read_later(names)
         if reading is not None:
@@ -230,8 +236,12 @@ class Assessor:
             return [], None
         texts: tuple[str | None, ...] = ()
         if reading is not None:
-            async with asyncio.timeout(Budget.at(config.timeout_seconds, step.deadline).seconds):
-                texts = await reading
+            if not reading.done():  # waited for without cancelling: a retry may wait again
+                budget = Budget.at(config.timeout_seconds, step.deadline).seconds
+                await asyncio.wait((reading,), timeout=budget)
+                if not reading.done():
+                    raise TimeoutError
+            texts = reading.result()
         named = dict(zip(config.rules_files, texts, strict=False))
         sources = [RulesSource(name, text) for name, text in named.items() if text]
         heartbeat = texts[-1] if turn.heartbeat and texts else None
@@ -250,7 +260,7 @@ class Assessor:
 
         Cancellation of the caller is the one exception that propagates. ``reply_scans``: the
         injection screen's cutter of the reply, whose tokenized ends the prompt reuses;
-        ``reading``: the workspace files' read (``_read_workspace``).
+        ``reading``: the workspace files' read (``read_workspace``).
         """
         with judging():  # the tokenizer's background load waits for it
             return await self._judgement(step, reply_scans, reading)
@@ -281,6 +291,9 @@ class Assessor:
             late = Budget.at(config.timeout_seconds, step.deadline).reason
             reason = late if late is Reason.LATENCY_BUDGET else Reason.INTERNAL_ERROR
             return failed(reason, "the workspace files were not read in time")
+        except Exception as exc:  # a fault of the reader itself, never the files' (logged there)
+            events.error("workspace_read_failed", error_class=type(exc).__name__)
+            return failed(Reason.INTERNAL_ERROR, f"reading the workspace failed: {exc!r}"[:300])
         try:
             build = functools.partial(
                 judge_prompt,
@@ -480,7 +493,7 @@ class Assessor:
         turn, reply, config = step.turn, step.reply, step.profile.config
         started = time.perf_counter()
         budget = Budget.at(config.timeout_seconds, step.deadline)
-        reading = self._read_workspace(step)
+        reading = step.reading or self.read_workspace(step.profile, turn)
         try:
             async with _until(step.left()):
                 results = await run_checks(

@@ -19,7 +19,7 @@ from replyguard.errors import VerificationExhausted
 from replyguard.gate._prechecks import skip_reason
 from replyguard.gate._triggers import TriggerKind
 from replyguard.runner._agents import Agent, AgentPool, Messages, call_agent
-from replyguard.runner._assessment import Assessor, Profile, Step
+from replyguard.runner._assessment import Assessor, Profile, Reading, Step
 from replyguard.runner._family_guard import FamilyGuard
 from replyguard.runner._feedback import feedback_message
 from replyguard.runner._hooks import Hooks
@@ -112,9 +112,11 @@ class _Run:
         started: float,
         *,
         sample_key: str | None = None,
+        reading: Reading | None = None,
     ) -> None:
         """``turn`` carries its id (``with_turn_id``); ``sample_key`` is what ``sampleRate``
-        draws on: the caller's own id, else the user message (never an assigned id)."""
+        draws on: the caller's own id, else the user message (never an assigned id);
+        ``reading``: the workspace files' read, when the caller started it already."""
         self.v = parts
         self.turn = turn
         self.sample_key = sample_key if sample_key is not None else turn.user_message
@@ -127,6 +129,8 @@ class _Run:
         self.last_judge_cost = 0.0
         self.tool_ledger: tuple[ToolCallRecord, ...] = ()
         """The turn's tool calls so far, every attempt's, side effects settled."""
+        self.reading = reading
+        """The workspace files' read, shared by every attempt (started once judged)."""
 
     # -- clock and money ------------------------------------------------------------------
 
@@ -281,6 +285,8 @@ class _Run:
             return await self.finish(Status.FAILED_OPEN, reply, Reason.SAME_FAMILY)
         if config.max_latency_ms is not None:
             self.deadline = time.monotonic() + config.max_latency_ms / 1000
+        if self.reading is None:
+            self.reading = v.assessor.read_workspace(self.profile, turn)
         return None
 
     async def loop(self, agent: Agent, messages: Messages, reply: Reply) -> Outcome:
@@ -319,7 +325,13 @@ class _Run:
         judged_reply = self.v.side_effects.with_turn_ledger(reply, [a.reply for a in self.attempts])
         self.tool_ledger = judged_reply.meta.tool_calls
         step = Step(
-            self.profile, self.turn, judged_reply, tuple(feedback_so_far), number, self.deadline
+            self.profile,
+            self.turn,
+            judged_reply,
+            tuple(feedback_so_far),
+            number,
+            self.deadline,
+            self.reading,
         )
         tracing = self.v.tracing
         with tracing.span("replyguard.attempt") as span:

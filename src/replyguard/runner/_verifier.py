@@ -368,10 +368,16 @@ class Verifier:
         with self._tracing.span("replyguard.turn") as span:
             span.record(turn_attributes, turn, profile.name, profile.config.mode)
             messages: Messages = [*turn.history, {"role": "user", "content": turn.user_message}]
+            # A turn that may be judged reads its workspace files during the agent's call
+            # (on replyguard's threads; wasted on a turn its reply does not trigger).
+            ahead = profile.config.enabled and profile.triggers.may_judge(turn)
+            reading = self._assessor.read_workspace(profile, turn) if ahead else None
             try:
                 with agent_attempt(turn, 1):
                     reply = await call_agent(agent, messages, self._agent_pool)
-                run = _Run(self._parts, turn, profile, started, sample_key=sample_key)
+                run = _Run(
+                    self._parts, turn, profile, started, sample_key=sample_key, reading=reading
+                )
                 with judging():
                     outcome = await run.verify(agent, messages, reply)
             except VerificationExhausted as exc:
