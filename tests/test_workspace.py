@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -244,3 +246,21 @@ def test_a_fifo_is_refused_without_blocking(
     os.mkfifo(root / "SOUL.md")  # opening it for reading would wait for a writer forever
     assert workspace.read("SOUL.md") is None
     assert _event_names(replyguard_logs) == ["workspace_file_refused"]
+
+
+async def test_a_waiter_cancelled_leaves_the_shared_read_to_the_others() -> None:
+    """Turns share a queued read: one turn cancelled (its deadline, its host) must not cancel
+    the read under the others, as ``asyncio.wrap_future`` would."""
+    from concurrent.futures import Future
+
+    from replyguard._workspace import _awaited_on
+
+    loop = asyncio.get_running_loop()
+    read: Future[str] = Future()
+    cancelled, kept = _awaited_on(loop, read), _awaited_on(loop, read)
+    cancelled.cancel()
+    await asyncio.sleep(0)
+    assert not read.cancelled()
+    threading.Thread(target=read.set_result, args=("rules",)).start()
+    assert await asyncio.wait_for(kept, 5) == "rules"
+    assert cancelled.cancelled()

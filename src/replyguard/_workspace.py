@@ -6,44 +6,96 @@ symlinks out) and is a regular file (a FIFO would block the event loop), only up
 marked), and only again when its size or mtime changed. A missing, unreadable or out-of-bounds
 file is skipped with a log event, never an error.
 
-A turn reads its files on the workspace's own two threads (``read_later``): a disk that hangs
-(a stalled network mount) holds one of them, never the event loop, nor the loop's default
-executor that litellm builds its requests on; the caller bounds the wait.
+A turn reads its files on two daemon threads of replyguard's own (``read_later``): a disk
+that hangs (a stalled network mount) holds one of them, never the event loop, nor the loop's
+default executor that litellm builds its requests on, nor the process's exit; the caller
+bounds the wait.
 """
 
 from __future__ import annotations
 
 import asyncio
 import codecs
+import contextlib
 import os
+import queue
 import threading
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from stat import S_ISREG
+from typing import Any, TypeVar
 
 from replyguard.telemetry._events import Events
 
 MAX_FILE_BYTES = 256 * 1024
 _READERS = 2
-_readers: ThreadPoolExecutor | None = None
-_readers_lock = threading.Lock()
+_T = TypeVar("_T")
+
+
+class _Readers:
+    """Two daemon threads that read workspace files, started on first use. Daemon threads,
+    unlike an executor's: a read stuck on a hung mount never holds up the process's exit."""
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[tuple[Future[Any], Callable[[], Any]]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+
+    def submit(self, work: Callable[[], Any]) -> Future[Any]:
+        future: Future[Any] = Future()
+        self._queue.put((future, work))
+        with self._lock:
+            if len(self._threads) < _READERS:
+                thread = threading.Thread(
+                    target=self._serve, name="replyguard-workspace", daemon=True
+                )
+                self._threads.append(thread)
+                thread.start()
+        return future
+
+    def _serve(self) -> None:
+        while True:
+            future, work = self._queue.get()
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(work())
+            except BaseException as exc:  # handed to the waiting turn
+                future.set_exception(exc)
+
+
+_readers = _Readers()
+
+
+def _awaited_on(loop: asyncio.AbstractEventLoop, future: Future[_T]) -> asyncio.Future[_T]:
+    """An asyncio future on ``loop`` that takes ``future``'s outcome. Unlike
+    ``asyncio.wrap_future``, cancelling it leaves ``future`` alone: other turns share it."""
+    waiter: asyncio.Future[_T] = loop.create_future()
+
+    def settle(done: Future[_T]) -> None:
+        if waiter.cancelled():
+            return
+        error = done.exception()
+        if error is not None:
+            waiter.set_exception(error)
+        else:
+            waiter.set_result(done.result())
+
+    def hand_over(done: Future[_T]) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits any more
+            loop.call_soon_threadsafe(settle, done)
+
+    future.add_done_callback(hand_over)
+    return waiter
 
 
 def _forget_readers() -> None:
     global _readers
-    _readers = None  # a forked child has none of its parent's threads
+    _readers = _Readers()  # a forked child has none of its parent's threads
 
 
 os.register_at_fork(after_in_child=_forget_readers)
-
-
-def _reader_pool() -> ThreadPoolExecutor:
-    global _readers
-    with _readers_lock:
-        if _readers is None:
-            _readers = ThreadPoolExecutor(_READERS, thread_name_prefix="replyguard-workspace")
-        return _readers
 
 
 class Workspace:
@@ -53,6 +105,7 @@ class Workspace:
         self._root = Path(directory).resolve() if directory else None
         self._events = events
         self._cache: dict[Path, tuple[int, int, str]] = {}
+        self._queued: dict[tuple[str, ...], Future[tuple[str | None, ...]]] = {}
         self._lock = threading.Lock()
 
     @property
@@ -84,7 +137,15 @@ class Workspace:
         if self._root is None or not names:
             return None
         loop = asyncio.get_running_loop()
-        return loop.run_in_executor(_reader_pool(), self.read_all, tuple(names))
+        wanted = tuple(names)
+        with self._lock:
+            # A read of the same files still queued (not started: it will see the disk as it
+            # is when it starts) serves this turn too, so a hung disk queues one read, not
+            # one per turn, and a burst of turns reads once.
+            queued = self._queued.get(wanted)
+            if queued is None or queued.running() or queued.done():
+                queued = self._queued[wanted] = _readers.submit(lambda: self.read_all(wanted))
+        return _awaited_on(loop, queued)
 
     def read_all(self, names: Sequence[str]) -> tuple[str | None, ...]:
         """``read`` of each of ``names``, in order."""

@@ -18,7 +18,7 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,9 @@ import pytest
 
 from conftest import API_KEY
 from replyguard import Reason, Status, Turn, Verifier, VerifierConfig
+from replyguard._workspace import Workspace
 from replyguard.judge._answer_cap import MAX_ANSWER_BYTES
+from replyguard.telemetry import Events
 from replyguard.testing import ScriptedAgent, ScriptedJudge
 from support.provider_server import ANTHROPIC, OPENAI, ProviderServer, Step, Wire, provider_process
 
@@ -710,3 +712,67 @@ async def test_every_attempt_of_a_turn_on_a_hung_disk_fails_open_in_time(
     assert outcome.status == Status.FAILED_OPEN
     assert outcome.response in {"TODO later", REPLY}
     assert time.monotonic() - started < 3.0
+
+
+def test_a_process_whose_workspace_read_hangs_still_exits(tmp_path: Path) -> None:
+    """The readers are daemon threads: a read stuck for good never holds up the exit."""
+    (tmp_path / "AGENTS.md").write_text("Answer in English.\n", encoding="utf-8")
+    script = textwrap.dedent(
+        f"""
+        import asyncio, threading
+        from pathlib import Path
+        from replyguard import Turn, Verifier, VerifierConfig
+        from replyguard.testing import ScriptedAgent, ScriptedJudge
+
+        config = VerifierConfig.from_dict({{
+            "enabled": True, "verifyAll": True, "agentModel": "openai/gpt-4o",
+            "workspaceDir": {str(tmp_path)!r}, "maxLatencyMs": 300,
+        }})
+        verifier = Verifier(config, judge=ScriptedJudge([]), preload=False)
+        original, never = Path.stat, threading.Event()
+
+        def stat(path, **kwargs):
+            if path.name == "AGENTS.md":
+                never.wait()  # a mount that never answers
+            return original(path, **kwargs)
+
+        Path.stat = stat
+        outcome = asyncio.run(verifier.run(ScriptedAgent(["Done"]), Turn(user_message="q")))
+        print(outcome.reason.value)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "latency_budget"
+
+
+async def test_turns_on_a_hung_disk_queue_one_read_between_them(
+    make_config: Callable[..., VerifierConfig],
+    tmp_path: Path,
+    hung_disk: HungDisk,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Not one read per turn: the queue stays bounded however long the disk hangs, and once
+    it answers, the one queued read serves them all."""
+    (tmp_path / "AGENTS.md").write_text("Answer in English.\n", encoding="utf-8")
+    config = make_config(verifyAll=True, workspaceDir=str(tmp_path), maxLatencyMs=100)
+    verifier = Verifier(config, judge=ScriptedJudge([]))
+    reads: list[tuple[str, ...]] = []
+    read_all = Workspace.read_all
+
+    def counted(self: Workspace, names: Sequence[str]) -> tuple[str | None, ...]:
+        reads.append(tuple(names))
+        return read_all(self, names)
+
+    monkeypatch.setattr(Workspace, "read_all", counted)
+    hung_disk.hang()
+    for _ in range(30):
+        outcome = await verifier.run(ScriptedAgent([REPLY]), Turn(user_message="q"))
+        assert outcome.reason == Reason.LATENCY_BUDGET
+    hung_disk.release.set()
+    texts = await asyncio.wait_for(Workspace(str(tmp_path), Events()).read_later(["AGENTS.md"]), 5)
+    assert texts == ("Answer in English.\n",)
+    # The two readers each took one turn's read; all 28 later turns shared one queued read.
+    assert len(reads) == 4  # and the read just made
