@@ -105,7 +105,7 @@ class Workspace:
         self._root = Path(directory).resolve() if directory else None
         self._events = events
         self._cache: dict[Path, tuple[int, int, str]] = {}
-        self._queued: dict[tuple[str, ...], Future[tuple[str | None, ...]]] = {}
+        self._queued: dict[tuple[str, ...], tuple[_Readers, Future[tuple[str | None, ...]]]] = {}
         self._lock = threading.Lock()
 
     @property
@@ -138,13 +138,16 @@ class Workspace:
             return None
         loop = asyncio.get_running_loop()
         wanted = tuple(names)
+        readers = _readers
         with self._lock:
             # A read of the same files still queued (not started: it will see the disk as it
             # is when it starts) serves this turn too, so a hung disk queues one read, not
-            # one per turn, and a burst of turns reads once.
-            queued = self._queued.get(wanted)
-            if queued is None or queued.running() or queued.done():
-                queued = self._queued[wanted] = _readers.submit(lambda: self.read_all(wanted))
+            # one per turn, and a burst of turns reads once. Only on these readers: after a
+            # fork, a read queued in the parent is never served.
+            pool, queued = self._queued.get(wanted, (None, None))
+            if pool is not readers or queued is None or queued.running() or queued.done():
+                queued = readers.submit(lambda: self.read_all(wanted))
+                self._queued[wanted] = (readers, queued)
         return _awaited_on(loop, queued)
 
     def read_all(self, names: Sequence[str]) -> tuple[str | None, ...]:

@@ -776,3 +776,48 @@ async def test_turns_on_a_hung_disk_queue_one_read_between_them(
     assert texts == ("Answer in English.\n",)
     # The two readers each took one turn's read; all 28 later turns shared one queued read.
     assert len(reads) == 4  # and the read just made
+
+
+def test_a_child_forked_while_reads_hang_reads_its_workspace_afresh(tmp_path: Path) -> None:
+    """A read queued in the parent is never served in a forked child (its reader threads
+    stay behind): the child's turns read on threads of their own."""
+    (tmp_path / "AGENTS.md").write_text("Answer in English.\n", encoding="utf-8")
+    script = textwrap.dedent(
+        f"""
+        import asyncio, os, sys, threading
+        from pathlib import Path
+        from replyguard import Turn, Verifier, VerifierConfig
+        from replyguard.testing import ScriptedAgent, ScriptedJudge
+
+        config = VerifierConfig.from_dict({{
+            "enabled": True, "verifyAll": True, "agentModel": "openai/gpt-4o",
+            "workspaceDir": {str(tmp_path)!r}, "maxLatencyMs": 300,
+        }})
+        judge = ScriptedJudge(["PASS"])
+        verifier = Verifier(config, judge=judge, preload=False)
+        original, never = Path.stat, threading.Event()
+
+        def stat(path, **kwargs):
+            if path.name == "AGENTS.md":
+                never.wait()
+            return original(path, **kwargs)
+
+        Path.stat = stat
+        turn = Turn(user_message="q")
+        for _ in range(3):  # two readers stuck, one read queued
+            asyncio.run(verifier.run(ScriptedAgent(["Done"]), turn))
+        Path.stat = original
+        child = os.fork()
+        if child == 0:
+            outcome = asyncio.run(verifier.run(ScriptedAgent(["Done"]), turn))
+            seen = "Answer in English." in judge.calls[0].user if judge.calls else False
+            print(outcome.status.value, seen, flush=True)
+            os._exit(0)
+        os.waitpid(child, 0)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "passed True"
