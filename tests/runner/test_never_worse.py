@@ -714,38 +714,49 @@ async def test_every_attempt_of_a_turn_on_a_hung_disk_fails_open_in_time(
     assert time.monotonic() - started < 3.0
 
 
-def test_a_process_whose_workspace_read_hangs_still_exits(tmp_path: Path) -> None:
-    """The readers are daemon threads: a read stuck for good never holds up the exit."""
-    (tmp_path / "AGENTS.md").write_text("Answer in English.\n", encoding="utf-8")
-    script = textwrap.dedent(
-        f"""
-        import asyncio, threading
+def hung_workspace_script(workspace: Path, judge_answers: list[str], then: str) -> str:
+    """A script with a verifier of ``workspace`` whose ``AGENTS.md`` lies on a mount that
+    never answers once it runs ``Path.stat = stat``, then ``then``."""
+    prelude = f"""
+        import asyncio, os, threading
         from pathlib import Path
         from replyguard import Turn, Verifier, VerifierConfig
         from replyguard.testing import ScriptedAgent, ScriptedJudge
 
         config = VerifierConfig.from_dict({{
             "enabled": True, "verifyAll": True, "agentModel": "openai/gpt-4o",
-            "workspaceDir": {str(tmp_path)!r}, "maxLatencyMs": 300,
+            "workspaceDir": {str(workspace)!r}, "maxLatencyMs": 300,
         }})
-        verifier = Verifier(config, judge=ScriptedJudge([]), preload=False)
+        judge = ScriptedJudge({judge_answers!r})
+        verifier = Verifier(config, judge=judge, preload=False)
+        turn = Turn(user_message="q")
         original, never = Path.stat, threading.Event()
 
         def stat(path, **kwargs):
             if path.name == "AGENTS.md":
                 never.wait()  # a mount that never answers
             return original(path, **kwargs)
-
-        Path.stat = stat
-        outcome = asyncio.run(verifier.run(ScriptedAgent(["Done"]), Turn(user_message="q")))
-        print(outcome.reason.value)
         """
-    )
+    return textwrap.dedent(prelude) + textwrap.dedent(then)
+
+
+def last_line_of(script: str) -> str:
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip() == "latency_budget"
+    return done.stdout.strip()
+
+
+def test_a_process_whose_workspace_read_hangs_still_exits(tmp_path: Path) -> None:
+    """The readers are daemon threads: a read stuck for good never holds up the exit."""
+    (tmp_path / "AGENTS.md").write_text("Answer in English.\n", encoding="utf-8")
+    then = """
+        Path.stat = stat
+        outcome = asyncio.run(verifier.run(ScriptedAgent(["Done"]), turn))
+        print(outcome.reason.value)
+        """
+    assert last_line_of(hung_workspace_script(tmp_path, [], then)) == "latency_budget"
 
 
 async def test_turns_on_a_hung_disk_queue_one_read_between_them(
@@ -782,28 +793,8 @@ def test_a_child_forked_while_reads_hang_reads_its_workspace_afresh(tmp_path: Pa
     """A read queued in the parent is never served in a forked child (its reader threads
     stay behind): the child's turns read on threads of their own."""
     (tmp_path / "AGENTS.md").write_text("Answer in English.\n", encoding="utf-8")
-    script = textwrap.dedent(
-        f"""
-        import asyncio, os, sys, threading
-        from pathlib import Path
-        from replyguard import Turn, Verifier, VerifierConfig
-        from replyguard.testing import ScriptedAgent, ScriptedJudge
-
-        config = VerifierConfig.from_dict({{
-            "enabled": True, "verifyAll": True, "agentModel": "openai/gpt-4o",
-            "workspaceDir": {str(tmp_path)!r}, "maxLatencyMs": 300,
-        }})
-        judge = ScriptedJudge(["PASS"])
-        verifier = Verifier(config, judge=judge, preload=False)
-        original, never = Path.stat, threading.Event()
-
-        def stat(path, **kwargs):
-            if path.name == "AGENTS.md":
-                never.wait()
-            return original(path, **kwargs)
-
+    then = """
         Path.stat = stat
-        turn = Turn(user_message="q")
         for _ in range(3):  # two readers stuck, one read queued
             asyncio.run(verifier.run(ScriptedAgent(["Done"]), turn))
         Path.stat = original
@@ -815,9 +806,4 @@ def test_a_child_forked_while_reads_hang_reads_its_workspace_afresh(tmp_path: Pa
             os._exit(0)
         os.waitpid(child, 0)
         """
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip() == "passed True"
+    assert last_line_of(hung_workspace_script(tmp_path, ["PASS"], then)) == "passed True"
