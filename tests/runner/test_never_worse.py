@@ -807,3 +807,22 @@ def test_a_child_forked_while_reads_hang_reads_its_workspace_afresh(tmp_path: Pa
         os.waitpid(child, 0)
         """
     assert last_line_of(hung_workspace_script(tmp_path, ["PASS"], then)) == "passed True"
+
+
+async def test_a_fault_of_the_workspace_reader_fails_the_turn_open_without_its_secrets(
+    make_config: Callable[..., VerifierConfig], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "AGENTS.md").write_text("Answer in English.\n", encoding="utf-8")
+    config = make_config(verifyAll=True, workspaceDir=str(tmp_path), apiKey=API_KEY)
+    verifier = Verifier(config, judge=ScriptedJudge([]))
+
+    def broken(self: Workspace, names: Sequence[str]) -> tuple[str | None, ...]:
+        raise RuntimeError(f"reader broke holding {API_KEY}")
+
+    monkeypatch.setattr(Workspace, "read_all", broken)
+    outcome = await verifier.run(ScriptedAgent([REPLY]), Turn(user_message="q"))
+    assert (outcome.status, outcome.reason) == (Status.FAILED_OPEN, Reason.INTERNAL_ERROR)
+    assert outcome.response == REPLY
+    error = outcome.attempts[0].verdict.error if outcome.attempts[0].verdict else ""
+    assert "reading the workspace failed" in (error or "")
+    assert API_KEY not in (error or "")

@@ -293,7 +293,8 @@ class Assessor:
             return failed(reason, "the workspace files were not read in time")
         except Exception as exc:  # a fault of the reader itself, never the files' (logged there)
             events.error("workspace_read_failed", error_class=type(exc).__name__)
-            return failed(Reason.INTERNAL_ERROR, f"reading the workspace failed: {exc!r}"[:300])
+            said = describe_error(exc, events.secrets)
+            return failed(Reason.INTERNAL_ERROR, f"reading the workspace failed: {said}")
         try:
             build = functools.partial(
                 judge_prompt,

@@ -77,9 +77,13 @@ def enter_attempt(scope: TurnContext) -> Token[TurnContext | None]:
 
 
 def leave_attempt(token: Token[TurnContext | None]) -> None:
-    """Undo ``enter_attempt`` (in a foreign context, as ``agent_attempt`` explains, nothing)."""
-    with contextlib.suppress(ValueError):
+    """Undo ``enter_attempt``. A coroutine destroyed unfinished is closed in whatever context
+    collects it, where the token cannot be reset (and the value it would restore is not seen
+    anyway): there, nothing."""
+    try:  # noqa: SIM105 - contextlib.suppress costs a frame on every turn and stream read
         _CURRENT.reset(token)
+    except ValueError:
+        pass
 
 
 class agent_attempt:
@@ -91,16 +95,11 @@ class agent_attempt:
         self._scope = TurnContext(turn, attempt)
 
     def __enter__(self) -> TurnContext:
-        self._token = _CURRENT.set(self._scope)
+        self._token = enter_attempt(self._scope)
         return self._scope
 
     def __exit__(self, *exc: object) -> None:
-        # A coroutine destroyed unfinished is closed in whatever context collects it, where
-        # the token cannot be reset (and the value it would restore is not seen anyway).
-        try:  # noqa: SIM105 - contextlib.suppress costs a frame on every turn
-            _CURRENT.reset(self._token)
-        except ValueError:
-            pass
+        leave_attempt(self._token)
 
 
 def canonical_arguments(arguments: Any) -> str:
