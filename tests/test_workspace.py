@@ -264,3 +264,24 @@ async def test_a_waiter_cancelled_leaves_the_shared_read_to_the_others() -> None
     threading.Thread(target=read.set_result, args=("rules",)).start()
     assert await asyncio.wait_for(kept, 5) == "rules"
     assert cancelled.cancelled()
+
+
+async def test_idle_readers_end_and_a_later_read_starts_new_ones(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A host that makes a workspace per request leaves no threads behind."""
+    from replyguard import _workspace
+
+    monkeypatch.setattr(_workspace, "_IDLE_SECONDS", 0.05)
+    assert workspace.root is not None
+    for _ in range(2):
+        reading = workspace.read_later(["AGENTS.md"])
+        assert reading is not None
+        readers = _workspace._readers[workspace.root]
+        assert await asyncio.wait_for(reading, 5) == ("Always answer in English.\n",)
+        for _ in range(200):  # the readers end on their own once idle
+            if workspace.root not in _workspace._readers:
+                break
+            await asyncio.sleep(0.025)
+        assert workspace.root not in _workspace._readers
+        assert readers._threads == 0

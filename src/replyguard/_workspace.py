@@ -6,10 +6,10 @@ symlinks out) and is a regular file (a FIFO would block the event loop), only up
 marked), and only again when its size or mtime changed. A missing, unreadable or out-of-bounds
 file is skipped with a log event, never an error.
 
-A turn reads its files on two daemon threads of replyguard's own (``read_later``): a disk
-that hangs (a stalled network mount) holds one of them, never the event loop, nor the loop's
-default executor that litellm builds its requests on, nor the process's exit; the caller
-bounds the wait.
+A turn reads its files on two daemon threads of its workspace directory's own
+(``read_later``): a disk that hangs (a stalled network mount) holds one of them, never the
+event loop, nor the loop's default executor that litellm builds its requests on, nor another
+workspace's reads, nor the process's exit; the caller bounds the wait. Idle readers end.
 """
 
 from __future__ import annotations
@@ -34,29 +34,41 @@ _T = TypeVar("_T")
 
 
 class _Readers:
-    """Two daemon threads that read workspace files, started on first use. Daemon threads,
-    unlike an executor's: a read stuck on a hung mount never holds up the process's exit."""
+    """Up to two daemon threads that read one workspace's files, started on demand and ended
+    after ``_IDLE_SECONDS`` with nothing to read. Daemon threads, unlike an executor's: a read
+    stuck on a hung mount never holds up the process's exit."""
 
-    def __init__(self) -> None:
+    def __init__(self, root: Path) -> None:
+        self._root = root
         self._queue: queue.SimpleQueue[tuple[Future[Any], Callable[[], Any]]] = queue.SimpleQueue()
         self._lock = threading.Lock()
-        self._threads: list[threading.Thread] = []
+        self._threads = 0
 
     def submit(self, work: Callable[[], Any]) -> Future[Any]:
         future: Future[Any] = Future()
         self._queue.put((future, work))
         with self._lock:
-            if len(self._threads) < _READERS:
-                thread = threading.Thread(
+            if self._threads < _READERS:
+                self._threads += 1
+                threading.Thread(
                     target=self._serve, name="replyguard-workspace", daemon=True
-                )
-                self._threads.append(thread)
-                thread.start()
+                ).start()
         return future
 
     def _serve(self) -> None:
         while True:
-            future, work = self._queue.get()
+            try:
+                future, work = self._queue.get(timeout=_IDLE_SECONDS)
+            except queue.Empty:
+                with self._lock:  # a submit that put work before this check is served
+                    if self._queue.empty():
+                        self._threads -= 1
+                        if not self._threads:  # a later read makes new readers
+                            with _readers_lock:
+                                if _readers.get(self._root) is self:
+                                    del _readers[self._root]
+                        return
+                continue
             if not future.set_running_or_notify_cancel():
                 continue
             try:
@@ -65,7 +77,18 @@ class _Readers:
                 future.set_exception(exc)
 
 
-_readers = _Readers()
+_IDLE_SECONDS = 30.0
+_readers: dict[Path, _Readers] = {}
+"""Each workspace directory's readers: a mount that hangs holds only its own workspace's."""
+_readers_lock = threading.Lock()
+
+
+def _readers_of(root: Path) -> _Readers:
+    with _readers_lock:
+        readers = _readers.get(root)
+        if readers is None:
+            readers = _readers[root] = _Readers(root)
+        return readers
 
 
 def _awaited_on(loop: asyncio.AbstractEventLoop, future: Future[_T]) -> asyncio.Future[_T]:
@@ -91,8 +114,8 @@ def _awaited_on(loop: asyncio.AbstractEventLoop, future: Future[_T]) -> asyncio.
 
 
 def _forget_readers() -> None:
-    global _readers
-    _readers = _Readers()  # a forked child has none of its parent's threads
+    global _readers, _readers_lock
+    _readers, _readers_lock = {}, threading.Lock()  # a child has none of its parent's threads
 
 
 os.register_at_fork(after_in_child=_forget_readers)
@@ -138,7 +161,7 @@ class Workspace:
             return None
         loop = asyncio.get_running_loop()
         wanted = tuple(names)
-        readers = _readers
+        readers = _readers_of(self._root)
         with self._lock:
             # A read of the same files still queued (not started: it will see the disk as it
             # is when it starts) serves this turn too, so a hung disk queues one read, not

@@ -826,3 +826,32 @@ async def test_a_fault_of_the_workspace_reader_fails_the_turn_open_without_its_s
     error = outcome.attempts[0].verdict.error if outcome.attempts[0].verdict else ""
     assert "reading the workspace failed" in (error or "")
     assert API_KEY not in (error or "")
+
+
+async def test_a_workspace_on_a_hung_disk_leaves_other_workspaces_reads_alone(
+    make_config: Callable[..., VerifierConfig], tmp_path: Path, hung_disk: HungDisk
+) -> None:
+    stuck, healthy = tmp_path / "stuck", tmp_path / "healthy"
+    stuck.mkdir()
+    healthy.mkdir()
+    (stuck / "AGENTS.md").write_text("Answer in English.\n", encoding="utf-8")
+    (healthy / "RULES.md").write_text("Answer in French.\n", encoding="utf-8")
+    hung = Verifier(
+        make_config(verifyAll=True, workspaceDir=str(stuck), maxLatencyMs=100),
+        judge=ScriptedJudge([]),
+    )
+    judge = ScriptedJudge(["PASS"])
+    other = Verifier(
+        make_config(
+            verifyAll=True, workspaceDir=str(healthy), rulesFiles=["RULES.md"], maxLatencyMs=3000
+        ),
+        judge=judge,
+    )
+    hung_disk.hang()
+    for _ in range(3):  # both of its readers stuck, one read queued behind them
+        outcome = await hung.run(ScriptedAgent([REPLY]), Turn(user_message="q"))
+        assert outcome.reason == Reason.LATENCY_BUDGET
+    outcome = await other.run(ScriptedAgent([REPLY]), Turn(user_message="q"))
+    assert outcome.status == Status.PASSED
+    (prompt,) = judge.calls
+    assert "Answer in French." in prompt.user
