@@ -8,6 +8,7 @@ path (aiohttp) against the loopback provider, where each verifier's connections 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import logging
 import os
@@ -19,6 +20,7 @@ import pytest
 
 from conftest import API_KEY
 from replyguard import Status, Turn, Verdict, Verifier, VerifierConfig
+from replyguard.runner._preload import wait_for_preload
 from replyguard.testing import ScriptedAgent, ScriptedJudge
 from support.provider_server import ANTHROPIC, OPENAI, ProviderServer, Step, Wire
 
@@ -238,6 +240,90 @@ async def test_a_timed_out_judgement_over_httpx_has_closed_its_connection_when_t
 ) -> None:
     provider.push(hang)
     assert await _open_after_a_hung_judgement(provider, config_for(wire, **deadline)) == 0
+
+
+class _SlowToClose:
+    """A judge call that hangs, and once cancelled takes a few loop passes and 30 ms to close
+    its connection (as httpcore does: a lock, then the stream's close), like a real client."""
+
+    def __init__(self) -> None:
+        self.cancellations = 0
+        self.closed = False
+
+    async def acompletion(self, **params: Any) -> Any:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.cancellations += 1
+            for _ in range(3):
+                await asyncio.sleep(0.01)
+            self.closed = True
+            raise
+
+
+async def test_a_judge_call_cut_off_by_the_turn_deadline_is_cancelled_once_and_closes(
+    provider: ProviderServer,
+    config_for: Callable[..., VerifierConfig],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The judge's own share ends a few milliseconds before the turn's deadline; a call whose
+    clean-up outlasts that gap is not cancelled a second time by the deadline (which would end
+    the clean-up before the connection closed, leaving it open at the provider): the turn
+    fails open once the call has closed, in time."""
+    import litellm
+
+    call = _SlowToClose()
+    monkeypatch.setattr(litellm, "acompletion", call.acompletion)
+    verifier = Verifier(config_for(OPENAI, timeoutSeconds=30, maxLatencyMs=300))
+    try:
+        await verifier.warmup()
+        await asyncio.to_thread(wait_for_preload)  # no import holds the GIL meanwhile
+        started = asyncio.get_running_loop().time()
+        outcome = await verifier.run(ScriptedAgent([REPLY]), TURN)
+        took = asyncio.get_running_loop().time() - started
+    finally:
+        await verifier.aclose()
+    assert (outcome.status, outcome.reason) == (Status.FAILED_OPEN, "latency_budget")
+    assert (call.cancellations, call.closed) == (1, True)
+    assert took < 2.0
+
+
+async def test_a_judge_call_that_never_finishes_closing_does_not_hold_the_turn(
+    provider: ProviderServer,
+    config_for: Callable[..., VerifierConfig],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The wait for a cancelled call to close is bounded: a client whose clean-up hangs (and
+    shrugs off further cancellations) leaves the turn failing open a moment after its
+    deadline, the call left to end by itself."""
+    import litellm
+
+    release = asyncio.Event()
+    cancelled = asyncio.Event()
+
+    async def never_closes(**params: Any) -> Any:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            while not release.is_set():
+                with contextlib.suppress(asyncio.CancelledError):
+                    await release.wait()
+            raise
+
+    monkeypatch.setattr(litellm, "acompletion", never_closes)
+    verifier = Verifier(config_for(OPENAI, timeoutSeconds=30, maxLatencyMs=300))
+    try:
+        await verifier.warmup()
+        started = asyncio.get_running_loop().time()
+        outcome = await verifier.run(ScriptedAgent([REPLY]), TURN)
+        took = asyncio.get_running_loop().time() - started
+        assert cancelled.is_set()
+    finally:
+        release.set()
+        await verifier.aclose()
+    assert (outcome.status, outcome.reason) == (Status.FAILED_OPEN, "latency_budget")
+    assert took < 1.5  # the deadline (0.3 s) and the bounded wait (0.1 s), with room
 
 
 async def _one_turn_on_a_verifier_never_closed(config: VerifierConfig) -> Status:

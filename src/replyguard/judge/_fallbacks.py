@@ -92,6 +92,11 @@ if TYPE_CHECKING:  # loaded when a config names router groups
 
 # How long before the deadline the last model's share ends (at most 1 % of the time).
 _DEADLINE_GUARD = 0.01
+# How long a judge call cancelled from outside is given to close its connection (a few
+# milliseconds) before the turn goes on without waiting for it (``_cancelled_once``).
+_SETTLE_SECONDS = 0.1
+# Judge calls given up on while still closing, held until they end.
+_UNSETTLED: set[asyncio.Task[Any]] = set()
 # The HTTP client's own timeout runs this much past the judgement's deadline, so the deadline
 # (enforced here, always first) decides, and a slow call is a timeout, never a client error.
 _CLIENT_TIMEOUT_MARGIN = 2.0
@@ -257,9 +262,11 @@ class LiteLLMJudge:
                         if model in self._routed
                         else litellm.acompletion
                     )
-                    async with asyncio.timeout_at(loop.time() + share):
-                        with self._own_clients(litellm):
-                            response = await self._send(call, model, params)
+                    response = await _cancelled_once(
+                        loop.create_task(
+                            self._call(litellm, call, model, params, loop.time() + share)
+                        )
+                    )
                 except JudgeConfigError as exc:  # the Router could not be built (logged)
                     span.fail(exc)
                     raise
@@ -315,6 +322,15 @@ class LiteLLMJudge:
         if classify_failure(last) == "timeout":
             raise TimeoutError(message)
         raise JudgeError(message, last_error_class=type(last).__name__)
+
+    async def _call(
+        self, litellm: Any, call: Any, model: str, params: dict[str, Any], until: float
+    ) -> Any:
+        """One model's call within its share (ending at loop time ``until``), on the
+        verifier's own clients."""
+        async with asyncio.timeout_at(until):
+            with self._own_clients(litellm):
+                return await self._send(call, model, params)
 
     async def _send(self, call: Any, model: str, params: dict[str, Any]) -> Any:
         """One call of ``params``; when the model refuses an option it does not need (a 400
@@ -427,6 +443,46 @@ class LiteLLMJudge:
         elif self._breaker is not None:
             self._breaker.record_failure(model)
         self._events.warning("judge_model_failed", failure=kind, **fields)
+
+
+async def _cancelled_once(call: asyncio.Task[Any]) -> Any:
+    """The result of ``call`` (a judge call in a task of its own), cancelling it at most once.
+
+    A cancelled HTTP request closes its connection in a few steps (httpcore's clean-up awaits
+    a lock and the stream's close); a second cancellation arriving meanwhile ends the clean-up
+    before the socket is closed, and the connection stays open at the provider until its
+    client is closed. Two are common: the turn's deadline and the judgement's fall a few
+    milliseconds after this model's own share, and a busy loop runs them while the first
+    clean-up is still under way. So the call runs in its own task, shielded: the caller's
+    cancellation cancels it once (not at all when its own share already did), and waits up
+    to ``_SETTLE_SECONDS`` for it to finish (cancellations meanwhile are held back, then
+    raised). A call still closing after that ends by itself.
+    """
+    try:
+        return await asyncio.shield(call)
+    except asyncio.CancelledError:
+        if not call.done() and not call.cancelling():
+            call.cancel()
+        await _settled(call)
+        raise
+
+
+async def _settled(call: asyncio.Task[Any]) -> None:
+    """Wait up to ``_SETTLE_SECONDS`` for ``call`` to end, holding back cancellations."""
+    _UNSETTLED.add(call)
+    call.add_done_callback(_forget)
+    loop = asyncio.get_running_loop()
+    until = loop.time() + _SETTLE_SECONDS
+    while not call.done() and (left := until - loop.time()) > 0:
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.wait((call,), timeout=left)
+
+
+def _forget(call: asyncio.Task[Any]) -> None:
+    """A settled call's end, read (it was given up on: nobody else reads it)."""
+    _UNSETTLED.discard(call)
+    if not call.cancelled():
+        call.exception()
 
 
 async def _closing_pass() -> None:
