@@ -13,6 +13,7 @@ import gc
 import logging
 import os
 import threading
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -324,6 +325,51 @@ async def test_a_judge_call_that_never_finishes_closing_does_not_hold_the_turn(
         await verifier.aclose()
     assert (outcome.status, outcome.reason) == (Status.FAILED_OPEN, "latency_budget")
     assert took < 1.5  # the deadline (0.3 s) and the bounded wait (0.1 s), with room
+
+
+def test_a_call_given_up_on_is_let_go_once_its_loop_is_closed(
+    provider: ProviderServer,
+    config_for: Callable[..., VerifierConfig],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A careless host closes its loop while a judge call given up on is still closing: that
+    call is not held for ever (the next give-up, on another loop, lets it go)."""
+    import litellm
+
+    from replyguard.judge import _fallbacks
+
+    async def never_closes(**params: Any) -> Any:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            while True:  # a clean-up that never ends, shrugging off cancellations
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.Event().wait()
+
+    monkeypatch.setattr(litellm, "acompletion", never_closes)
+    config = config_for(OPENAI, timeoutSeconds=30, maxLatencyMs=300)
+    held = []
+    for _ in range(2):
+        loop = asyncio.new_event_loop()
+        try:
+            verifier = Verifier(config)
+            loop.run_until_complete(verifier.warmup())
+            outcome = loop.run_until_complete(verifier.run(ScriptedAgent([REPLY]), TURN))
+            assert outcome.reason == "latency_budget"
+            held.append([call for call in _fallbacks._UNSETTLED if call.get_loop() is loop])
+        finally:
+            loop.close()  # the given-up call is still pending on it: no cancel, no run
+    assert [len(calls) for calls in held] == [1, 1]
+    assert held[0][0] not in _fallbacks._UNSETTLED
+    assert held[1][0] in _fallbacks._UNSETTLED
+    _fallbacks._UNSETTLED.discard(held[1][0])
+    # What the careless host left (its calls, the verifiers' sessions) is finalized here, not
+    # in a later test; a call closed by the collector raises nothing (its client scope's
+    # context is gone).
+    del held, verifier, loop
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()
 
 
 async def _one_turn_on_a_verifier_never_closed(config: VerifierConfig) -> Status:

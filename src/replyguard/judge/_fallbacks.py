@@ -95,7 +95,7 @@ _DEADLINE_GUARD = 0.01
 # How long a judge call cancelled from outside is given to close its connection (a few
 # milliseconds) before the turn goes on without waiting for it (``_cancelled_once``).
 _SETTLE_SECONDS = 0.1
-# Judge calls given up on while still closing, held until they end.
+# Judge calls given up on while still closing, held until they end (or their loop is closed).
 _UNSETTLED: set[asyncio.Task[Any]] = set()
 # The HTTP client's own timeout runs this much past the judgement's deadline, so the deadline
 # (enforced here, always first) decides, and a slow call is a timeout, never a client error.
@@ -469,6 +469,9 @@ async def _cancelled_once(call: asyncio.Task[Any]) -> Any:
 
 async def _settled(call: asyncio.Task[Any]) -> None:
     """Wait up to ``_SETTLE_SECONDS`` for ``call`` to end, holding back cancellations."""
+    for given_up in list(_UNSETTLED):  # a snapshot: run_sync's loop may add from its thread
+        if given_up.get_loop().is_closed():  # a host closed it with the call unfinished:
+            _UNSETTLED.discard(given_up)  # nothing will run it again, nor let it go
     _UNSETTLED.add(call)
     call.add_done_callback(_forget)
     loop = asyncio.get_running_loop()
