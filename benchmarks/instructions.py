@@ -1,0 +1,194 @@
+"""Instructions per call of each side of a judgement, counted by callgrind: figures that the
+noise of a shared machine does not move.
+
+    python benchmarks/instructions.py [--calls N] [--wire NAME ...]
+
+On the 2-CPU machines this project runs on, a wall-time median moves by 10-15% between runs of
+the same code, more than the gaps this benchmark is about (a few percent of a litellm call).
+Callgrind counts the instructions the process executes, in every thread (litellm builds its
+request in a worker thread and logs in another), and the counts repeat within about 0.2%.
+They are not time: a cold cache or an idle wait costs no instruction. ``run.py`` measures the
+time; this says where the work is.
+
+Each wire's sides run in one interpreter under ``valgrind --tool=callgrind``, against the
+loopback judge in its own process (not counted). This script, outside valgrind, zeroes the
+counters when a side's counted calls start and reads them when they end (``callgrind_control``);
+litellm's logging of the calls before is left to finish first. The collector is off during
+the counted calls, so that a full collection does not land in one side's count.
+
+Sides: those of ``judge_options.py`` (a default ``litellm.acompletion``, each option of the
+judge's request added alone, the judge's whole request, ``LiteLLMJudge.judge``, a verified
+turn), and replyguard's own share: a verified turn with an instant in-process judge against
+the bare agent call it wraps. Needs valgrind (``apt-get install valgrind``); with the default
+100 calls a side it takes about 8 minutes (the wires run side by side).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import scenarios as sc
+from judge_options import sides_for
+from judge_server import JudgeServerProcess
+
+_WARM_CALLS = 50
+_SETTLE_SECONDS = 1.0  # litellm's logging of the calls before, in its threads, under valgrind
+
+
+def _ask(folder: Path, phase: str, index: int, name: str) -> None:
+    """Have the controller dump (and zero) the counters as ``phase`` (start, end) of the
+    ``index``-th side, ``name``, and wait until it has."""
+    want = folder / "want"
+    want.write_text(f"{phase}\t{index}\t{name}")
+    while want.exists():
+        time.sleep(0.02)
+
+
+async def _child(wire_name: str, url: str, folder: Path, calls: int) -> None:
+    """The counted process: every side warmed, then each counted between two dumps."""
+    sides, close = await sides_for(sc.WIRES[wire_name], url)
+    own, bare = await sc.instant_sides()
+    sides["in-process verified turn"] = own
+    sides["in-process bare agent"] = bare
+    try:
+        for side in sides.values():
+            for _ in range(_WARM_CALLS):
+                await side()
+        for index, (name, side) in enumerate(sides.items()):
+            await asyncio.sleep(_SETTLE_SECONDS)
+            gc.collect()
+            gc.disable()
+            _ask(folder, "start", index, name)
+            await _calls(side, calls)
+            await asyncio.sleep(_SETTLE_SECONDS)
+            _ask(folder, "end", index, name)
+            gc.enable()
+    finally:
+        await close()
+
+
+async def _calls(side: Callable[[], Awaitable[object]], calls: int) -> None:
+    for _ in range(calls):
+        await side()
+
+
+def _counted(folder: Path, names: dict[int, str]) -> dict[str, int]:
+    """Each side's instructions (in the sides' order), from the dumps made at the end of its
+    calls (each dump holds what ran since the one before: the side's counted calls)."""
+    found: dict[int, int] = {}
+    for dump in folder.glob("cg.out.*"):
+        text = dump.read_text(errors="replace")
+        trigger = re.search(r"^desc: Trigger: dump end-(\d+)$", text, re.M)
+        total = re.search(r"^(?:summary|totals): (\d+)", text, re.M)
+        if trigger is not None and total is not None:
+            found[int(trigger.group(1))] = int(total.group(1))
+    return {names[index]: found[index] for index in sorted(found)}
+
+
+def _control(
+    children: dict[str, tuple[subprocess.Popen[bytes], Path]],
+) -> dict[str, dict[int, str]]:
+    """Serve the children's requests for dumps until they have all exited; each child's
+    sides by index."""
+    names: dict[str, dict[int, str]] = {wire_name: {} for wire_name in children}
+    while any(process.poll() is None for process, _ in children.values()):
+        for wire_name, (process, folder) in children.items():
+            want = folder / "want"
+            if process.poll() is None and want.exists():
+                phase, index, name = want.read_text().split("\t")
+                names[wire_name][int(index)] = name
+                done = subprocess.run(
+                    ["callgrind_control", "-d", f"{phase}-{index}", str(process.pid)],
+                    capture_output=True,
+                    text=True,
+                )
+                if "OK." not in done.stdout:  # its exit status is 0 whatever happened
+                    process.kill()
+                    raise RuntimeError(f"callgrind_control failed: {done.stdout}{done.stderr}")
+                want.unlink()
+        time.sleep(0.05)
+    return names
+
+
+def _table(wire_name: str, counted: dict[str, int], calls: int) -> None:
+    per_call = {name: total / calls for name, total in counted.items()}
+    base = per_call.get("default")
+    print(f"\n== {sc.WIRES[wire_name].judge_model}: instructions per call, {calls} calls a side")
+    print(f"  {'side':28} {'instructions':>13} {'x default':>9} {'over default':>13}")
+    for name, count in per_call.items():
+        if name.startswith("in-process"):
+            continue
+        ratio = f"{count / base:9.3f}" if base else " " * 9
+        over = f"{(count - base) / 1e3:+12.0f}K" if base else ""
+        print(f"  {name:28} {count / 1e6:12.2f}M {ratio} {over}")
+    own = per_call.get("in-process verified turn")
+    bare = per_call.get("in-process bare agent")
+    if own is not None and bare is not None:
+        share = (own - bare) / 1e3
+        print(f"  replyguard's own share (in-process verified turn - bare agent): {share:.0f}K")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=100, help="counted calls a side")
+    parser.add_argument("--wire", action="append", choices=list(sc.WIRES))
+    parser.add_argument(
+        "--child", nargs=3, metavar=("WIRE", "URL", "FOLDER"), help=argparse.SUPPRESS
+    )
+    args = parser.parse_args()
+    if args.child:
+        wire_name, url, folder = args.child
+        asyncio.run(_child(wire_name, url, Path(folder), args.calls))
+        return 0
+    for tool in ("valgrind", "callgrind_control"):
+        if shutil.which(tool) is None:
+            print(f"{tool} is not installed (apt-get install valgrind)", file=sys.stderr)
+            return 2
+    wires = args.wire or list(sc.WIRES)
+    with JudgeServerProcess() as server, tempfile.TemporaryDirectory() as scratch:
+        children: dict[str, tuple[subprocess.Popen[bytes], Path]] = {}
+        for wire_name in wires:
+            folder = Path(scratch) / wire_name
+            folder.mkdir()
+            command = [
+                "valgrind",
+                "--tool=callgrind",
+                f"--callgrind-out-file={folder}/cg.out.%p",
+                sys.executable,
+                os.path.abspath(__file__),
+                "--calls",
+                str(args.calls),
+                "--child",
+                wire_name,
+                server.url,
+                str(folder),
+            ]
+            log = (folder / "log").open("wb")
+            children[wire_name] = (subprocess.Popen(command, stdout=log, stderr=log), folder)
+        names = _control(children)
+        failed = False
+        for wire_name, (process, folder) in children.items():
+            if process.returncode != 0:
+                failed = True
+                tail = (folder / "log").read_text(errors="replace")[-3000:]
+                print(f"\n== {wire_name}: the counted process failed\n{tail}", file=sys.stderr)
+                continue
+            _table(wire_name, _counted(folder, names[wire_name]), args.calls)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
