@@ -46,6 +46,7 @@ from replyguard.context import (
     build_judge_prompt,
 )
 from replyguard.judge import JudgeReply, LiteLLMJudge
+from replyguard.runner._preload import wait_for_preload
 from replyguard.telemetry import Events
 
 API_KEY = "sk-bench-0123456789abcdefghij"
@@ -353,6 +354,13 @@ async def close_clients() -> None:
 # -- scenarios ----------------------------------------------------------------------------------
 
 
+async def settled_preload() -> None:
+    """Wait for the preload a new ``Verifier`` starts (litellm and the tokenizer, imported
+    on a thread of its own for seconds): measured while it runs, an in-process turn shares the
+    GIL and the caches with an import."""
+    await asyncio.to_thread(wait_for_preload)
+
+
 async def hot_path(kind: str, pairs: int, *, agent_work: int = 0, warmup: int = 200) -> Pair:
     """``verifier.run`` on a skipped (``skip``) or not-triggered (``quiet``) turn vs the agent.
 
@@ -373,6 +381,7 @@ async def hot_path(kind: str, pairs: int, *, agent_work: int = 0, warmup: int = 
         {"role": "user", "content": turn.user_message},
     ]
     expected = "skipped" if kind == "skip" else "not_triggered"
+    await settled_preload()
     outcome = await verifier.run(agent, turn)
     if outcome.status != expected:
         raise RuntimeError(f"the {kind} path ended {outcome.status}, not {expected}")
@@ -417,6 +426,7 @@ async def instant_sides(
     verifier = Verifier(cfg, judge=InstantJudge())
     agent = working_agent(reply, agent_work) if agent_work else reply_agent(reply)
     messages = [*turn.history, {"role": "user", "content": turn.user_message}]
+    await settled_preload()
     outcome = await verifier.run(agent, turn)
     if outcome.status != "passed":
         raise RuntimeError(f"the in-process verified turn ended {outcome.status}")
@@ -817,12 +827,11 @@ import asyncio, sys, time
 sys.path.insert(0, {here!r})
 import scenarios as sc
 from replyguard import Verifier
-from replyguard.runner._preload import wait_for_preload
 async def main():
     turn, reply = sc.typical_turn()
     verifier = Verifier(sc.config(sc.WIRES[{wire!r}], {url!r}, verifyAll=True))
     await verifier.warmup()
-    await asyncio.to_thread(wait_for_preload)
+    await sc.settled_preload()
     took = []
     for _ in range(2):
         started = time.perf_counter()
