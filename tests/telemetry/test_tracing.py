@@ -22,6 +22,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from conftest import API_KEY
 from replyguard import Status, Turn, Verifier, VerifierConfig
+from replyguard.runner._preload import wait_for_preload
 from replyguard.telemetry._tracing import provider_name, server_attributes
 from replyguard.testing import ScriptedAgent, ScriptedJudge
 from replyguard.types import CheckResult
@@ -244,6 +245,49 @@ async def test_a_slow_judge_call_is_an_error_span_named_by_what_stopped_it(
     [chat] = by_name(exporter.get_finished_spans(), "chat ")
     assert chat.status.status_code == StatusCode.ERROR
     assert (chat.attributes or {})["error.type"] == error_type
+
+
+async def test_a_model_timeout_is_recorded_when_the_deadline_lands_in_its_closing_pass(
+    make_config: MakeConfig,
+    provider: ProviderServer,
+    provider_of: TracerProvider,
+    exporter: InMemorySpanExporter,
+    replyguard_logs: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """After a call to the judge model times out, the judge lets its connection close (one
+    loop pass, widened here to span the judgement's deadline). A deadline landing in that
+    pass must not erase what happened: the span and the model's circuit still record the
+    model's timeout, not the caller's cancellation. They said ``CancelledError``, and the
+    failure went uncounted, in about 1 run in 10 of the test above, where the model's own
+    share ends 3 ms before the deadline and a busy loop runs its timer late."""
+    import litellm
+
+    from replyguard.judge import _fallbacks
+
+    async def times_out(**params: Any) -> Any:
+        await asyncio.sleep(0.01)
+        raise TimeoutError("the read timed out")
+
+    async def slow_closing_pass() -> None:  # the judgement's deadline (0.3 s) lands in it
+        await asyncio.sleep(1)
+
+    monkeypatch.setattr(litellm, "acompletion", times_out)
+    monkeypatch.setattr(_fallbacks, "_closing_pass", slow_closing_pass)
+    verifier = Verifier(
+        through(make_config, provider, timeoutSeconds=0.3), tracer_provider=provider_of
+    )
+    try:
+        await verifier.warmup()
+        await asyncio.to_thread(wait_for_preload)  # no import holds the GIL (and the timers)
+        outcome = await verifier.run(ScriptedAgent([FIRST]), TURN)
+    finally:
+        await verifier.aclose()
+    assert (outcome.status, outcome.reason) == (Status.FAILED_OPEN, "judge_timeout")
+    [chat] = by_name(exporter.get_finished_spans(), "chat ")
+    assert (chat.attributes or {})["error.type"] == "TimeoutError"
+    failed = [r for r in replyguard_logs.records if "judge_model_failed" in r.getMessage()]
+    assert len(failed) == 1 and "timeout" in failed[0].getMessage()
 
 
 @pytest.mark.parametrize("log_content", [False, True])

@@ -284,14 +284,18 @@ class LiteLLMJudge:
                     await _closing_pass()
                     raise
                 except Exception as exc:
-                    if isinstance(exc, TimeoutError):  # this model's share ran out mid-call
-                        await _closing_pass()
-                    if not (ticket.too_large or is_too_large(exc)):
+                    answered = ticket.too_large or is_too_large(exc)
+                    if not answered:
+                        # Recorded before the closing pass: the caller's deadline, a hair
+                        # after this model's share, can land in that pass.
                         secrets = self._secrets(api_key)
                         span.fail(exc, secrets)
                         self._failed(model, exc, secrets)
                         failures.append(f"{model}: {describe_error(exc, secrets)}")
                         last = exc
+                    if isinstance(exc, TimeoutError):  # this model's share ran out mid-call
+                        await _closing_pass()
+                    if not answered:
                         continue
                     # The model answered, at a length no verdict needs: unreadable.
                     note = f"the answer passed {MAX_ANSWER_BYTES} bytes and was not read"
