@@ -259,8 +259,9 @@ async def test_a_model_timeout_is_recorded_when_the_deadline_lands_in_its_closin
     loop pass, widened here to span the judgement's deadline). A deadline landing in that
     pass must not erase what happened: the span and the model's circuit still record the
     model's timeout, not the caller's cancellation. They said ``CancelledError``, and the
-    failure went uncounted, in about 1 run in 10 of the test above, where the model's own
-    share ends 3 ms before the deadline and a busy loop runs its timer late."""
+    failure went uncounted, when that happened to the test above (once in a full run of the
+    suite): there the model's own share ends 3 ms before the deadline, and a busy loop runs
+    its timers late."""
     import litellm
 
     from replyguard.judge import _fallbacks
