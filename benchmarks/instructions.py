@@ -20,14 +20,19 @@ Sides: those of ``judge_options.py`` (a default ``litellm.acompletion``, each op
 judge's request added alone, the judge's whole request, ``LiteLLMJudge.judge``, a verified
 turn), and replyguard's own share: a verified turn with an instant in-process judge against
 the bare agent call it wraps. Needs valgrind (``apt-get install valgrind``); with the default
-100 calls a side it takes about 8 minutes (the wires run side by side).
+100 calls a side it takes about 8 minutes (the wires run side by side). ``--own-share`` counts
+only the own share (about 40 s, no judge server), ``--added-work N`` also the same turn with
+a loop of N passes added to its prompt build, ``--json`` prints the shares as JSON: the
+suite's guard (``tests/tools/test_bench_guard.py``).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
+import json
 import os
 import re
 import shutil
@@ -37,6 +42,7 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -45,6 +51,10 @@ from judge_options import sides_for
 from judge_server import JudgeServerProcess
 
 _WARM_CALLS = 50
+IN_PROCESS = "in-process verified turn"
+BARE = "in-process bare agent"
+SLOWED = "in-process verified turn, prompt build slowed"
+Side = Callable[[], Awaitable[object]]
 _SETTLE_SECONDS = 1.0  # litellm's logging of the calls before, in its threads, under valgrind
 
 
@@ -57,12 +67,52 @@ def _ask(folder: Path, phase: str, index: int, name: str) -> None:
         time.sleep(0.02)
 
 
-async def _child(wire_name: str, url: str, folder: Path, calls: int) -> None:
-    """The counted process: every side warmed, then each counted between two dumps."""
-    sides, close = await sides_for(sc.WIRES[wire_name], url)
+OWN = "own"
+"""The child's wire for replyguard's own share alone (``--own-share``): no judge server."""
+
+
+async def _nothing() -> None:
+    return None
+
+
+def _with_added_work(side: Side, iterations: int) -> Side:
+    """``side`` with a loop of ``iterations`` passes added to each judge prompt build: a
+    regression of known size, which the guard in the tests must see."""
+    from replyguard.runner import _assessment
+
+    build = getattr(_assessment, "judge_prompt")  # noqa: B009 - patched below, by name
+
+    def slowed(*args: Any, **kwargs: Any) -> Any:
+        for _ in range(iterations):
+            pass
+        return build(*args, **kwargs)
+
+    async def call() -> None:
+        setattr(_assessment, "judge_prompt", slowed)  # noqa: B010 - a private name
+        try:
+            await side()
+        finally:
+            setattr(_assessment, "judge_prompt", build)  # noqa: B010
+
+    return call
+
+
+async def _sides(wire_name: str, url: str, added_work: int) -> tuple[dict[str, Side], Side]:
+    """The sides to count for ``wire_name`` (``OWN``: the own share alone), and what closes
+    what they opened."""
     own, bare = await sc.instant_sides()
-    sides["in-process verified turn"] = own
-    sides["in-process bare agent"] = bare
+    in_process: dict[str, Side] = {IN_PROCESS: own, BARE: bare}
+    if added_work:
+        in_process[SLOWED] = _with_added_work(own, added_work)
+    if wire_name == OWN:
+        return in_process, _nothing
+    sides, close = await sides_for(sc.WIRES[wire_name], url)
+    return {**sides, **in_process}, close
+
+
+async def _child(wire_name: str, url: str, folder: Path, calls: int, added_work: int) -> None:
+    """The counted process: every side warmed, then each counted between two dumps."""
+    sides, close = await _sides(wire_name, url, added_work)
     try:
         for side in sides.values():
             for _ in range(_WARM_CALLS):
@@ -80,7 +130,7 @@ async def _child(wire_name: str, url: str, folder: Path, calls: int) -> None:
         await close()
 
 
-async def _calls(side: Callable[[], Awaitable[object]], calls: int) -> None:
+async def _calls(side: Side, calls: int) -> None:
     for _ in range(calls):
         await side()
 
@@ -123,22 +173,27 @@ def _control(
     return names
 
 
-def _table(wire_name: str, counted: dict[str, int], calls: int) -> None:
-    per_call = {name: total / calls for name, total in counted.items()}
+def _shares(per_call: dict[str, float]) -> dict[str, float]:
+    """replyguard's own share per turn (the in-process turn over the bare agent), and the
+    slowed turn's when it was counted."""
+    shares = {"own_share": per_call[IN_PROCESS] - per_call[BARE]}
+    if SLOWED in per_call:
+        shares["slowed_own_share"] = per_call[SLOWED] - per_call[BARE]
+    return shares
+
+
+def _table(wire_name: str, per_call: dict[str, float], calls: int) -> None:
     base = per_call.get("default")
-    print(f"\n== {sc.WIRES[wire_name].judge_model}: instructions per call, {calls} calls a side")
-    print(f"  {'side':28} {'instructions':>13} {'x default':>9} {'over default':>13}")
+    title = "in-process only" if wire_name == OWN else sc.WIRES[wire_name].judge_model
+    print(f"\n== {title}: instructions per call, {calls} calls a side")
+    if base is not None:
+        print(f"  {'side':28} {'instructions':>13} {'x default':>9} {'over default':>13}")
     for name, count in per_call.items():
-        if name.startswith("in-process"):
-            continue
-        ratio = f"{count / base:9.3f}" if base else " " * 9
-        over = f"{(count - base) / 1e3:+12.0f}K" if base else ""
-        print(f"  {name:28} {count / 1e6:12.2f}M {ratio} {over}")
-    own = per_call.get("in-process verified turn")
-    bare = per_call.get("in-process bare agent")
-    if own is not None and bare is not None:
-        share = (own - bare) / 1e3
-        print(f"  replyguard's own share (in-process verified turn - bare agent): {share:.0f}K")
+        if base is not None and not name.startswith("in-process"):
+            over = (count - base) / 1e3
+            print(f"  {name:28} {count / 1e6:12.2f}M {count / base:9.3f} {over:+12.0f}K")
+    for name, share in _shares(per_call).items():
+        print(f"  {name.replace('_', ' ')} (in-process turn - bare agent): {share / 1e3:.0f}K")
 
 
 def main() -> int:
@@ -146,19 +201,31 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=100, help="counted calls a side")
     parser.add_argument("--wire", action="append", choices=list(sc.WIRES))
     parser.add_argument(
+        "--own-share", action="store_true", help="only replyguard's own share (no judge server)"
+    )
+    parser.add_argument(
+        "--added-work",
+        type=int,
+        default=0,
+        help="also count the in-process turn with a loop of this many passes per prompt build",
+    )
+    parser.add_argument("--json", action="store_true", help="print the own shares as JSON")
+    parser.add_argument(
         "--child", nargs=3, metavar=("WIRE", "URL", "FOLDER"), help=argparse.SUPPRESS
     )
     args = parser.parse_args()
     if args.child:
         wire_name, url, folder = args.child
-        asyncio.run(_child(wire_name, url, Path(folder), args.calls))
+        asyncio.run(_child(wire_name, url, Path(folder), args.calls, args.added_work))
         return 0
     for tool in ("valgrind", "callgrind_control"):
         if shutil.which(tool) is None:
             print(f"{tool} is not installed (apt-get install valgrind)", file=sys.stderr)
             return 2
-    wires = args.wire or list(sc.WIRES)
-    with JudgeServerProcess() as server, tempfile.TemporaryDirectory() as scratch:
+    wires = [OWN] if args.own_share else args.wire or list(sc.WIRES)
+    with contextlib.ExitStack() as stack:
+        url = "" if args.own_share else stack.enter_context(JudgeServerProcess()).url
+        scratch = stack.enter_context(tempfile.TemporaryDirectory())
         children: dict[str, tuple[subprocess.Popen[bytes], Path]] = {}
         for wire_name in wires:
             folder = Path(scratch) / wire_name
@@ -171,12 +238,14 @@ def main() -> int:
                 os.path.abspath(__file__),
                 "--calls",
                 str(args.calls),
+                "--added-work",
+                str(args.added_work),
                 "--child",
                 wire_name,
-                server.url,
+                url,
                 str(folder),
             ]
-            log = (folder / "log").open("wb")
+            log = stack.enter_context((folder / "log").open("wb"))
             children[wire_name] = (subprocess.Popen(command, stdout=log, stderr=log), folder)
         names = _control(children)
         failed = False
@@ -186,7 +255,12 @@ def main() -> int:
                 tail = (folder / "log").read_text(errors="replace")[-3000:]
                 print(f"\n== {wire_name}: the counted process failed\n{tail}", file=sys.stderr)
                 continue
-            _table(wire_name, _counted(folder, names[wire_name]), args.calls)
+            counted = _counted(folder, names[wire_name])
+            per_call = {name: total / args.calls for name, total in counted.items()}
+            if args.json:
+                print(json.dumps({wire_name: _shares(per_call)}))
+            else:
+                _table(wire_name, per_call, args.calls)
     return 1 if failed else 0
 
 

@@ -13,11 +13,16 @@ A guard passes when any of up to three trials is within its bound (noise only ev
 trial down); the bounds leave several times today's overhead. The last tests add a busy-wait
 of a few milliseconds of CPU to one pipeline step and show the same guard failing. The full
 figures and their targets come from ``python benchmarks/run.py``.
+
+replyguard's own share of a verified turn is also guarded in instructions, counted by
+callgrind (``benchmarks/instructions.py --own-share``): a count no machine's noise moves, so
+its budget can sit much closer to today's figure than a time ratio's bound.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -25,12 +30,19 @@ from pathlib import Path
 import pytest
 
 GUARD = Path(__file__).resolve().parents[2] / "benchmarks" / "guard.py"
+INSTRUCTIONS = GUARD.with_name("instructions.py")
 
 HOT_PATH_BOUND = 1.6
 """Skip / not-triggered turn over the working agent alone (1.1-1.3 today; 7-12 slowed)."""
 VERIFIED_BOUND = 1.7
 """Verified turn over a raw litellm call to the same loopback judge (1.05-1.4 today; 2.4+
 slowed)."""
+OWN_SHARE_BUDGET = 1_400_000
+"""Instructions of replyguard's own per verified turn, in-process instant judge over the bare
+agent call (1.08M today, CPython 3.11)."""
+ADDED_WORK = 4_000
+"""Passes of an empty loop the instruction guard's run adds to each judge prompt build, as a
+regression it must see (about 0.8M instructions)."""
 PRECHECK_DELAY = 0.002
 PROMPT_DELAY = 0.010
 """CPU seconds of busy-wait the last tests add to the pre-checks / to the prompt build."""
@@ -82,3 +94,25 @@ def test_the_hot_path_guard_fails_when_the_prechecks_get_slow() -> None:
 def test_the_verified_turn_guard_fails_when_the_prompt_build_gets_slow() -> None:
     slowed = _measure("--only", "verified", "--slow-prompt", str(PROMPT_DELAY))
     assert min(slowed["verified"]) > VERIFIED_BOUND, slowed
+
+
+@pytest.mark.skipif(
+    shutil.which("valgrind") is None or shutil.which("callgrind_control") is None,
+    reason="valgrind is not installed (apt-get install valgrind; .ci/run installs it)",
+)
+def test_replyguards_own_share_stays_within_its_instruction_budget() -> None:
+    """One run under callgrind counts the in-process verified turn, the bare agent call, and
+    the same turn with a loop added to its prompt build: the first is within the budget, the
+    slowed one over it (the guard sees a regression of that size)."""
+    options = ("--own-share", "--added-work", str(ADDED_WORK), "--calls", "50", "--json")
+    done = subprocess.run(
+        [sys.executable, str(INSTRUCTIONS), *options],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    shares = json.loads(done.stdout.strip().splitlines()[-1])["own"]
+    assert 200_000 < shares["own_share"] <= OWN_SHARE_BUDGET, shares
+    assert shares["slowed_own_share"] > OWN_SHARE_BUDGET, shares
