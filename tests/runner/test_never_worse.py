@@ -89,12 +89,6 @@ def loopback_config(wire: Wire, url: str, **keys: Any) -> VerifierConfig:
     return VerifierConfig.from_dict(data)
 
 
-def answer_body(wire: Wire, text: str) -> bytes:
-    """A whole answer's bytes, made before the request, so the server thread serialises
-    nothing while the client reads (its GIL time would show as the client's loop lag)."""
-    return json.dumps(wire.answer(Step(text=text), wire.judge_model.split("/", 1)[1])).encode()
-
-
 async def warm(verifier: Verifier) -> None:
     """litellm's first call to a provider pays for its set-up; not the case under test."""
     await verifier.warmup()
@@ -139,7 +133,7 @@ async def test_an_answer_under_the_byte_cap_is_read_whole(wire: Wire) -> None:
     with ProviderServer(default=Step(text="PASS")) as server:
         verifier = Verifier(loopback_config(wire, server.url))
         await warm(verifier)
-        server.push(Step(body=answer_body(wire, filler + "\nPASS")))
+        server.push(wire.encoded_answer(filler + "\nPASS"))
         outcome = await verifier.run(ScriptedAgent([REPLY]), Turn(user_message="q"))
         await verifier.aclose()
     assert outcome.status == Status.PASSED

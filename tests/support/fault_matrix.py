@@ -140,21 +140,14 @@ def _tool_call_only(wire: Wire) -> Step:
     return Step(body=_json(_answer(wire, content=[block], stop_reason="tool_use")))
 
 
-def _encoded(wire: Wire, text: str) -> Step:
-    """An answer of ``text``, its body encoded now: the server thread, which shares the GIL
-    with the turn, would otherwise spend part of the turn's second encoding tens of MB (on a
-    loaded machine, enough to end the judgement by its deadline instead of by the read cap)."""
-    return Step(body=_json(wire.answer(Step(text=text), _model(wire))))
-
-
 def _huge_content(wire: Wire) -> Step:
     filler = "The checklist looks long; reading on. "
-    return _encoded(wire, filler * (HUGE_CHARACTERS // len(filler)))
+    return wire.encoded_answer(filler * (HUGE_CHARACTERS // len(filler)))
 
 
 def _huge_lines(wire: Wire) -> Step:
     """50 MB of short lines: the costliest shape to parse, past the 1 MiB read cap."""
-    return _encoded(wire, "x\n" * (25 * 1024 * 1024))
+    return wire.encoded_answer("x\n" * (25 * 1024 * 1024))
 
 
 def _invalid_utf8(wire: Wire) -> Step:

@@ -169,6 +169,13 @@ class Wire:
         """A successful response body in this wire format."""
         return openai_body(step, model) if self.name == "openai" else anthropic_body(step, model)
 
+    def encoded_answer(self, text: str) -> Step:
+        """A step answering ``text`` from the judge model, its body encoded now: a server
+        thread shares the GIL with the turn under test, and encoding a huge answer while the
+        client reads shows as the client's loop lag (or ends a judgement by its deadline)."""
+        model = self.judge_model.split("/", 1)[1]
+        return Step(body=json.dumps(self.answer(Step(text=text), model)).encode())
+
     def error(self, status: int, message: str) -> bytes:
         """An error body in this provider's shape, carrying ``message``."""
         if self.name == "openai":
