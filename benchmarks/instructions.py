@@ -56,14 +56,21 @@ BARE = "in-process bare agent"
 SLOWED = "in-process verified turn, prompt build slowed"
 Side = Callable[[], Awaitable[object]]
 _SETTLE_SECONDS = 1.0  # litellm's logging of the calls before, in its threads, under valgrind
+_DUMP_WAIT_SECONDS = 300.0  # a controller that never answers (it died): the child gives up
 
 
 def _ask(folder: Path, phase: str, index: int, name: str) -> None:
     """Have the controller dump (and zero) the counters as ``phase`` (start, end) of the
-    ``index``-th side, ``name``, and wait until it has."""
+    ``index``-th side, ``name``, and wait until it has (the loop blocked: nothing of the
+    process runs meanwhile but litellm's own threads)."""
     want = folder / "want"
-    want.write_text(f"{phase}\t{index}\t{name}")
+    asking = folder / "want.part"
+    asking.write_text(f"{phase}\t{index}\t{name}")
+    asking.replace(want)  # whole: the controller never reads it half written
+    given_up = time.monotonic() + _DUMP_WAIT_SECONDS
     while want.exists():
+        if time.monotonic() > given_up:
+            raise RuntimeError(f"no dump of {phase} {name!r} within {_DUMP_WAIT_SECONDS:g} s")
         time.sleep(0.02)
 
 
@@ -113,17 +120,18 @@ async def _sides(wire_name: str, url: str, added_work: int) -> tuple[dict[str, S
 async def _child(wire_name: str, url: str, folder: Path, calls: int, added_work: int) -> None:
     """The counted process: every side warmed, then each counted between two dumps."""
     sides, close = await _sides(wire_name, url, added_work)
+    settle = 0.0 if wire_name == OWN else _SETTLE_SECONDS  # in-process sides log nothing
     try:
         for side in sides.values():
             for _ in range(_WARM_CALLS):
                 await side()
         for index, (name, side) in enumerate(sides.items()):
-            await asyncio.sleep(_SETTLE_SECONDS)
+            await asyncio.sleep(settle)
             gc.collect()
             gc.disable()
             _ask(folder, "start", index, name)
             await _calls(side, calls)
-            await asyncio.sleep(_SETTLE_SECONDS)
+            await asyncio.sleep(settle)
             _ask(folder, "end", index, name)
             gc.enable()
     finally:
@@ -166,7 +174,6 @@ def _control(
                     text=True,
                 )
                 if "OK." not in done.stdout:  # its exit status is 0 whatever happened
-                    process.kill()
                     raise RuntimeError(f"callgrind_control failed: {done.stdout}{done.stderr}")
                 want.unlink()
         time.sleep(0.05)
@@ -180,6 +187,15 @@ def _shares(per_call: dict[str, float]) -> dict[str, float]:
     if SLOWED in per_call:
         shares["slowed_own_share"] = per_call[SLOWED] - per_call[BARE]
     return shares
+
+
+def _stop(children: dict[str, tuple[subprocess.Popen[bytes], Path]]) -> None:
+    """Kill the counted processes still running (the controller failed, or was interrupted):
+    each would otherwise wait for its dumps under valgrind, orphaned."""
+    for process, _ in children.values():
+        if process.poll() is None:
+            process.kill()
+            process.wait()
 
 
 def _table(wire_name: str, per_call: dict[str, float], calls: int) -> None:
@@ -227,6 +243,7 @@ def main() -> int:
         url = "" if args.own_share else stack.enter_context(JudgeServerProcess()).url
         scratch = stack.enter_context(tempfile.TemporaryDirectory())
         children: dict[str, tuple[subprocess.Popen[bytes], Path]] = {}
+        stack.callback(_stop, children)  # on any way out, before the folders go
         for wire_name in wires:
             folder = Path(scratch) / wire_name
             folder.mkdir()
