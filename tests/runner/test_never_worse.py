@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import fcntl
+import gc
 import json
 import os
 import subprocess
@@ -67,6 +69,19 @@ async def ticker() -> AsyncIterator[Ticker]:
     task.cancel()
 
 
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """The garbage collector off (as it was before, after): with litellm loaded, a full pass
+    holds the loop for 0.2-0.3 s wherever it lands, and is not the stall under test."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
+
+
 async def stopped(ticker: Ticker) -> float:
     """The ticker's worst lateness, counting the stretch up to now."""
     await asyncio.sleep(0)
@@ -110,11 +125,12 @@ async def test_an_answer_over_the_byte_cap_is_not_read_and_fails_open_unreadable
         # litellm's error path loads what it needs on its first error (0.1-0.2 s here, for an
         # error of any size): that first one is a cold start, and not the case under test.
         await verifier.run(ScriptedAgent([REPLY]), Turn(user_message="cold"))
-        ticker.reset()
-        started = time.monotonic()
-        outcome = await verifier.run(ScriptedAgent([REPLY]), Turn(user_message="q"))
-        seconds = time.monotonic() - started
-        worst = await stopped(ticker)
+        with collector_paused():
+            ticker.reset()
+            started = time.monotonic()
+            outcome = await verifier.run(ScriptedAgent([REPLY]), Turn(user_message="q"))
+            seconds = time.monotonic() - started
+            worst = await stopped(ticker)
         await verifier.aclose()
     assert outcome.response == REPLY
     assert (outcome.status, outcome.reason) == (Status.FAILED_OPEN, Reason.UNREADABLE_VERDICT)
@@ -123,8 +139,9 @@ async def test_an_answer_over_the_byte_cap_is_not_read_and_fails_open_unreadable
     assert f"passed {MAX_ANSWER_BYTES} bytes" in (verdict.error or "")
     assert seconds < 1.5
     # Read whole, this answer blocked the loop for 0.6-0.65 s; capped, the ticker is late by
-    # 5-13 ms at worst (measured here).
-    assert worst < 0.05, worst
+    # 5-13 ms at worst (measured here). The bound leaves room for a busy 2-CPU machine (the
+    # provider's process writes 50 MB meanwhile) and still fails at a third of the regression.
+    assert worst < 0.2, worst
 
 
 @pytest.mark.parametrize("wire", WIRES)
