@@ -24,7 +24,17 @@ LEVELS: tuple[tuple[str, ...], ...] = (
     ("state",),
     ("config", "_workspace"),
     ("context", "errors", "telemetry"),
-    ("_env", "_families", "_public", "_quoting", "_randomness", "_templates", "_version", "types"),
+    (
+        "_env",
+        "_families",
+        "_loading",
+        "_public",
+        "_quoting",
+        "_randomness",
+        "_templates",
+        "_version",
+        "types",
+    ),
 )
 """Top down: a unit (a top-level module or folder of ``replyguard``) imports only units on
 lower levels (and its own modules). ``__init__`` is the face, ``replyguard`` itself."""

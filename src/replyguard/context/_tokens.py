@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from replyguard._loading import loading
 from replyguard.context import _joins as joins
 
 ENCODING_NAME = "o200k_base"
@@ -63,7 +64,7 @@ def encoding() -> Any:
         return _loaded[0]
     if _no_load.get():
         raise NotLoaded(ENCODING_NAME)
-    with _load_lock:
+    with loading(), _load_lock:
         if not _loaded:
             import tiktoken
 

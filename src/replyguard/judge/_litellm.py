@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 from replyguard._families import model_family
+from replyguard._loading import loading
 from replyguard.judge._clients import stop_logging_worker
 from replyguard.judge._prompt_cache import look_up
 from replyguard.judge._protocol import JudgeReply
@@ -77,7 +78,7 @@ _FIRST_CALL_BY_ROUTE: dict[str, tuple[str, ...]] = {
         "openai.types.chat.chat_completion_message:ChatCompletionMessage",
     ),
 }
-_loading = threading.Lock()
+_importing = threading.Lock()
 
 
 def first_use(name: str) -> None:
@@ -105,7 +106,8 @@ def _rebuilds_are_thread_safe() -> bool:
 def load_litellm() -> Any:
     """litellm, imported in this thread (blocking: seconds the first time, once per process),
     with what its first call would otherwise load (``_FIRST_CALL``); one thread at a time."""
-    with _loading:  # import_module alone would wait for another thread's import of litellm
+    # import_module alone would wait for another thread's import of litellm
+    with loading(), _importing:
         module: Any = importlib.import_module("litellm")
         if not getattr(module, "suppress_debug_info", False):
             for name in _FIRST_CALL:
@@ -119,12 +121,13 @@ def load_litellm() -> Any:
 def load_routes(models: Iterable[str]) -> None:
     """What the routes of ``models`` load on their first call, and what the judge's first
     request looks up for them, done now in this thread (litellm imported first if need be)."""
-    load_litellm()
-    models = tuple(models)
-    for route in {_provider(model) for model in models}:
-        for name in _FIRST_CALL_BY_ROUTE.get(route or "", ()):
-            first_use(name)
-    look_up(models)
+    with loading():
+        load_litellm()
+        models = tuple(models)
+        for route in {_provider(model) for model in models}:
+            for name in _FIRST_CALL_BY_ROUTE.get(route or "", ()):
+                first_use(name)
+        look_up(models)
 
 
 def _loaded_litellm() -> Any | None:

@@ -22,9 +22,11 @@ needs it loads it itself, off the loop.
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from collections.abc import Iterable
 
+from replyguard._loading import loading
 from replyguard._templates import template
 from replyguard.context import _tokens as tokens
 from replyguard.judge._litellm import first_use, load_litellm, load_routes
@@ -45,6 +47,7 @@ _TURN_MODELS = (
 
 _lock = threading.Lock()
 _started: set[str] = set()
+_done: set[str] = set()
 _threads: list[threading.Thread] = []
 
 
@@ -61,9 +64,14 @@ class _Judgements:
 
     def __exit__(self, *exc: object) -> None:
         with self._idle:
-            self._count -= 1
+            self._count = max(self._count - 1, 0)  # one entered in a parent, left in its child
             if not self._count:
                 self._idle.notify_all()
+
+    def forget(self) -> None:
+        """In a forked child: none in flight (the parent's other threads are not here), and a
+        lock no thread of the child holds."""
+        self._idle, self._count = threading.Condition(), 0
 
     def wait_idle(self) -> None:
         with self._idle:
@@ -83,7 +91,9 @@ def judging() -> contextlib.AbstractContextManager[None]:
 
 def _load(parts: tuple[str, ...]) -> None:
     for part in parts:
-        with contextlib.suppress(Exception):  # met again, and failed open, by a judgement
+        if part == "tokenizer":
+            _judgements.wait_idle()  # not a load: a fork meanwhile does not wait for it
+        with contextlib.suppress(Exception), loading():  # an error: met again by a judgement
             if part == "turn":
                 prepare_turn()
             elif part == "litellm":
@@ -91,8 +101,23 @@ def _load(parts: tuple[str, ...]) -> None:
             elif part.startswith("route:"):
                 load_routes((part.removeprefix("route:"),))
             else:
-                _judgements.wait_idle()
                 tokens.encoding()
+        with _lock:
+            _done.add(part)
+
+
+def _forget_threads() -> None:
+    """In a forked child: the preload threads are the parent's, so the parts they had not
+    done yet are not started here (a verifier built in the child starts them), and nothing
+    is in flight. A fork never lands inside a part (``replyguard._loading``)."""
+    global _lock
+    _lock = threading.Lock()
+    _judgements.forget()
+    _started.intersection_update(_done)
+    _threads.clear()
+
+
+os.register_at_fork(after_in_child=_forget_threads)
 
 
 def prepare_turn() -> None:

@@ -126,8 +126,8 @@ class Verifier:
         ``preload``: start importing litellm (when the judge is replyguard's own) and then
         loading the tokenizer (once no turn is being verified) in a background thread now,
         once per process, so the first judged turn waits only for what is left; ``False``
-        leaves it to ``warmup()`` or the first judgement (a process that forks after building
-        its verifiers, a command that may not judge)."""
+        leaves it to ``warmup()`` or the first judgement (a command that may not judge). A
+        fork meanwhile waits for the load in flight, so a child never gets half of litellm."""
         events = Events(config.secrets())
         all_checks = (*build_checks(config, events), *(as_check(c) for c in checks))
         names = [c.name for c in all_checks]

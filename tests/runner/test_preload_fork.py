@@ -1,0 +1,190 @@
+"""A host that forks after building a verifier: a pre-forking server that loads its app first,
+a prefork task pool, ``multiprocessing`` with its default start method on Linux.
+
+Building a verifier starts importing litellm in a background thread, for seconds. A fork in
+the middle of that import gave the child a half-imported litellm, locked by a thread the child
+does not have: the child's own ``import litellm`` waited for ever. A fork now waits for
+replyguard's loads in flight (``replyguard._loading``), at most ``FORK_WAIT_SECONDS``.
+
+Each case runs in a fresh interpreter of its own (a fork of the test process would copy
+pytest's threads); a child that hangs is ended by an alarm and reported.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+from replyguard import _loading
+from replyguard.runner._preload import wait_for_preload
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="os.fork is POSIX only")
+
+TESTS = Path(__file__).resolve().parents[1]
+
+FORK_MID_IMPORT = textwrap.dedent(
+    """
+    import asyncio, os, signal, sys, time
+    from support.provider_server import ProviderServer, Step
+    from replyguard import Turn, Verifier, VerifierConfig
+
+    def importing_litellm():
+        module = sys.modules.get("litellm")
+        return module is not None and getattr(module.__spec__, "_initializing", False)
+
+    with ProviderServer(default=Step(text="PASS")) as server:
+        config = VerifierConfig(
+            enabled=True, verify_all=True, model="openai/gpt-4o-mini", api_base=server.url,
+            api_key="sk-test-fork-000000000000", agent_model="anthropic/claude-sonnet-4-5",
+            timeout_seconds=10.0,
+        )
+        assert "litellm" not in sys.modules
+        verifier = Verifier(config)  # its preload starts importing litellm now
+        given_up = time.monotonic() + 60
+        while not importing_litellm():  # fork while the import is under way
+            assert time.monotonic() < given_up, "the preload never started importing litellm"
+            time.sleep(0.001)
+        pid = os.fork()
+        if pid == 0:
+            signal.alarm(60)  # a hung child ends, and says so by its status
+            whole = not importing_litellm()
+            import litellm  # the host's own import: it waited for ever before
+            outcome = asyncio.run(
+                verifier.run(lambda messages: "Done: the report.", Turn(user_message="q"))
+            )
+            print(f"child whole={whole} acompletion={hasattr(litellm, 'acompletion')} "
+                  f"status={outcome.status.value}", flush=True)
+            os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        hung = os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGALRM
+        print(f"parent hung={hung} code={os.waitstatus_to_exitcode(status)}", flush=True)
+    """
+)
+
+
+def run_script(script: str, *args: str) -> list[str]:
+    result = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=TESTS,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Exception ignored" not in result.stderr, result.stderr[-3000:]
+    return result.stdout.strip().splitlines()
+
+
+def test_a_fork_in_the_middle_of_the_preloads_import_gives_the_child_a_whole_litellm() -> None:
+    lines = run_script(FORK_MID_IMPORT)
+    assert lines == [
+        "child whole=True acompletion=True status=passed",
+        "parent hung=False code=0",
+    ]
+
+
+STUCK_LOAD = textwrap.dedent(
+    """
+    import os, signal, sys, threading, time
+    from replyguard import _loading
+
+    _loading.FORK_WAIT_SECONDS = 0.5
+    inside, release = threading.Event(), threading.Event()
+
+    def stuck():
+        with _loading.loading():
+            inside.set()
+            release.wait()
+
+    threading.Thread(target=stuck, daemon=True).start()
+    inside.wait()
+    started = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        signal.alarm(30)
+        with _loading.loading():  # the parent's stuck load is not the child's
+            pass
+        os._exit(0 if _loading.in_flight() == 0 else 3)
+    waited = time.monotonic() - started
+    release.set()
+    _, status = os.waitpid(pid, 0)
+    print(f"waited={0.4 <= waited < 20} child={os.waitstatus_to_exitcode(status)}")
+    """
+)
+
+
+def test_a_fork_waits_for_a_load_that_never_ends_only_so_long_then_goes_ahead() -> None:
+    assert run_script(STUCK_LOAD) == ["waited=True child=0"]
+
+
+UNFINISHED_PARTS = textwrap.dedent(
+    """
+    import os, signal, sys, time
+    from replyguard import Verifier, VerifierConfig
+    from replyguard.context import _tokens as tokens
+    from replyguard.runner import _preload
+    from replyguard.testing import ScriptedJudge
+
+    config = VerifierConfig(model="openai/gpt-4o-mini", agent_model="anthropic/claude-sonnet-4-5")
+    with _preload.judging():  # a judgement in flight: the tokenizer's load waits for its end
+        Verifier(config, judge=ScriptedJudge(["PASS"]))
+        given_up = time.monotonic() + 60
+        while "turn" not in _preload._done:
+            assert time.monotonic() < given_up
+            time.sleep(0.005)
+        pid = os.fork()
+        if pid == 0:
+            signal.alarm(60)
+            assert not tokens.loaded()
+            with _preload.judging():  # the child's own judgements are counted afresh
+                pass
+            Verifier(config, judge=ScriptedJudge(["PASS"]))  # starts the part left undone
+            assert _preload.wait_for_preload(50) and tokens.loaded()
+            os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    assert _preload.wait_for_preload(50) and tokens.loaded()  # the parent's own, meanwhile
+    print(f"child={os.waitstatus_to_exitcode(status)}")
+    """
+)
+
+
+def test_a_child_starts_the_preload_parts_its_parent_had_not_done() -> None:
+    assert run_script(UNFINISHED_PARTS) == ["child=0"]
+
+
+def test_a_load_that_would_start_while_a_fork_waits_waits_for_the_fork() -> None:
+    assert wait_for_preload(60)  # other tests' preloads: none is loading now
+    started, entered = threading.Event(), threading.Event()
+
+    def load() -> None:
+        started.set()
+        with _loading.loading():
+            entered.set()
+
+    _loading._before_fork()  # what os.fork runs first (no fork here: the hooks alone)
+    try:
+        thread = threading.Thread(target=load, daemon=True)
+        thread.start()
+        assert started.wait(5)
+        assert not entered.wait(0.2)
+    finally:
+        _loading._after_fork_in_parent()
+    assert entered.wait(5)
+    thread.join(5)
+    assert _loading.in_flight() == 0
+
+
+def test_a_thread_forking_inside_its_own_loads_does_not_wait_for_them() -> None:
+    assert wait_for_preload(60)
+    with _loading.loading():
+        with _loading.loading():
+            assert _loading.in_flight() == 2
+        _loading._before_fork()  # a load that forks: its own loads are not waited for
+        _loading._after_fork_in_parent()
+    assert _loading.in_flight() == 0
