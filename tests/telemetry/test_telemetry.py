@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import sys
 import textwrap
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 
 from replyguard import Status, Turn, Verifier
-from replyguard.telemetry import REDACTED, describe_error, redact
+from replyguard.telemetry import REDACTED, Events, describe_error, redact
 from replyguard.testing import ScriptedAgent, ScriptedJudge
 
 API_KEY = "sk-ant-api03-SECRET-abcdefghijklmnop"
@@ -131,3 +132,62 @@ def test_error_description_is_one_short_line() -> None:
     described = describe_error(ValueError("line one\nline two " + "x" * 1000))
     assert described.startswith("ValueError: line one line two")
     assert "\n" not in described and len(described) < 400
+
+
+class RaisingFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        raise RuntimeError("the host's filter broke")
+
+
+class RaisingHandler(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        raise RuntimeError("the host's handler broke")  # no handleError: nothing catches it
+
+
+@pytest.mark.parametrize("broken", ["filter", "handler"])
+async def test_a_hosts_logging_that_raises_loses_events_never_the_turn(
+    make_config: Any, broken: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    logger = logging.getLogger("replyguard")
+    part: Any = RaisingFilter() if broken == "filter" else RaisingHandler()
+    add, remove = (
+        (logger.addFilter, logger.removeFilter)
+        if broken == "filter"
+        else (logger.addHandler, logger.removeHandler)
+    )
+    level = logger.level
+    logger.setLevel(logging.DEBUG)
+    add(part)
+    try:
+        verifier = Verifier(make_config(), judge=ScriptedJudge(["FAIL [incomplete]: more", "PASS"]))
+        agent = ScriptedAgent(["Done.", "Done, dated."])
+        outcome = await verifier.run(agent, Turn(user_message="Hi"))
+        verdict = await verifier.verify(Turn(user_message="Hi"), "Done.")
+    finally:
+        remove(part)
+        logger.setLevel(level)
+    assert (outcome.status, outcome.response) == (Status.PASSED, "Done, dated.")
+    # The script has no third answer: the judge errs, and the fail-open's warning is lost too.
+    assert verdict.passed and verdict.fail_open_reason is not None
+    said = capsys.readouterr().err.splitlines()
+    assert said == [
+        "replyguard: the host's logging raised RuntimeError on the 'checks' event; this and "
+        "later events it rejects are not logged (not said again)"
+    ]
+
+
+def test_a_hosts_logging_failure_is_not_told_where_stdlib_would_stay_silent(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(logging, "raiseExceptions", False)
+    logger = logging.getLogger("replyguard")
+    part = RaisingFilter()
+    level = logger.level
+    logger.setLevel(logging.DEBUG)
+    logger.addFilter(part)
+    try:
+        Events().info("passed", turn_id="t-1")
+    finally:
+        logger.removeFilter(part)
+        logger.setLevel(level)
+    assert capsys.readouterr().err == ""

@@ -12,9 +12,11 @@ text, replies, feedback) is only added by callers when ``logContent`` is on.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import re
+import sys
 from collections.abc import Iterable, MutableMapping
 from typing import Any
 
@@ -119,6 +121,7 @@ class Events:
             # warnings to stderr in a host that configured no logging.
             self._stdlib.addHandler(logging.NullHandler())
         self._secrets = tuple(s for s in secrets if s)
+        self._told = False  # whether a failure of the host's logging was reported
 
     @functools.cached_property
     def _logger(self) -> Any:
@@ -142,10 +145,28 @@ class Events:
         return self._stdlib.isEnabledFor(level)
 
     def emit(self, level: int, event: str, **fields: Any) -> None:
-        """Record one event when its level is enabled."""
+        """Record one event when its level is enabled. Never raises: a host's logging that
+        does (a filter, or a handler of its own whose ``emit`` raises: stdlib's handlers catch
+        their own errors, nothing catches those) loses that event, never the turn."""
         if not self._stdlib.isEnabledFor(level):
             return
-        self._logger.log(level, event, **fields)
+        try:
+            self._logger.log(level, event, **fields)
+        except Exception:
+            self._logging_failed(event)
+
+    def _logging_failed(self, event: str) -> None:
+        """Say once per emitter, on stderr, that the host's logging raised (as stdlib says of
+        a handler's error, and only where it would: ``logging.raiseExceptions``)."""
+        if self._told or not logging.raiseExceptions:
+            return
+        self._told = True
+        with contextlib.suppress(Exception):  # stderr closed or replaced by something odd
+            kind = type(sys.exc_info()[1]).__name__
+            sys.stderr.write(
+                f"replyguard: the host's logging raised {kind} on the {event!r} event; "
+                "this and later events it rejects are not logged (not said again)\n"
+            )
 
     def debug(self, event: str, **fields: Any) -> None:
         """A decision at DEBUG."""
