@@ -409,3 +409,35 @@ def test_a_verifier_loads_only_what_its_config_asks_for() -> None:
         "True replyguard",
         "module 'replyguard' has no attribute 'NoSuchName'",
     ]
+
+
+NO_THREAD = textwrap.dedent(
+    """
+    import asyncio, threading
+    from replyguard import Turn, Verifier, VerifierConfig
+    from replyguard.runner._preload import wait_for_preload
+    from replyguard.context import _tokens as tokens
+    from replyguard.testing import ScriptedJudge
+
+    config = VerifierConfig(
+        enabled=True, verify_all=True, model="openai/gpt-4o-mini",
+        agent_model="anthropic/claude-sonnet-4-5",
+    )
+    start = threading.Thread.start
+
+    def no_thread(self):
+        raise RuntimeError("can't start new thread")
+
+    threading.Thread.start = no_thread  # a process at its thread limit
+    verifier = Verifier(config, judge=ScriptedJudge(["PASS"]))
+    threading.Thread.start = start
+    outcome = asyncio.run(verifier.run(lambda messages: "Done.", Turn(user_message="q")))
+    Verifier(config, judge=ScriptedJudge([]))  # the parts not started are started now
+    assert wait_for_preload(60)
+    print(outcome.status.value, tokens.loaded())
+    """
+)
+
+
+def test_a_verifier_is_built_when_no_thread_can_be_started_for_its_preload() -> None:
+    assert run_script(NO_THREAD) == "passed True"

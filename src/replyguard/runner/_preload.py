@@ -145,7 +145,13 @@ def start_preload(*, litellm: bool, models: Iterable[str] = ()) -> bool:
             target=_load, args=(parts,), name="replyguard-preload", daemon=True
         )
         _threads.append(thread)
-    thread.start()
+    try:
+        thread.start()
+    except RuntimeError:  # no thread to be had (a process at its limit): left to first use
+        with _lock:
+            _started.difference_update(parts)
+            _threads.remove(thread)
+        return False
     return True
 
 
