@@ -40,7 +40,7 @@ FORK_MID_IMPORT = textwrap.dedent(
     with ProviderServer(default=Step(text="PASS")) as server:
         config = VerifierConfig(
             enabled=True, verify_all=True, model="openai/gpt-4o-mini", api_base=server.url,
-            api_key="sk-test-fork-000000000000", agent_model="anthropic/claude-sonnet-4-5",
+            api_key="sk-test-cold-start-0000000000", agent_model="anthropic/claude-sonnet-4-5",
             timeout_seconds=10.0,
         )
         assert "litellm" not in sys.modules
