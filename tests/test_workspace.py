@@ -285,3 +285,36 @@ async def test_idle_readers_end_and_a_later_read_starts_new_ones(
             await asyncio.sleep(0.025)
         assert workspace.root not in _workspace._readers
         assert readers._threads == 0
+
+
+async def test_a_workspace_read_that_gets_no_thread_fails_the_judgement_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from replyguard import Reason, Status, Turn, Verifier, VerifierConfig
+    from replyguard.runner._preload import wait_for_preload
+    from replyguard.testing import ScriptedJudge
+
+    (tmp_path / "AGENTS.md").write_text("Answer in English.", encoding="utf-8")
+    config = VerifierConfig.from_dict(
+        {"enabled": True, "verifyAll": True, "workspaceDir": str(tmp_path)}
+    )
+    verifier = Verifier(config, judge=ScriptedJudge(["PASS"]))
+    assert wait_for_preload(60)
+
+    async def agent(messages: list[dict[str, Any]]) -> str:
+        return "Done: the report."
+
+    def no_thread(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    with monkeypatch.context() as patched:  # a process at its thread limit
+        patched.setattr(threading.Thread, "start", no_thread)
+        outcome = await verifier.run(agent, Turn(user_message="q"))
+    # Before, the read's start raised out of run, before the agent was even called.
+    assert (outcome.status, outcome.reason) == (Status.FAILED_OPEN, Reason.INTERNAL_ERROR)
+    assert outcome.response == "Done: the report."
+    verdict = outcome.attempts[-1].verdict
+    assert verdict is not None and "can't start new thread" in (verdict.error or "")
+    again = await verifier.run(agent, Turn(user_message="q"))  # threads to be had again
+    assert again.status == Status.PASSED
+    await verifier.aclose()

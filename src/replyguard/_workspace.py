@@ -45,14 +45,23 @@ class _Readers:
         self._threads = 0
 
     def submit(self, work: Callable[[], Any]) -> Future[Any]:
+        """``work()``'s result, from one of the readers; failed at once (RuntimeError) when
+        there is no reader and none can be started (a process at its thread limit)."""
         future: Future[Any] = Future()
-        self._queue.put((future, work))
         with self._lock:
             if self._threads < _READERS:
-                self._threads += 1
-                threading.Thread(
+                reader = threading.Thread(
                     target=self._serve, name="replyguard-workspace", daemon=True
-                ).start()
+                )
+                try:
+                    reader.start()
+                except RuntimeError as exc:
+                    if not self._threads:  # nobody would ever serve it
+                        future.set_exception(exc)
+                        return future
+                else:
+                    self._threads += 1
+            self._queue.put((future, work))  # with the lock held: an idle reader's exit sees it
         return future
 
     def _serve(self) -> None:
