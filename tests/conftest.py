@@ -39,7 +39,7 @@ KNOWN_KEYS: tuple[str, ...] = (
     "sk-proj-ABCDEFGHIJKLMNOPQRST",  # test_telemetry, unconfigured key shapes
     "sk-ant-api03-ABCDEFGHIJKLMNOP",  # test_telemetry, unconfigured key shapes
     "sk-literal-secret-123456",  # test_demo_cli, check-config masking
-    "sk-test-cold-start-0000000000",  # test_cold_start, test_judge_prompt_cache, test_preload_fork
+    "sk-test-cold-start-0000000000",  # test_cold_start, test_judge_prompt_cache, test_forking_host
     "3f9a1c7e5b2d4f608a1e9c3b7d5f2a64",  # PLAIN_KEY of test_e2e_loopback, test_judge_fallbacks
     "plainvalue-0123456789-credential",  # test_insights.PLAIN_KEY
     "plainvalue-without-key-shape-123",  # test_telemetry, an env: key's value

@@ -1,20 +1,18 @@
 """Calling the caller's agent: sync or async, on a private copy of the messages.
 
-A sync agent runs in the verifier's own ``AgentPool`` (``agentThreads`` threads), not in
-asyncio's default executor, so slow sync agents queue behind each other, never in front of the
-checks' and the host's own work there.
+A sync agent runs in the verifier's own pool (``agentThreads`` threads,
+``replyguard.runner._threads``), not in asyncio's default executor, so slow sync agents queue
+behind each other, never in front of the checks' and the host's own work there.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import contextvars
 import inspect
-import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
+from replyguard.runner._threads import ThreadPool
 from replyguard.types import Reply
 
 Messages = list[dict[str, Any]]
@@ -66,39 +64,7 @@ def copy_messages(messages: Messages) -> Messages:
     return copied
 
 
-class AgentPool:
-    """A bounded pool of threads for sync agents, started on first use; ``close`` shuts it
-    down (agents already running or queued there still finish), and a later call starts a new
-    one."""
-
-    def __init__(self, threads: int) -> None:
-        self.threads = threads
-        self._lock = threading.Lock()
-        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
-
-    def executor(self) -> concurrent.futures.ThreadPoolExecutor:
-        with self._lock:
-            if self._pool is None:
-                self._pool = concurrent.futures.ThreadPoolExecutor(
-                    self.threads, thread_name_prefix="replyguard-agent"
-                )
-            return self._pool
-
-    def close(self) -> None:
-        with self._lock:
-            pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=False)  # agents queued or running still finish
-
-    async def call(self, function: Callable[[Messages], Any], messages: Messages) -> Any:
-        """``function(messages)`` in one of the pool's threads, in a copy of the caller's
-        context (so ``current_turn()`` reads the same inside a sync agent)."""
-        context = contextvars.copy_context()
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.executor(), context.run, function, messages)
-
-
-async def call_agent(agent: Agent, messages: Messages, pool: AgentPool | None = None) -> Reply:
+async def call_agent(agent: Agent, messages: Messages, pool: ThreadPool | None = None) -> Reply:
     """Call a sync or async agent on a copy of ``messages``; a sync one runs in a thread of
     ``pool`` (asyncio's default executor without one), in a copy of the caller's context."""
     private = copy_messages(messages)

@@ -13,14 +13,13 @@ the turn's deadline.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import functools
 import inspect
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from replyguard.runner._threads import ThreadPool
 from replyguard.telemetry._events import Events, describe_error
 from replyguard.types import Turn
 
@@ -38,9 +37,12 @@ class Hooks:
     on_exhausted: Hook | None = None
     on_fail_open: Hook | None = None
     on_skip: Hook | None = None
-    _pool: concurrent.futures.ThreadPoolExecutor | None = field(default=None, repr=False)
+    _threads: ThreadPool = field(
+        default_factory=lambda: ThreadPool(_HOOK_THREADS, "replyguard-hook"),
+        repr=False,
+        compare=False,
+    )
     _abandoned: set[asyncio.Future[Any]] = field(default_factory=set, repr=False)
-    _pool_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
         for item in fields(self):
@@ -51,25 +53,13 @@ class Hooks:
     def close(self) -> None:
         """Let the hook threads end once the hooks already started have run (a hung sync
         hook's thread cannot be stopped); a hook called later starts a new pool."""
-        with self._pool_lock:
-            pool = self._pool
-            object.__setattr__(self, "_pool", None)
-        if pool is not None:
-            pool.shutdown(wait=False)
-
-    def _executor(self) -> concurrent.futures.ThreadPoolExecutor:
-        with self._pool_lock:
-            pool = self._pool
-            if pool is None:
-                pool = concurrent.futures.ThreadPoolExecutor(_HOOK_THREADS, "replyguard-hook")
-                object.__setattr__(self, "_pool", pool)
-            return pool
+        self._threads.close()
 
     def _start(self, hook: Hook, args: tuple[Any, ...]) -> asyncio.Future[Any]:
         if inspect.iscoroutinefunction(hook):
             return asyncio.ensure_future(hook(*args))
         loop = asyncio.get_running_loop()
-        return loop.run_in_executor(self._executor(), functools.partial(hook, *args))
+        return loop.run_in_executor(self._threads.executor(), functools.partial(hook, *args))
 
     async def call(
         self, name: str, turn: Turn, *args: Any, time_limit: float, events: Events

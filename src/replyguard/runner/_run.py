@@ -18,12 +18,13 @@ from replyguard.config._schema import VerifierConfig
 from replyguard.errors import VerificationExhausted
 from replyguard.gate._prechecks import skip_reason
 from replyguard.gate._triggers import TriggerKind
-from replyguard.runner._agents import Agent, AgentPool, Messages, call_agent
+from replyguard.runner._agents import Agent, Messages, call_agent
 from replyguard.runner._assessment import Assessor, Profile, Reading, Step
 from replyguard.runner._family_guard import FamilyGuard
 from replyguard.runner._feedback import feedback_message
 from replyguard.runner._hooks import Hooks
 from replyguard.runner._side_effects import SideEffects, done
+from replyguard.runner._threads import ThreadPool
 from replyguard.runner._turn_scope import agent_attempt
 from replyguard.telemetry._events import Events, describe_error
 from replyguard.telemetry._ledger import TIME_LIMIT as LEDGER_TIME_LIMIT
@@ -57,7 +58,7 @@ class TurnParts:
     assessor: Assessor
     hooks: Hooks
     ledger: Ledger | None
-    agent_pool: AgentPool
+    agent_pool: ThreadPool
     tracing: Tracing
     families: FamilyGuard
     side_effects: SideEffects

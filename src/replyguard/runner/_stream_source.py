@@ -23,14 +23,15 @@ import inspect
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
-from replyguard.runner._agents import Agent, AgentPool, Messages, StreamingAgent, copy_messages
+from replyguard.runner._agents import Agent, Messages, StreamingAgent, copy_messages
+from replyguard.runner._threads import ThreadPool
 from replyguard.types import Reply, RunMeta
 
 _END = object()
 
 
 async def open_stream(
-    agent: StreamingAgent | Agent, messages: Messages, pool: AgentPool
+    agent: StreamingAgent | Agent, messages: Messages, pool: ThreadPool
 ) -> AsyncIterator[Any]:
     """Call ``agent`` on a copy of ``messages``; what it streams, as an async iterator."""
     private = copy_messages(messages)
@@ -63,7 +64,7 @@ async def _one(value: str | Reply) -> AsyncIterator[Any]:
     yield value
 
 
-async def _threaded(iterator: Iterator[Any], pool: AgentPool) -> AsyncIterator[Any]:
+async def _threaded(iterator: Iterator[Any], pool: ThreadPool) -> AsyncIterator[Any]:
     """A sync iterator read in the agent threads, so a blocking ``next`` never blocks the loop.
     Closed at the end, in the agent threads too (a generator's ``finally`` may block), without
     waiting for it; if a ``next`` is still running in its thread (the caller cancelled or the
@@ -89,7 +90,7 @@ async def _threaded(iterator: Iterator[Any], pool: AgentPool) -> AsyncIterator[A
                 running.add_done_callback(lambda _: _quietly(close))
 
 
-def _close_in(pool: AgentPool, close: Callable[[], Any]) -> None:
+def _close_in(pool: ThreadPool, close: Callable[[], Any]) -> None:
     """Close a sync iterator in the agent threads, not waiting for it (here when the pool has
     been shut down meanwhile)."""
     try:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import os
 import sys
 import threading
 import weakref
@@ -197,17 +198,36 @@ def _result_on(host: asyncio.AbstractEventLoop, future: concurrent.futures.Futur
                 ) from None
 
 
+_LOOPS: weakref.WeakSet[SyncLoop] = weakref.WeakSet()
+
+
+def _forget_loops() -> None:
+    for sync_loop in list(_LOOPS):
+        sync_loop.forget()
+
+
+# A forked child has none of its parent's threads: its first run_sync starts a loop of its own
+# (it waited for ever on the parent's loop, which nothing ran in the child).
+os.register_at_fork(after_in_child=_forget_loops)
+
+
 class SyncLoop:
     """A lazily started background loop; ``submit`` runs a coroutine on it and waits."""
 
     def __init__(self, closer: Closer | None = None) -> None:
         self._closer = closer
+        self._host: weakref.ref[asyncio.AbstractEventLoop] | None = None
+        self.forget()
+        _LOOPS.add(self)
+
+    def forget(self) -> None:
+        """No loop and nothing in flight (built, or in a forked child: the loop's thread and
+        the calls in flight are the parent's; the lock may have been held by one of them)."""
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._in_flight: dict[asyncio.AbstractEventLoop, int] = {}
         self._retiring: dict[asyncio.AbstractEventLoop, threading.Thread] = {}
-        self._host: weakref.ref[asyncio.AbstractEventLoop] | None = None
 
     def note_host(self, loop: asyncio.AbstractEventLoop) -> None:
         """Remember ``loop``: the verifier's async API runs there (called on each entry)."""

@@ -34,7 +34,6 @@ from replyguard.judge._litellm import import_litellm, load_routes
 from replyguard.judge._protocol import Judge
 from replyguard.runner._agents import (
     Agent,
-    AgentPool,
     Messages,
     StreamingAgent,
     as_reply,
@@ -48,6 +47,7 @@ from replyguard.runner._preload import judging, prepare_turn, start_preload
 from replyguard.runner._run import TurnParts, _Run
 from replyguard.runner._side_effects import SideEffects
 from replyguard.runner._sync import SyncLoop
+from replyguard.runner._threads import ThreadPool
 from replyguard.runner._turn_scope import agent_attempt, with_turn_id
 from replyguard.telemetry._events import Events
 from replyguard.telemetry._ledger import Ledger
@@ -89,7 +89,7 @@ class Verifier:
         "_sync",
         "_tracing",
     )
-    _agent_pool: AgentPool
+    _agent_pool: ThreadPool
     _answer_sessions: AnswerSessions
     _assessor: Assessor
     _clients: ClientScope
@@ -216,7 +216,7 @@ class Verifier:
         set_(self, "_ledger", Ledger(config.ledger_path, events) if config.ledger_path else None)
         set_(self, "_clients", clients)
         set_(self, "_answer_sessions", answer_sessions)
-        set_(self, "_agent_pool", AgentPool(config.agent_threads))
+        set_(self, "_agent_pool", ThreadPool(config.agent_threads, "replyguard-agent"))
         set_(self, "_sync", SyncLoop(self._close_loop_clients))
         set_(self, "_tracing", tracing)
         set_(self, "_router", router)

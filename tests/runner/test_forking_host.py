@@ -1,10 +1,15 @@
-"""A host that forks after building a verifier: a pre-forking server that loads its app first,
-a prefork task pool, ``multiprocessing`` with its default start method on Linux.
+"""A host that forks after building a verifier, or after using it: a pre-forking server that
+loads its app first, a prefork task pool, ``multiprocessing`` with its default start method on
+Linux.
 
 Building a verifier starts importing litellm in a background thread, for seconds. A fork in
 the middle of that import gave the child a half-imported litellm, locked by a thread the child
 does not have: the child's own ``import litellm`` waited for ever. A fork now waits for
 replyguard's loads in flight (``replyguard._loading``), at most ``FORK_WAIT_SECONDS``.
+
+A verifier that ran sync code before the fork (a sync agent, a sync hook, ``run_sync``) had
+its thread pools and ``run_sync``'s loop thread in the parent: in the child, those pools took
+each call and ran none, and the first ``run_sync`` waited for ever. A child starts them afresh.
 
 Each case runs in a fresh interpreter of its own (a fork of the test process would copy
 pytest's threads); a child that hangs is ended by an alarm and reported.
@@ -188,3 +193,49 @@ def test_a_thread_forking_inside_its_own_loads_does_not_wait_for_them() -> None:
         _loading._before_fork()  # a load that forks: its own loads are not waited for
         _loading._after_fork_in_parent()
     assert _loading.in_flight() == 0
+
+
+USED_BEFORE_THE_FORK = textwrap.dedent(
+    """
+    import asyncio, os, signal
+    from support.provider_server import ProviderServer, Step
+    from replyguard import Turn, Verifier, VerifierConfig
+
+    ran = []
+
+    def on_verdict(turn, attempt):  # a sync hook: it runs on the verifier's hook threads
+        ran.append(os.getpid())
+
+    def agent(messages):  # a sync agent: it runs on the verifier's agent threads
+        return "Done: the report."
+
+    with ProviderServer(default=Step(text="PASS")) as server:
+        config = VerifierConfig(
+            enabled=True, verify_all=True, model="openai/gpt-4o-mini", api_base=server.url,
+            api_key="sk-test-cold-start-0000000000", agent_model="anthropic/claude-sonnet-4-5",
+            timeout_seconds=10.0,
+        )
+        verifier = Verifier(config, on_verdict=on_verdict)
+        first = verifier.run_sync(agent, Turn(user_message="q"))  # its loop thread, its pools
+        pid = os.fork()
+        if pid == 0:
+            signal.alarm(60)
+            synced = verifier.run_sync(agent, Turn(user_message="q"))
+            awaited = asyncio.run(verifier.run(agent, Turn(user_message="q")))
+            mine = ran.count(os.getpid())
+            print(f"child {synced.status.value} {awaited.status.value} hooks={mine}", flush=True)
+            os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        again = verifier.run_sync(agent, Turn(user_message="q"))
+        verifier.close()
+        print(f"parent {first.status.value} {again.status.value} "
+              f"child={os.waitstatus_to_exitcode(status)}", flush=True)
+    """
+)
+
+
+def test_a_verifier_used_before_a_fork_runs_sync_agents_hooks_and_run_sync_in_the_child() -> None:
+    assert run_script(USED_BEFORE_THE_FORK) == [
+        "child passed passed hooks=2",
+        "parent passed passed child=0",
+    ]
