@@ -239,3 +239,42 @@ def test_a_verifier_used_before_a_fork_runs_sync_agents_hooks_and_run_sync_in_th
         "child passed passed hooks=2",
         "parent passed passed child=0",
     ]
+
+
+FORKED_FROM_A_THREAD = textwrap.dedent(
+    """
+    import asyncio, os, signal, time
+    from replyguard import Turn, Verifier, VerifierConfig
+    from replyguard.testing import ScriptedJudge
+
+    config = VerifierConfig(enabled=True, verify_all=True, agent_model="openai/gpt-4o")
+    verifier = Verifier(config, judge=ScriptedJudge(["PASS"] * 20))
+
+    def agent(messages):
+        return "Done: the report."
+
+    def in_a_thread():  # the host's loop runs on in the parent's main thread meanwhile
+        pid = os.fork()
+        if pid == 0:
+            signal.alarm(60)
+            started = time.monotonic()
+            statuses = {verifier.run_sync(agent, Turn(user_message="q")).status.value
+                        for _ in range(8)}
+            seconds = time.monotonic() - started
+            print(f"child {sorted(statuses)} quick={seconds < 1.5}", flush=True)
+            os._exit(0)
+        return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+    async def main():
+        await verifier.run(agent, Turn(user_message="q"))  # the async API ran on this loop
+        print(f"parent child={await asyncio.to_thread(in_a_thread)}", flush=True)
+
+    asyncio.run(main())
+    """
+)
+
+
+def test_a_child_forked_while_the_hosts_loop_ran_does_not_hand_run_sync_to_that_loop() -> None:
+    # Each run_sync offered its turn to the parent's loop, which runs nothing in the child,
+    # and waited the handover's 0.25 s for it: 8 turns took over 2 s.
+    assert run_script(FORKED_FROM_A_THREAD) == ["child ['passed'] quick=True", "parent child=0"]

@@ -216,13 +216,14 @@ class SyncLoop:
 
     def __init__(self, closer: Closer | None = None) -> None:
         self._closer = closer
-        self._host: weakref.ref[asyncio.AbstractEventLoop] | None = None
         self.forget()
         _LOOPS.add(self)
 
     def forget(self) -> None:
-        """No loop and nothing in flight (built, or in a forked child: the loop's thread and
-        the calls in flight are the parent's; the lock may have been held by one of them)."""
+        """No loop, no host loop and nothing in flight (built, or in a forked child: the
+        loops' threads and the calls in flight are the parent's, and so is the lock, maybe
+        held by one of them; a host loop that was running there runs nothing here)."""
+        self._host: weakref.ref[asyncio.AbstractEventLoop] | None = None
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
