@@ -221,3 +221,42 @@ async def test_the_router_gets_the_fleets_redis_without_logging_its_password(
     about_redis = [text for text in seen if "redis" in text.lower()]
     assert about_redis, "litellm said nothing of its Redis: was the URL handed over?"
     assert not any(REDIS_PASSWORD in text for text in seen)
+
+
+def test_a_loop_per_request_leaves_no_redis_connection_open_when_each_loop_ends(
+    redis: RedisServer,
+) -> None:
+    """A host that runs each request in a loop of its own (``asyncio.run``): the shared
+    state's Redis client of each loop closes as that loop shuts down; before, each finished
+    loop's client was left to the collector, its connection open until then."""
+    import asyncio
+    import gc
+
+    import redis as redis_py
+
+    from replyguard import Status, Turn, Verifier, VerifierConfig
+    from replyguard.testing import ScriptedJudge
+
+    with ProviderServer(default=Step(text="PASS")) as server:
+        config = VerifierConfig.from_dict({**fleet_config(redis, server), "verifyAll": True})
+    verifier = Verifier(config, judge=ScriptedJudge(["PASS"] * 12))
+    watcher = redis_py.Redis.from_url(redis.url())
+    try:
+        before = watcher.info("clients")["connected_clients"]
+        kept = []  # the loops stay alive, as a host's finished loops may: not the collector
+        for _ in range(12):
+            loop = asyncio.new_event_loop()
+            kept.append(loop)
+            runner = asyncio.Runner(loop_factory=lambda loop=loop: loop)
+            with runner:
+                outcome = runner.run(verifier.run(lambda m: "Done.", Turn(user_message="q")))
+            assert outcome.status == Status.PASSED
+        gc.collect()
+        deadline = time.monotonic() + 5
+        while watcher.info("clients")["connected_clients"] > before and time.monotonic() < deadline:
+            time.sleep(0.05)
+        # At most as many as before: other tests' connections may close meanwhile.
+        assert watcher.info("clients")["connected_clients"] <= before
+    finally:
+        watcher.close()
+        verifier.close()

@@ -16,10 +16,10 @@ flight on them have finished, and removes them from the cache; nothing of any ot
 clients, as litellm always does for a key it has not cached, and logs ``verifier_reopened``
 once per ``aclose``.
 
-What is not closed: a scope's clients made on an event loop other than the one ``aclose``
-runs on (a loop of the caller's own ``asyncio.run`` elsewhere) cannot be closed from here;
-litellm's cache expires them (its TTL) like any client. The ``run_sync`` loop is closed by
-the verifier itself.
+A scope's clients made on an event loop other than the one ``aclose`` runs on (a loop of the
+caller's own ``asyncio.run`` elsewhere) cannot be closed from there: ``close_loop`` closes
+them as their own loop shuts down (``replyguard.runner._loop_ends``). The ``run_sync`` loop is
+closed by the verifier itself.
 """
 
 from __future__ import annotations
@@ -175,6 +175,16 @@ class ClientScope:
         if cache is None:
             return
         await self._close_entries(cache, retired)
+
+    async def close_loop(self) -> None:
+        """Close this scope's clients of the running loop, of every generation, as that loop
+        shuts down (no call is in flight on it then); the scope stays open: a later call on
+        another loop opens clients there without a ``verifier_reopened`` warning."""
+        cache = _cache(self._litellm) if self._litellm is not None else None
+        if cache is not None:
+            with self._lock:
+                generations = self._generation + 1
+            await self._close_entries(cache, generations)
 
     async def _close_entries(self, cache: Any, retired: int) -> None:
         """Remove and close this scope's entries of the running loop, of every generation

@@ -15,6 +15,7 @@ turns, from any thread.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable, Sequence
@@ -42,6 +43,7 @@ from replyguard.runner._agents import (
 from replyguard.runner._assessment import Assessor, Profile, Step
 from replyguard.runner._family_guard import FamilyGuard
 from replyguard.runner._hooks import Hook, Hooks
+from replyguard.runner._loop_ends import LoopEnds
 from replyguard.runner._preflight import config_findings, state_findings
 from replyguard.runner._preload import judging, prepare_turn, start_preload
 from replyguard.runner._run import TurnParts, _Run
@@ -68,6 +70,19 @@ if TYPE_CHECKING:  # loaded when a config asks for them: most verifiers need non
 _DRAIN_MARGIN = 1.0
 
 
+async def close_loop_parts(
+    state: SharedState | None, clients: ClientScope, sessions: AnswerSessions, *, ending: bool
+) -> None:
+    """Close a verifier's clients of the running loop: its Redis client, its share of
+    litellm's clients (``ending``: as the loop shuts down, the verifier staying open; else
+    ``aclose``), its capped answer sessions, and litellm's logging worker there."""
+    if state is not None:
+        await state.aclose()
+    await (clients.close_loop() if ending else clients.aclose())
+    await sessions.aclose()
+    await stop_logging_worker()
+
+
 class Verifier:
     """Verifies agent replies with checks and a judge model. Immutable; share it freely."""
 
@@ -82,6 +97,7 @@ class Verifier:
         "_families",
         "_hooks",
         "_ledger",
+        "_loop_ends",
         "_parts",
         "_profiles",
         "_router",
@@ -98,6 +114,7 @@ class Verifier:
     _families: FamilyGuard
     _hooks: Hooks
     _ledger: Ledger | None
+    _loop_ends: LoopEnds
     _parts: TurnParts
     _profiles: dict[str | None, Profile]
     _router: JudgeRouter | None
@@ -244,6 +261,8 @@ class Verifier:
             else:
                 events.emit(finding.log_level, finding.event, **finding.fields)
         release_when_collected(self, clients, answer_sessions)
+        ending = functools.partial(close_loop_parts, shared, clients, answer_sessions, ending=True)
+        set_(self, "_loop_ends", LoopEnds(ending))
         if preload:
             start_preload(litellm=judge is None, models=self._judge_models())
 
@@ -310,11 +329,13 @@ class Verifier:
             self._router.close()
 
     async def _close_loop_clients(self) -> None:
-        if self._state is not None:
-            await self._state.aclose()
-        await self._clients.aclose()
-        await self._answer_sessions.aclose()
-        await stop_logging_worker()
+        await close_loop_parts(self._state, self._clients, self._answer_sessions, ending=False)
+
+    def _entered(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The async API runs on ``loop``: ``run_sync`` may hand turns to it, and this
+        verifier's clients there close as it shuts down."""
+        self._sync.note_host(loop)
+        self._loop_ends.watch(loop)
 
     # -- run kinds ----------------------------------------------------------------------------
 
@@ -333,7 +354,7 @@ class Verifier:
         Never raises for the verifier's own trouble: a fail-open verdict (``passed=True``,
         ``fail_open_reason`` set) says what went wrong.
         """
-        self._sync.note_host(asyncio.get_running_loop())
+        self._entered(asyncio.get_running_loop())
         checked, profile = as_reply(reply), self._profile(turn)
         if self._families.refused(profile, turn):
             return Verdict(
@@ -361,7 +382,7 @@ class Verifier:
         exhausted turn raises ``VerificationExhausted``.
         """
         started = time.perf_counter()
-        self._sync.note_host(asyncio.get_running_loop())
+        self._entered(asyncio.get_running_loop())
         profile = self._profile(turn)
         sample_key = turn.id if turn.id is not None else turn.user_message
         turn = with_turn_id(turn)
@@ -402,4 +423,4 @@ class Verifier:
         """
         from replyguard.runner._stream import stream_events
 
-        return stream_events(self._parts, turn, self._profile(turn), agent, self._sync.note_host)
+        return stream_events(self._parts, turn, self._profile(turn), agent, self._entered)
