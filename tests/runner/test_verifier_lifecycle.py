@@ -253,7 +253,7 @@ class _SlowToClose:
 
     async def acompletion(self, **params: Any) -> Any:
         try:
-            await asyncio.Event().wait()
+            await asyncio.Event().wait()  # never set
         except asyncio.CancelledError:
             self.cancellations += 1
             for _ in range(3):
@@ -304,7 +304,7 @@ async def test_a_judge_call_that_never_finishes_closing_does_not_hold_the_turn(
 
     async def never_closes(**params: Any) -> Any:
         try:
-            await asyncio.Event().wait()
+            await asyncio.Event().wait()  # never set
         except asyncio.CancelledError:
             cancelled.set()
             while not release.is_set():
@@ -340,11 +340,11 @@ def test_a_call_given_up_on_is_let_go_once_its_loop_is_closed(
 
     async def never_closes(**params: Any) -> Any:
         try:
-            await asyncio.Event().wait()
+            await asyncio.Event().wait()  # never set
         except asyncio.CancelledError:
             while True:  # a clean-up that never ends, shrugging off cancellations
                 with contextlib.suppress(asyncio.CancelledError):
-                    await asyncio.Event().wait()
+                    await asyncio.Event().wait()  # never set
 
     monkeypatch.setattr(litellm, "acompletion", never_closes)
     config = config_for(OPENAI, timeoutSeconds=30, maxLatencyMs=300)
@@ -458,3 +458,32 @@ def test_a_loop_per_request_leaves_no_connection_open_when_each_loop_ends(
         assert server.open_connections_now(0, within=5.0) == 0
         verifier.close()
     assert [r.getMessage() for r in caplog.records] == []
+
+
+def test_a_loops_shutdown_waits_for_a_verifiers_clients_there_only_so_long(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Closing a verifier's clients of a loop that ends (a Redis server or provider that
+    stopped answering) holds up the host's ``asyncio.run`` at most ``CLOSE_SECONDS``."""
+    from replyguard.runner import _loop_ends
+
+    monkeypatch.setattr(_loop_ends, "CLOSE_SECONDS", 0.2)
+    closing = []
+
+    async def hangs() -> None:
+        closing.append(True)
+        await asyncio.Event().wait()  # never set
+
+    ends = _loop_ends.LoopEnds(hangs)
+
+    async def turn() -> None:
+        ends.watch(asyncio.get_running_loop())
+        ends.watch(asyncio.get_running_loop())  # once per loop
+
+    def ended_within(seconds: float) -> bool:
+        done = threading.Event()
+        threading.Thread(target=lambda: (asyncio.run(turn()), done.set()), daemon=True).start()
+        return done.wait(seconds)
+
+    assert ended_within(10.0)  # it hung for ever without the bound
+    assert closing == [True]

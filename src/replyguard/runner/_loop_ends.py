@@ -22,13 +22,18 @@ import threading
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 
+CLOSE_SECONDS = 5.0
+"""The longest a loop's shutdown waits for a verifier's clients there to close (a provider or
+a Redis server that stopped answering must not hold up the host's ``asyncio.run``)."""
+
 
 async def _until_the_loop_ends(close: Callable[[], Awaitable[None]]) -> AsyncIterator[None]:
     try:
         yield
     finally:  # the loop's shutdown closes this generator: the loop still runs here
         with contextlib.suppress(Exception):
-            await close()
+            async with asyncio.timeout(CLOSE_SECONDS):
+                await close()
 
 
 class LoopEnds:
