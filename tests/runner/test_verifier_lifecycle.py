@@ -14,6 +14,7 @@ import logging
 import os
 import threading
 import warnings
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -487,3 +488,23 @@ def test_a_loops_shutdown_waits_for_a_verifiers_clients_there_only_so_long(
 
     assert ended_within(10.0)  # it hung for ever without the bound
     assert closing == [True]
+
+
+def test_a_hosts_loop_dropped_unclosed_is_not_kept_alive_by_a_verifier() -> None:
+    """A host that drops its loops without closing them: a verifier that ran on one does not
+    keep it (nor its selector's descriptors) alive; it used to, through its watch of the
+    loop's end."""
+    verifier = Verifier(
+        VerifierConfig(enabled=True, verify_all=True, agent_model="openai/gpt-4o"),
+        judge=ScriptedJudge(["PASS"]),
+    )
+    loop = asyncio.new_event_loop()
+    outcome = loop.run_until_complete(verifier.run(ScriptedAgent([REPLY]), TURN))
+    assert outcome.status == Status.PASSED
+    gone = weakref.ref(loop)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)  # the host's unclosed loop
+        del loop
+        gc.collect()
+    assert gone() is None
+    verifier.close()

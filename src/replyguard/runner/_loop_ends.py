@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 import threading
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -60,9 +61,22 @@ class LoopEnds:
                 return
             watch = _until_the_loop_ends(self._close)
             self._watches[loop] = watch
-        # Its first step, here and now: that registers it with the running loop (asyncio's
-        # first-iteration hook) and stops at its yield, without a task that a loop ending
-        # at once could cancel before it ran.
-        step = watch.asend(None)  # type: ignore[attr-defined]
+        # Its first step, here and now (no task, which a loop ending at once could cancel
+        # before it ran): that registers it with the running loop, whose shutdown closes it.
+        # The loop's finalizer is not given to it: it would refer to the loop, and the loop
+        # would live as long as this verifier (a host's loop dropped unclosed never freed,
+        # nor its descriptors). Dropped with its loop, it is simply let go.
+        hooks = sys.get_asyncgen_hooks()
+        if hooks.firstiter is None:  # a loop that closes no async generator as it ends
+            return
+        sys.set_asyncgen_hooks(firstiter=hooks.firstiter, finalizer=_let_go)
+        try:
+            step = watch.asend(None)  # type: ignore[attr-defined]
+        finally:
+            sys.set_asyncgen_hooks(*hooks)
         with contextlib.suppress(StopIteration):
             step.send(None)
+
+
+def _let_go(watch: object) -> None:
+    """A watch collected with its loop, which never shut down: nothing to close it on."""
