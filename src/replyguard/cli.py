@@ -8,7 +8,8 @@ suggestions from a ledger), ``verify [FILE]`` (judge one turn given as JSON), ``
 (agreement of the judge with labels).
 Exit codes: 0 on success (for ``verify``/``heartbeat``: the reply may be delivered), 1 when a
 requested model call failed (``verify``/``heartbeat``: the reply FAILed), 2 on a usage or
-config error (``verify``/``heartbeat``: an internal error too, never read as a FAIL).
+config error (``verify``/``heartbeat``: an internal error too, never read as a FAIL), 141 when
+the output's reader stopped reading (``| head``; ``verify``/``heartbeat`` keep their code).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from replyguard._cli.check_config import CHECK_EPILOG, add_check_arguments, check_config_main
+from replyguard._cli.streams import PIPE_CLOSED, discard_stdout, open_closed_streams
 from replyguard._cli.verify import (
     STATUSES_HELP,
     add_heartbeat_arguments,
@@ -108,7 +110,18 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit code."""
+    """Run the command line; returns the exit code. A command whose output's reader stops
+    early (``| head``) ends quietly with ``PIPE_CLOSED`` (141), as one killed by SIGPIPE;
+    ``verify`` and ``heartbeat`` keep their decision's code."""
+    open_closed_streams()
+    try:
+        return _run(argv)
+    except BrokenPipeError:
+        discard_stdout()
+        return PIPE_CLOSED
+
+
+def _run(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "demo":
         from replyguard._cli.demo import main as demo_main

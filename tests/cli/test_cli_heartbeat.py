@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import io
 import json
+import shlex
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_cli_verify import BrokenPipe, config_file
+from test_cli_verify import BrokenPipe, FailingStdout, config_file
 
 from replyguard.cli import main
 from support.provider_server import ProviderServer, Step
@@ -210,7 +212,36 @@ def test_the_output_is_ascii_json_and_an_internal_error_exits_two(
     out = capsys.readouterr().out
     assert code == 1 and out.isascii()
     assert "Vérifier les sauvegardes 备份" in json.loads(out)["feedback"]
-    monkeypatch.setattr(sys, "stdout", BrokenPipe())
+    monkeypatch.setattr(sys, "stdout", FailingStdout())
     code = main(["heartbeat", "--workspace", str(workspace), "HEARTBEAT_OK"])
     assert code == 2
-    assert "replyguard heartbeat: internal error: BrokenPipeError" in capsys.readouterr().err
+    assert "replyguard heartbeat: internal error: OSError" in capsys.readouterr().err
+    monkeypatch.setattr(sys, "stdout", BrokenPipe())  # a reader that stopped: still a FAIL
+    code = main(["heartbeat", "--workspace", str(workspace), "HEARTBEAT_OK"])
+    assert code == 1 and "internal error" not in capsys.readouterr().err
+
+
+def test_closed_standard_streams_and_a_reader_that_stops(workspace: Path) -> None:
+    """As a service manager or a shell pipeline runs it: stdin closed is an input error
+    (it was "internal error: AttributeError"); stderr closed keeps the JSON alone on stdout;
+    ``| head`` on ``demo`` ends quietly with 141 (it printed a traceback)."""
+    (workspace / "HEARTBEAT.md").write_text("- [ ] Send the weekly report\n")
+    command = shlex.quote(str(Path(sys.executable).parent / "replyguard"))
+    heartbeat = f"{command} heartbeat --workspace {shlex.quote(str(workspace))}"
+
+    def shell(line: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["bash", "-c", line], capture_output=True, text=True, timeout=120, check=False
+        )
+
+    closed_stdin = shell(f"{heartbeat} <&-")
+    assert closed_stdin.returncode == 2
+    assert "reply <stdin>: stdin is closed" in closed_stdin.stderr
+    assert "internal error" not in closed_stdin.stderr
+    closed_stderr = shell(f"{heartbeat} HEARTBEAT_OK 2>&-")
+    assert closed_stderr.returncode == 1
+    assert json.loads(closed_stderr.stdout)["status"] == "failed"  # the JSON alone
+    demo = shell(f'{command} demo | head -n 1; exit "${{PIPESTATUS[0]}}"')
+    assert demo.returncode == 141
+    assert demo.stdout.startswith("replyguard demo:")
+    assert demo.stderr == ""

@@ -289,8 +289,15 @@ def test_an_unknown_run_kind_is_exit_two_naming_it(
     assert provider.seen == []
 
 
+class FailingStdout(io.StringIO):
+    """A stdout that fails to write (a full disk, a dead terminal)."""
+
+    def write(self, text: str) -> int:
+        raise OSError(5, "Input/output error")
+
+
 class BrokenPipe(io.StringIO):
-    """A stdout whose reader has gone away."""
+    """A stdout whose reader has gone away (``| head``)."""
 
     def write(self, text: str) -> int:
         raise BrokenPipeError(32, "Broken pipe")
@@ -304,10 +311,26 @@ def test_an_internal_error_exits_two_never_one(
 ) -> None:
     provider.push(Step(text=FAIL_TEXT))
     config = config_file(tmp_path, provider)
-    monkeypatch.setattr(sys, "stdout", BrokenPipe())
+    monkeypatch.setattr(sys, "stdout", FailingStdout())
     code = main(["verify", turn_file(tmp_path), "--config", config])
     assert code == 2
-    assert "replyguard verify: internal error: BrokenPipeError" in capsys.readouterr().err
+    assert "replyguard verify: internal error: OSError" in capsys.readouterr().err
+
+
+def test_a_reader_that_stops_reading_leaves_the_decisions_code(
+    tmp_path: Path,
+    provider: ProviderServer,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``replyguard verify ... | head -c 0``: the FAIL stays a FAIL (exit 1), not an internal
+    error (it was exit 2, with "internal error: BrokenPipeError")."""
+    provider.push(Step(text=FAIL_TEXT))
+    config = config_file(tmp_path, provider)
+    monkeypatch.setattr(sys, "stdout", BrokenPipe())
+    code = main(["verify", turn_file(tmp_path), "--config", config])
+    assert code == 1
+    assert "internal error" not in capsys.readouterr().err
 
 
 def test_the_output_is_ascii_json_whatever_the_stdout_encoding(

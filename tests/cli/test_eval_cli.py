@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_cli_verify import BrokenPipe
+from test_cli_verify import BrokenPipe, FailingStdout
 
 from conftest import API_KEY
+from replyguard._cli.streams import PIPE_CLOSED
 from replyguard.cli import main
 from replyguard.evaluation.command import progress_printer
 from support.provider_server import ANTHROPIC, ProviderServer, Step
@@ -449,7 +450,11 @@ def test_an_internal_error_exits_two_never_a_traceback(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     dataset = write_dataset(tmp_path / "data.jsonl", TEN)
-    monkeypatch.setattr(sys, "stdout", BrokenPipe())
+    monkeypatch.setattr(sys, "stdout", FailingStdout())
     code = main(["eval", dataset, "--replay", "--out", str(tmp_path / "out")])
     assert code == 2
-    assert "replyguard eval: internal error: BrokenPipeError" in capsys.readouterr().err
+    assert "replyguard eval: internal error: OSError" in capsys.readouterr().err
+    monkeypatch.setattr(sys, "stdout", BrokenPipe())  # a reader that stopped: not an error
+    code = main(["eval", dataset, "--replay", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == PIPE_CLOSED and "internal error" not in err and "Traceback" not in err

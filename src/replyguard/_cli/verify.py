@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from replyguard._cli.streams import discard_stdout
 from replyguard._cli.turn_file import RecordError, TurnRecord, read_record
 from replyguard._workspace import Workspace
 from replyguard.checks.heartbeat import MAX_LISTED, is_acknowledgement, open_tasks
@@ -200,6 +201,9 @@ def read_text(argument: str | None, what: str) -> tuple[str, str]:
     name = STDIN if argument is None or argument == "-" else argument
     try:
         if name == STDIN:
+            if sys.stdin is None:
+                closed = "stdin is closed: pass it another way (see --help)"
+                raise UsageError(f"{what} {name}: {closed}")
             return sys.stdin.read(), name
         return Path(name).read_text(encoding="utf-8"), name
     except FileNotFoundError:
@@ -266,7 +270,10 @@ def fail_open_notice(command: str, judgement: Judgement) -> str | None:
 
 
 def _finish(judgement: Judgement, command: str) -> int:
-    print(json.dumps(judgement.to_json()))
+    try:
+        print(json.dumps(judgement.to_json()), flush=True)
+    except BrokenPipeError:  # the reader stopped reading: the decision stands
+        discard_stdout()
     notice = fail_open_notice(command, judgement)
     if notice is not None:
         print(notice, file=sys.stderr)
@@ -279,6 +286,8 @@ def run_command(
     """``body(args)``; a usage, input, config or internal error prints and exits 2."""
     try:
         return body(args)
+    except BrokenPipeError:  # not an internal error: ``main`` ends quietly
+        raise
     except (UsageError, ConfigError, RecordError) as exc:
         print(f"replyguard {command}: {exc}", file=sys.stderr)
     except Exception as exc:  # an internal error must never exit 1, which means FAIL
