@@ -53,6 +53,7 @@ def run_script(script: str) -> str:
         check=False,
     )
     assert result.returncode == 0, result.stderr[-2000:]
+    assert "Exception ignored" not in result.stderr, result.stderr[-2000:]
     return result.stdout.strip()
 
 

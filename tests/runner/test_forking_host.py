@@ -17,20 +17,18 @@ pytest's threads); a child that hangs is ended by an alarm and reported.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import textwrap
 import threading
-from pathlib import Path
 
 import pytest
+from test_cold_start import run_script
 
 from replyguard import _loading
 from replyguard.runner._preload import wait_for_preload
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="os.fork is POSIX only")
 
-TESTS = Path(__file__).resolve().parents[1]
 
 FORK_MID_IMPORT = textwrap.dedent(
     """
@@ -72,22 +70,12 @@ FORK_MID_IMPORT = textwrap.dedent(
 )
 
 
-def run_script(script: str, *args: str) -> list[str]:
-    result = subprocess.run(
-        [sys.executable, "-c", script, *args],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        cwd=TESTS,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "Exception ignored" not in result.stderr, result.stderr[-3000:]
-    return result.stdout.strip().splitlines()
+def lines_of(script: str) -> list[str]:
+    return run_script(script).splitlines()
 
 
 def test_a_fork_in_the_middle_of_the_preloads_import_gives_the_child_a_whole_litellm() -> None:
-    lines = run_script(FORK_MID_IMPORT)
+    lines = lines_of(FORK_MID_IMPORT)
     assert lines == [
         "child whole=True acompletion=True status=passed",
         "parent hung=False code=0",
@@ -125,7 +113,7 @@ STUCK_LOAD = textwrap.dedent(
 
 
 def test_a_fork_waits_for_a_load_that_never_ends_only_so_long_then_goes_ahead() -> None:
-    assert run_script(STUCK_LOAD) == ["waited=True child=0"]
+    assert lines_of(STUCK_LOAD) == ["waited=True child=0"]
 
 
 UNFINISHED_PARTS = textwrap.dedent(
@@ -160,7 +148,7 @@ UNFINISHED_PARTS = textwrap.dedent(
 
 
 def test_a_child_starts_the_preload_parts_its_parent_had_not_done() -> None:
-    assert run_script(UNFINISHED_PARTS) == ["child=0"]
+    assert lines_of(UNFINISHED_PARTS) == ["child=0"]
 
 
 def test_a_load_that_would_start_while_a_fork_waits_waits_for_the_fork() -> None:
@@ -235,7 +223,7 @@ USED_BEFORE_THE_FORK = textwrap.dedent(
 
 
 def test_a_verifier_used_before_a_fork_runs_sync_agents_hooks_and_run_sync_in_the_child() -> None:
-    assert run_script(USED_BEFORE_THE_FORK) == [
+    assert lines_of(USED_BEFORE_THE_FORK) == [
         "child passed passed hooks=2",
         "parent passed passed child=0",
     ]
@@ -277,4 +265,4 @@ FORKED_FROM_A_THREAD = textwrap.dedent(
 def test_a_child_forked_while_the_hosts_loop_ran_does_not_hand_run_sync_to_that_loop() -> None:
     # Each run_sync offered its turn to the parent's loop, which runs nothing in the child,
     # and waited the handover's 0.25 s for it: 8 turns took over 2 s.
-    assert run_script(FORKED_FROM_A_THREAD) == ["child ['passed'] quick=True", "parent child=0"]
+    assert lines_of(FORKED_FROM_A_THREAD) == ["child ['passed'] quick=True", "parent child=0"]

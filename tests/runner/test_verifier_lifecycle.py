@@ -432,32 +432,22 @@ async def test_a_burst_of_judge_calls_is_sent_at_once_as_litellm_would(wire: Wir
 
 @pytest.mark.parametrize("wire", WIRES)
 def test_a_loop_per_request_leaves_no_connection_open_when_each_loop_ends(
-    wire: Wire, caplog: pytest.LogCaptureFixture
+    provider: ProviderServer,
+    config_for: Callable[..., VerifierConfig],
+    wire: Wire,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """A sync web framework's host runs each request in a loop of its own (``asyncio.run``)
     with one verifier: each loop's clients close as that loop shuts down. Before, litellm's
     cache kept every finished loop's client, and its connection to the provider, for an hour
     (20 requests: 20 connections open). The verifier stays open: no reopened warning."""
     caplog.set_level(logging.WARNING)
-    with ProviderServer(default=Step(text="PASS")) as server:
-        config = VerifierConfig.from_dict(
-            {
-                "enabled": True,
-                "verifyAll": True,
-                "model": wire.judge_model,
-                "agentModel": wire.agent_model,
-                "apiKey": API_KEY,
-                "apiBase": server.url,
-                "timeoutSeconds": 5,
-            }
-        )
-        verifier = Verifier(config)
-        statuses = {
-            asyncio.run(verifier.run(ScriptedAgent([REPLY]), TURN)).status for _ in range(20)
-        }
-        assert statuses == {Status.PASSED}
-        assert server.open_connections_now(0, within=5.0) == 0
-        verifier.close()
+    provider.respond_with(lambda seen: Step(text="PASS"))
+    verifier = Verifier(config_for(wire))
+    statuses = {asyncio.run(verifier.run(ScriptedAgent([REPLY]), TURN)).status for _ in range(20)}
+    assert statuses == {Status.PASSED}
+    assert provider.open_connections_now(0, within=5.0) == 0
+    verifier.close()
     assert [r.getMessage() for r in caplog.records] == []
 
 
