@@ -5,7 +5,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from replyguard import Status, Turn, Verifier, VerifierConfig
 from replyguard.runner._agents import copy_messages
+from replyguard.testing import ScriptedJudge
 
 FLAT = [
     {"role": "system", "content": "Be brief."},
@@ -63,3 +65,46 @@ def test_a_message_of_a_dict_subclass_is_copied_deeply_too() -> None:
     copied["content"][0]["text"] = "edited"
     assert original["content"][0]["text"] == "Hi"
     assert type(copied) is dict
+
+
+def nested(depth: int) -> list[Any]:
+    """A list nested ``depth`` deep: past the interpreter's recursion limit."""
+    root: list[Any] = []
+    inner = root
+    for _ in range(depth):
+        inner.append([])
+        inner = inner[0]
+    return root
+
+
+def test_messages_nested_past_the_recursion_limit_or_cyclic_are_copied() -> None:
+    cyclic: dict[str, Any] = {"role": "tool", "content": "ok"}
+    cyclic["self"] = cyclic
+    deep = nested(5000)
+    messages = [{"role": "user", "content": deep}, cyclic]
+    copied = copy_messages(messages)
+    assert copied[0]["content"] is not deep and copied[1] is not cyclic
+    assert copied[1]["self"] is copied[1]  # the cycle is copied as a cycle
+    depth, inner = 0, copied[0]["content"]
+    while inner:
+        assert inner is not deep
+        depth, inner = depth + 1, inner[0]
+    assert depth == 5000
+    copied[0]["content"].append("edited")
+    assert len(deep) == 1  # the caller's structure is untouched
+
+
+async def test_a_turn_with_history_nested_past_the_recursion_limit_is_verified() -> None:
+    """It raised RecursionError out of ``run`` before the agent was called (copying the
+    messages), or before a hook ran (copying the turn for it)."""
+    seen: list[int] = []
+    verifier = Verifier(
+        VerifierConfig(enabled=True, verify_all=True, agent_model="openai/gpt-4o"),
+        judge=ScriptedJudge(["PASS"]),
+        on_verdict=lambda turn, attempt: seen.append(len(turn.history)),
+    )
+    turn = Turn(user_message="q", history=[{"role": "user", "content": nested(5000)}])
+    outcome = await verifier.run(lambda messages: "Done: the report.", turn)
+    await verifier.aclose()
+    assert (outcome.status, outcome.response) == (Status.PASSED, "Done: the report.")
+    assert seen == [1]

@@ -45,12 +45,49 @@ def _copy(value: Any) -> Any:
 _NESTED = (dict, list)
 
 
+def copy_any_depth(root: Any) -> Any:
+    """``_copy`` without recursion: nesting of any depth, and a cycle copied as a cycle."""
+    if not isinstance(root, _NESTED):
+        return root
+    made: dict[int, Any] = {}  # each container's copy, by the original's id (kept alive by root)
+    pending: list[tuple[Any, Any]] = []
+
+    def copy_of(value: Any) -> Any:
+        if not isinstance(value, _NESTED):
+            return value
+        fresh = made.get(id(value))
+        if fresh is None:
+            fresh = made[id(value)] = {} if isinstance(value, dict) else []
+            pending.append((value, fresh))
+        return fresh
+
+    top = copy_of(root)
+    while pending:
+        source, target = pending.pop()
+        if isinstance(source, dict):
+            for key, item in source.items():
+                target[key] = copy_of(item)
+        else:
+            target.extend(copy_of(item) for item in source)
+    return top
+
+
 def copy_messages(messages: Messages) -> Messages:
     """A deep copy of JSON-like messages, so an agent's edits never reach the caller.
 
     A plain dict message is copied with ``dict.copy``, and only its values that are a dict or
     a list (content parts, tool calls) are copied recursively; anything else is copied whole.
+    Messages nested deeper than the interpreter's recursion limit, or holding a cycle (a
+    careless host's, never JSON's), are copied without recursion (it raised RecursionError
+    out of ``run`` before the agent was called).
     """
+    try:
+        return _copy_messages(messages)
+    except RecursionError:
+        return [copy_any_depth(message) for message in messages]
+
+
+def _copy_messages(messages: Messages) -> Messages:
     copied: Messages = []
     for message in messages:
         if type(message) is dict:

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from replyguard.runner._agents import copy_any_depth
 from replyguard.runner._threads import ThreadPool
 from replyguard.telemetry._events import Events, describe_error
 from replyguard.types import Turn
@@ -68,7 +69,11 @@ class Hooks:
         hook: Hook | None = getattr(self, name)
         if hook is None:
             return
-        future = self._start(hook, (turn.model_copy(deep=True), *args))
+        try:
+            future = self._start(hook, (_private_copy(turn), *args))
+        except Exception as exc:  # a hook that could not even start (an async one's own call)
+            events.warning("hook_failed", hook=name, error=describe_error(exc, events.secrets))
+            return
         done, _ = await asyncio.wait({future}, timeout=time_limit)
         if not done:
             future.cancel()
@@ -87,3 +92,15 @@ class Hooks:
         self._abandoned.discard(future)
         if not future.cancelled():
             future.exception()  # retrieve it, so asyncio does not log "never retrieved"
+
+
+def _private_copy(turn: Turn) -> Turn:
+    """A deep copy of ``turn`` for a hook; history or metadata nested deeper than the
+    recursion limit, or holding a cycle, copied without recursion (``deepcopy`` raised
+    RecursionError out of the turn)."""
+    try:
+        return turn.model_copy(deep=True)
+    except RecursionError:
+        history = [copy_any_depth(message) for message in turn.history]
+        update = {"history": history, "metadata": copy_any_depth(turn.metadata)}
+        return turn.model_copy(update={**update, "rules": list(turn.rules)})
