@@ -211,11 +211,28 @@ async def test_the_router_gets_the_fleets_redis_without_logging_its_password(
     level = logger.level
     logger.setLevel(logging.DEBUG)
     logger.addHandler(handler)
+    import asyncio
+
+    import redis as redis_py
+
+    watcher = redis_py.Redis.from_url(redis.url())
+    before = watcher.info("clients")["connected_clients"]
     try:
         verifier = Verifier(config, preload=False)
         await verifier.warmup()  # builds the Router, which opens its Redis pool
+        deadline = time.monotonic() + 5  # its first ping connects in a task of its own
+        while watcher.info("clients")["connected_clients"] <= before < 1000:
+            assert time.monotonic() < deadline, "the Router never connected to Redis"
+            await asyncio.sleep(0.02)
         await verifier.aclose()
+        # aclose closes the Router's Redis connections too (they were left to the collector,
+        # which closed them in whatever later test it ran in, as a ResourceWarning there).
+        deadline = time.monotonic() + 5
+        while watcher.info("clients")["connected_clients"] > before:
+            assert time.monotonic() < deadline, "the Router's Redis connections stayed open"
+            await asyncio.sleep(0.02)
     finally:
+        watcher.close()
         logger.removeHandler(handler)
         logger.setLevel(level)
     about_redis = [text for text in seen if "redis" in text.lower()]

@@ -19,11 +19,13 @@ judgement still running then would find its credential gone.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import logging
 import sys
 import threading
 import uuid
+import warnings
 from typing import Any
 
 from replyguard.config._router import RouterConfig
@@ -129,6 +131,27 @@ class JudgeRouter:
             self._build()
         return self._router
 
+    async def aclose(self) -> None:
+        """``close``, and the Router's own Redis connections (its routing state's pool, which
+        it opens as it is built) closed on the running loop, waiting at most
+        ``_DISCONNECT_SECONDS``: a discarded Router left them open until collected."""
+        router = self._router
+        self.close()
+        redis = _routing_redis(router)
+        if redis is None:
+            return
+        with contextlib.suppress(Exception):
+            async with asyncio.timeout(_DISCONNECT_SECONDS):
+                # Twice, a pass of the loop between: the Router's first ping runs in a task of
+                # its own and may connect just after the first.
+                for _ in range(2):
+                    await redis.disconnect()
+                    await asyncio.sleep(0.01)
+        close_sync = getattr(getattr(redis, "redis_client", None), "close", None)
+        if callable(close_sync):  # its sync client's connection
+            with contextlib.suppress(Exception):
+                close_sync()
+
     def close(self) -> None:
         """Discard the Router (its callbacks, strategy selectors and their tasks, and keys);
         the next judgement builds a new one."""
@@ -140,6 +163,22 @@ class JudgeRouter:
             _drop_selectors(router)
         for name in _LITELLM_LOGGERS:
             logging.getLogger(name).removeFilter(self._redacting)
+
+
+_DISCONNECT_SECONDS = 2.0
+
+
+def _routing_redis(router: Any) -> Any:
+    """The Redis client of a Router's routing state, where this litellm keeps it
+    (``health().store``; ``cache`` before), or None."""
+    if router is None:
+        return None
+    with contextlib.suppress(Exception), warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # ``Router.cache``, where it is
+        health = getattr(router, "health", None)
+        store = health().store if callable(health) else getattr(router, "cache", None)
+        return getattr(store, "redis_cache", None)
+    return None
 
 
 def _retire(router: Any) -> None:

@@ -313,7 +313,7 @@ class Verifier:
         after ``aclose`` opens what it needs again and logs one ``verifier_reopened`` warning.
         """
         if self._router is not None:
-            self._router.close()
+            await self._router.aclose()
         await self._close_loop_clients()
         await asyncio.to_thread(self._sync.close)
         self._hooks.close()
