@@ -27,7 +27,7 @@ LEVELS: tuple[tuple[str, ...], ...] = (
     (
         "_env",
         "_families",
-        "_loading",
+        "_forks",
         "_public",
         "_quoting",
         "_randomness",

@@ -5,7 +5,7 @@ Linux.
 Building a verifier starts importing litellm in a background thread, for seconds. A fork in
 the middle of that import gave the child a half-imported litellm, locked by a thread the child
 does not have: the child's own ``import litellm`` waited for ever. A fork now waits for
-replyguard's loads in flight (``replyguard._loading``), at most ``FORK_WAIT_SECONDS``.
+replyguard's loads in flight (``replyguard._forks``), at most ``FORK_WAIT_SECONDS``.
 
 A verifier that ran sync code before the fork (a sync agent, a sync hook, ``run_sync``) had
 its thread pools and ``run_sync``'s loop thread in the parent: in the child, those pools took
@@ -24,7 +24,7 @@ import threading
 import pytest
 from test_cold_start import run_script
 
-from replyguard import _loading
+from replyguard import _forks
 from replyguard.runner._preload import wait_for_preload
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="os.fork is POSIX only")
@@ -85,13 +85,13 @@ def test_a_fork_in_the_middle_of_the_preloads_import_gives_the_child_a_whole_lit
 STUCK_LOAD = textwrap.dedent(
     """
     import os, signal, sys, threading, time
-    from replyguard import _loading
+    from replyguard import _forks
 
-    _loading.FORK_WAIT_SECONDS = 0.5
+    _forks.FORK_WAIT_SECONDS = 0.5
     inside, release = threading.Event(), threading.Event()
 
     def stuck():
-        with _loading.loading():
+        with _forks.loading():
             inside.set()
             release.wait()
 
@@ -101,9 +101,9 @@ STUCK_LOAD = textwrap.dedent(
     pid = os.fork()
     if pid == 0:
         signal.alarm(30)
-        with _loading.loading():  # the parent's stuck load is not the child's
+        with _forks.loading():  # the parent's stuck load is not the child's
             pass
-        os._exit(0 if _loading.in_flight() == 0 else 3)
+        os._exit(0 if _forks.in_flight() == 0 else 3)
     waited = time.monotonic() - started
     release.set()
     _, status = os.waitpid(pid, 0)
@@ -157,30 +157,30 @@ def test_a_load_that_would_start_while_a_fork_waits_waits_for_the_fork() -> None
 
     def load() -> None:
         started.set()
-        with _loading.loading():
+        with _forks.loading():
             entered.set()
 
-    _loading._before_fork()  # what os.fork runs first (no fork here: the hooks alone)
+    _forks._before_fork()  # what os.fork runs first (no fork here: the hooks alone)
     try:
         thread = threading.Thread(target=load, daemon=True)
         thread.start()
         assert started.wait(5)
         assert not entered.wait(0.2)
     finally:
-        _loading._after_fork_in_parent()
+        _forks._after_fork_in_parent()
     assert entered.wait(5)
     thread.join(5)
-    assert _loading.in_flight() == 0
+    assert _forks.in_flight() == 0
 
 
 def test_a_thread_forking_inside_its_own_loads_does_not_wait_for_them() -> None:
     assert wait_for_preload(60)
-    with _loading.loading():
-        with _loading.loading():
-            assert _loading.in_flight() == 2
-        _loading._before_fork()  # a load that forks: its own loads are not waited for
-        _loading._after_fork_in_parent()
-    assert _loading.in_flight() == 0
+    with _forks.loading():
+        with _forks.loading():
+            assert _forks.in_flight() == 2
+        _forks._before_fork()  # a load that forks: its own loads are not waited for
+        _forks._after_fork_in_parent()
+    assert _forks.in_flight() == 0
 
 
 USED_BEFORE_THE_FORK = textwrap.dedent(

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from replyguard._loading import loading
+from replyguard._forks import loading
 from replyguard.context import _joins as joins
 
 ENCODING_NAME = "o200k_base"

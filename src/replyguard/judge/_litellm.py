@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 from replyguard._families import model_family
-from replyguard._loading import loading
+from replyguard._forks import loading
 from replyguard.judge._clients import stop_logging_worker
 from replyguard.judge._prompt_cache import look_up
 from replyguard.judge._protocol import JudgeReply

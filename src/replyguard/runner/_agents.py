@@ -81,23 +81,19 @@ def copy_messages(messages: Messages) -> Messages:
     careless host's, never JSON's), are copied without recursion (it raised RecursionError
     out of ``run`` before the agent was called).
     """
+    copied: Messages = []
     try:
-        return _copy_messages(messages)
+        for message in messages:
+            if type(message) is dict:
+                fresh = message.copy()
+                for key, value in message.items():
+                    if isinstance(value, _NESTED):
+                        fresh[key] = _copy(value)
+                copied.append(fresh)
+            else:
+                copied.append(_copy(message))
     except RecursionError:
         return [copy_any_depth(message) for message in messages]
-
-
-def _copy_messages(messages: Messages) -> Messages:
-    copied: Messages = []
-    for message in messages:
-        if type(message) is dict:
-            fresh = message.copy()
-            for key, value in message.items():
-                if isinstance(value, _NESTED):
-                    fresh[key] = _copy(value)
-            copied.append(fresh)
-        else:
-            copied.append(_copy(message))
     return copied
 
 

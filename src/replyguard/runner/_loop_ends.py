@@ -55,10 +55,11 @@ class LoopEnds:
         last = self._last
         if last is not None and last() is loop:  # the usual case: one identity check
             return
+        hooks = sys.get_asyncgen_hooks()
         with self._lock:
             self._last = weakref.ref(loop)
-            if loop in self._watches:
-                return
+            if loop in self._watches or hooks.firstiter is None:  # watched; or a loop that
+                return  # closes no async generator as it ends: nothing to watch with
             watch = _until_the_loop_ends(self._close)
             self._watches[loop] = watch
         # Its first step, here and now (no task, which a loop ending at once could cancel
@@ -66,9 +67,6 @@ class LoopEnds:
         # The loop's finalizer is not given to it: it would refer to the loop, and the loop
         # would live as long as this verifier (a host's loop dropped unclosed never freed,
         # nor its descriptors). Dropped with its loop, it is simply let go.
-        hooks = sys.get_asyncgen_hooks()
-        if hooks.firstiter is None:  # a loop that closes no async generator as it ends
-            return
         sys.set_asyncgen_hooks(firstiter=hooks.firstiter, finalizer=_let_go)
         try:
             step = watch.asend(None)  # type: ignore[attr-defined]

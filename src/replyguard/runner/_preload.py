@@ -26,7 +26,7 @@ import os
 import threading
 from collections.abc import Iterable
 
-from replyguard._loading import loading
+from replyguard._forks import loading
 from replyguard._templates import template
 from replyguard.context import _tokens as tokens
 from replyguard.judge._litellm import first_use, load_litellm, load_routes
@@ -109,7 +109,7 @@ def _load(parts: tuple[str, ...]) -> None:
 def _forget_threads() -> None:
     """In a forked child: the preload threads are the parent's, so the parts they had not
     done yet are not started here (a verifier built in the child starts them), and nothing
-    is in flight. A fork never lands inside a part (``replyguard._loading``)."""
+    is in flight. A fork never lands inside a part (``replyguard._forks``)."""
     global _lock
     _lock = threading.Lock()
     _judgements.forget()

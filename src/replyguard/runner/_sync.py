@@ -28,12 +28,13 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
-import os
 import sys
 import threading
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
+
+from replyguard._forks import forgotten_in_children
 
 T = TypeVar("T")
 
@@ -198,26 +199,15 @@ def _result_on(host: asyncio.AbstractEventLoop, future: concurrent.futures.Futur
                 ) from None
 
 
-_LOOPS: weakref.WeakSet[SyncLoop] = weakref.WeakSet()
-
-
-def _forget_loops() -> None:
-    for sync_loop in list(_LOOPS):
-        sync_loop.forget()
-
-
-# A forked child has none of its parent's threads: its first run_sync starts a loop of its own
-# (it waited for ever on the parent's loop, which nothing ran in the child).
-os.register_at_fork(after_in_child=_forget_loops)
-
-
 class SyncLoop:
     """A lazily started background loop; ``submit`` runs a coroutine on it and waits."""
 
     def __init__(self, closer: Closer | None = None) -> None:
         self._closer = closer
         self.forget()
-        _LOOPS.add(self)
+        # A forked child's first run_sync starts a loop of its own (it waited for ever on the
+        # parent's loop, which nothing runs in the child).
+        forgotten_in_children(self)
 
     def forget(self) -> None:
         """No loop, no host loop and nothing in flight (built, or in a forked child: the

@@ -12,13 +12,11 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
-import os
 import threading
-import weakref
 from collections.abc import Callable
 from typing import Any
 
-_POOLS: weakref.WeakSet[ThreadPool] = weakref.WeakSet()
+from replyguard._forks import forgotten_in_children
 
 
 class ThreadPool:
@@ -30,7 +28,7 @@ class ThreadPool:
         self.threads = threads
         self.name = name
         self.forget()
-        _POOLS.add(self)
+        forgotten_in_children(self)
 
     def forget(self) -> None:
         """No pool (built, or in a forked child: the pool's threads are the parent's, and its
@@ -58,11 +56,3 @@ class ThreadPool:
         context = contextvars.copy_context()
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.executor(), context.run, function, *args)
-
-
-def _forget_pools() -> None:
-    for pool in list(_POOLS):
-        pool.forget()
-
-
-os.register_at_fork(after_in_child=_forget_pools)

@@ -1,4 +1,4 @@
-"""replyguard's loads (modules imported, validators and the tokenizer built) kept out of forks.
+"""replyguard in a process that forks: loads kept out of forks, threads' state forgotten.
 
 A process that forks while another of its threads is halfway through an import gives the
 child a half-imported module, locked by a thread the child does not have: the child's own
@@ -13,6 +13,11 @@ So every load replyguard starts, on any thread, runs inside ``loading()``; a for
 ``FORK_WAIT_SECONDS`` (past that it goes ahead), and a load that would start meanwhile waits
 for the fork. A child starts with no load in flight. ``subprocess`` does not run these hooks
 and never waits.
+
+A child has none of its parent's other threads: an object that runs work on threads of its
+own (a thread pool, ``run_sync``'s loop) is handed to ``forgotten_in_children``, and its
+``forget()`` runs in each forked child, so that it starts them afresh there instead of handing
+work to threads that do not exist.
 """
 
 from __future__ import annotations
@@ -22,7 +27,9 @@ import contextlib
 import logging  # noqa: F401 - its fork hooks first (below)
 import os
 import threading
+import weakref
 from collections.abc import Iterator
+from typing import Protocol
 
 FORK_WAIT_SECONDS = 30.0
 """How long a fork waits for replyguard's loads in flight before it goes ahead anyway."""
@@ -79,10 +86,25 @@ def _after_fork_in_parent() -> None:
         _state.notify_all()
 
 
+class _Forgetful(Protocol):
+    def forget(self) -> None: ...
+
+
+_FORGETFUL: weakref.WeakSet[_Forgetful] = weakref.WeakSet()
+
+
+def forgotten_in_children(owner: _Forgetful) -> None:
+    """Call ``owner.forget()`` in every child this process forks from now on (as long as
+    ``owner`` lives)."""
+    _FORGETFUL.add(owner)
+
+
 def _after_fork_in_child() -> None:
     global _state, _in_flight, _forking
     # The child's one thread is the one that forked: only its own loads go on here.
     _state, _in_flight, _forking = threading.Condition(), _own_depth(), False
+    for owner in list(_FORGETFUL):
+        owner.forget()
 
 
 # Registered after logging's and the thread pools' hooks, so it runs before them: they take a
