@@ -108,3 +108,22 @@ async def test_a_turn_with_history_nested_past_the_recursion_limit_is_verified()
     await verifier.aclose()
     assert (outcome.status, outcome.response) == (Status.PASSED, "Done: the report.")
     assert seen == [1]
+
+
+async def test_a_hook_runs_on_a_turn_holding_a_value_deepcopy_cannot_copy() -> None:
+    """A lock in the turn's metadata (a careless host's): the hook's copy of the turn raised
+    out of ``run``; it now shares the value, and the hook runs."""
+    import threading
+
+    held = threading.Lock()
+    seen: list[object] = []
+    verifier = Verifier(
+        VerifierConfig(enabled=True, verify_all=True, agent_model="openai/gpt-4o"),
+        judge=ScriptedJudge(["PASS"]),
+        on_verdict=lambda turn, attempt: seen.append(turn.metadata["lock"]),
+    )
+    turn = Turn(user_message="q", metadata={"lock": held})
+    outcome = await verifier.run(lambda messages: "Done: the report.", turn)
+    await verifier.aclose()
+    assert outcome.status == Status.PASSED
+    assert seen == [held]

@@ -95,12 +95,13 @@ class Hooks:
 
 
 def _private_copy(turn: Turn) -> Turn:
-    """A deep copy of ``turn`` for a hook; history or metadata nested deeper than the
-    recursion limit, or holding a cycle, copied without recursion (``deepcopy`` raised
-    RecursionError out of the turn)."""
+    """A deep copy of ``turn`` for a hook. History or metadata that ``deepcopy`` cannot copy
+    (nested deeper than the recursion limit, or holding a value that cannot be copied: a lock,
+    a socket) is copied without it: its dicts and lists copied, anything else shared (it
+    raised out of the turn, before the hook ran)."""
     try:
         return turn.model_copy(deep=True)
-    except RecursionError:
+    except Exception:
         history = [copy_any_depth(message) for message in turn.history]
         update = {"history": history, "metadata": copy_any_depth(turn.metadata)}
         return turn.model_copy(update={**update, "rules": list(turn.rules)})
