@@ -374,13 +374,37 @@ def test_cli_missing_ledger_exits_2_naming_the_file(
     assert f"cannot read ledger {missing}: file not found" in err
 
 
-def test_cli_unreadable_ledger_exits_2_naming_the_file(
+def test_a_line_torn_inside_a_multibyte_character_is_skipped_and_counted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A write stopped by a full disk: the last line ends halfway through "é" (0xC3 0xA9).
+    whole = json.dumps(turn(userMessage="café"), ensure_ascii=False).encode()
+    torn = whole[: whole.index(b"\xc3") + 1]
+    path = tmp_path / "ledger.jsonl"
+    path.write_bytes(b"\n".join([whole, whole, torn]) + b"\n")
+    entries, skipped = read_ledger(path)
+    assert (len(entries), skipped) == (2, [3])
+    code, out, err = run(capsys, str(path))
+    assert (code, err) == (0, "")
+    assert "turns 2" in out and "skipped 1 lines that are not entries: 3" in out
+
+
+def test_a_ledger_of_binary_garbage_reports_no_turns_and_every_line_skipped(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = tmp_path / "binary.jsonl"
-    path.write_bytes(b"\xff\xfe\x00garbage")
-    code, _, err = run(capsys, str(path))
-    assert code == 2 and f"cannot read ledger {path}: UnicodeDecodeError" in err
+    path.write_bytes(b"\xff\xfe\x00garbage\n\xc3")
+    code, out, _ = run(capsys, str(path))
+    assert code == 0
+    assert "skipped 2 lines that are not entries: 1, 2" in out and "no turns in the ledger" in out
+
+
+def test_cli_ledger_that_is_a_directory_exits_2_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(capsys, str(tmp_path))
+    assert (code, out) == (2, "")
+    assert f"cannot read ledger {tmp_path}: IsADirectoryError" in err
 
 
 def test_cli_propose_without_config_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:

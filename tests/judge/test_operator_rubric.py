@@ -19,6 +19,7 @@ import respx
 
 from conftest import API_KEY
 from replyguard import FailCategory, Turn, Verifier, VerifierConfig
+from replyguard.cli import main
 from replyguard.context import DEFAULT_RUBRIC, ContextLimits, Rubric, build_judge_prompt
 from replyguard.errors import ConfigError
 from replyguard.insights.report import read_ledger, summarise
@@ -169,6 +170,31 @@ def test_a_rubric_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
     os.mkfifo(space / "RUBRIC.md")
     with pytest.raises(ConfigError, match="not a regular file"):
         VerifierConfig.load(_config_file(tmp_path))
+
+
+def test_a_rubric_file_that_is_a_directory_is_a_config_error_naming_file_and_key(
+    tmp_path: Path,
+) -> None:
+    (_workspace(tmp_path, rubric=None) / "RUBRIC.md").mkdir()
+    path = _config_file(tmp_path)
+    with pytest.raises(ConfigError, match="rubricFile") as caught:
+        VerifierConfig.load(path)
+    assert str(path) in str(caught.value) and "not a regular file" in str(caught.value)
+    config = VerifierConfig.from_dict(
+        {"workspaceDir": str(tmp_path / "space"), "rubricFile": "RUBRIC.md"}
+    )
+    with pytest.raises(ConfigError, match=r"rubricFile: 'RUBRIC\.md' is not a regular file"):
+        Verifier(config, preload=False)
+
+
+def test_check_config_reports_a_rubric_directory_as_an_error_not_an_internal_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (_workspace(tmp_path, rubric=None) / "RUBRIC.md").mkdir()
+    code = main(["check-config", str(_config_file(tmp_path))])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert "rubricFile" in out + err and "internal error" not in out + err
 
 
 def test_a_rubric_file_needs_a_workspace() -> None:

@@ -71,10 +71,16 @@ def read_rubric(workspace_dir: str | None, name: str, budget: int) -> str:
         raise refused(f"{name!r} not found in workspaceDir") from None
     except OSError as exc:
         raise refused(f"{name!r} cannot be read: {type(exc).__name__}") from None
-    with os.fdopen(descriptor, "rb") as handle:
-        if not S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise refused(f"{name!r} is not a regular file")
-        data = handle.read(_MAX_RUBRIC_BYTES + 1)
+    try:
+        # Checked before ``fdopen``, which raises a bare IsADirectoryError for a directory.
+        if not S_ISREG(os.fstat(descriptor).st_mode):
+            raise refused(f"{name!r} is not a regular file (a directory?)")
+        with os.fdopen(descriptor, "rb", closefd=False) as handle:
+            data = handle.read(_MAX_RUBRIC_BYTES + 1)
+    except OSError as exc:  # a read error (EIO, a file that vanished under a network mount)
+        raise refused(f"{name!r} cannot be read: {type(exc).__name__}") from None
+    finally:
+        os.close(descriptor)
     try:
         text = data.decode("utf-8").strip()
     except UnicodeDecodeError:

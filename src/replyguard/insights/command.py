@@ -196,7 +196,7 @@ def main(args: argparse.Namespace) -> int:
     for path in paths:
         try:
             more, unread = read_ledger(path)
-        except (OSError, UnicodeDecodeError) as exc:
+        except OSError as exc:
             problem = "file not found" if isinstance(exc, FileNotFoundError) else type(exc).__name__
             print(f"replyguard insights: cannot read ledger {path}: {problem}", file=sys.stderr)
             return 2

@@ -40,15 +40,18 @@ from replyguard.types import Reason, Status
 def read_ledger(path: Path) -> tuple[list[Entry], list[int]]:
     """The entries, and the numbers of the lines that are not entries (blank lines are neither).
 
-    Raises ``OSError`` or ``UnicodeDecodeError`` when the file cannot be read.
+    A line that is not UTF-8 (one torn inside a multi-byte character by a write that stopped
+    on a full disk) is one more line that is not an entry: the rest of the file still counts.
+    Raises ``OSError`` when the file cannot be read.
     """
     entries: list[Entry] = []
     skipped: list[int] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").split("\n"), start=1):
+    for number, raw in enumerate(path.read_bytes().split(b"\n"), start=1):
         try:
+            line = raw.decode("utf-8")
             if line.strip():
                 entries.append(Entry.model_validate_json(line))
-        except ValidationError:
+        except (UnicodeDecodeError, ValidationError):
             skipped.append(number)
     return entries, skipped
 
