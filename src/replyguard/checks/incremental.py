@@ -81,31 +81,30 @@ _RUN = re.compile(r"\s{2,}")
 
 @dataclass(frozen=True, slots=True)
 class Bounded:
-    """A pattern whose matches have a known reach (``replyguard.checks.patterns.reach``), or one
-    searched over a window of recent text (``open_ended``)."""
+    """A pattern searched in a text that arrives in pieces, over the last ``width`` characters:
+    all its matches when they have a known reach (``replyguard.checks.patterns.reach``), else
+    those that fit there (a window of recent text)."""
 
     pattern: Any
-    """Compiled (``re`` or ``regex``; ``regex`` when ``open_ended``); searched with
+    """Compiled (``re`` or ``regex``; ``regex`` when ``holds_partial``); searched with
     ``search(text, pos)``."""
     width: int
-    """The longest match; when ``open_ended``, the longest match looked for (the window)."""
+    """The longest match (looked for)."""
     context: int
-    """Characters a look-around may see on either side of a match (at least 1); when
-    ``open_ended``, before it (at least 1: an anchor to the text's start never matches at the
-    window's)."""
+    """Characters a look-around may see on either side of a match (at least 1); when ``ahead``
+    is given, before it only (at least 1: then an anchor to the text's start never matches at
+    the window's)."""
     ahead: int | None = None
     """Characters after a match that decide it (a look-ahead, a word boundary, ``$``); a match
     nearer the end of the text so far is pending. None: ``context``."""
-    open_ended: bool = False
-    """Its matches have no bounded length: it is searched over the last ``width`` characters
-    (plus the context), and text that could still become the start of a match within them
-    (``regex``'s partial match) is pending too, so a match that fits the window is never
-    released."""
+    holds_partial: bool = False
+    """Text that could still become the start of a match within ``width`` (``regex``'s partial
+    match at the end of the text so far) is pending too, so no match that fits is released."""
 
 
 Search = Callable[..., Any]
 """How a pattern is searched: ``(pattern, text, pos, partial=False) -> match | None`` (may
-raise); by default ``pattern.search(text, pos)`` (``partial`` only for ``open_ended``
+raise); by default ``pattern.search(text, pos)`` (``partial`` only for ``holds_partial``
 patterns, which are ``regex`` ones)."""
 
 
@@ -114,9 +113,8 @@ class SlidingSearch:
     a match can span: the window is the last ``width + context + ahead`` characters before the
     piece, plus the piece. A match counts once ``ahead`` characters follow it (they decide
     a look-ahead or a word boundary) or the text has ended; until then it is pending, and
-    ``pending_from`` says where it starts. An ``open_ended`` pattern is searched the same way
-    over its window, and a partial match at the end of the text (one more text could
-    complete) is pending as well.
+    ``pending_from`` says where it starts. For a pattern that ``holds_partial``, so is a partial
+    match at the end of the text (one that more text could complete).
 
     ``collapse``: search a view of the text in which every run of whitespace is its first
     character (so a pattern written for single spaces finds words however far apart); offsets
@@ -143,7 +141,7 @@ class SlidingSearch:
     ) -> None:
         plans = [(p, p.context if p.ahead is None else p.ahead) for p in patterns]
         self._plans = tuple(
-            (p.pattern, p.width + ahead, ahead, p.width if p.open_ended else 0)
+            (p.pattern, p.width + ahead, ahead, p.width if p.holds_partial else 0)
             for p, ahead in plans
         )
         self._keep = max(p.width + p.context + ahead for p, ahead in plans)
@@ -193,7 +191,7 @@ class SlidingSearch:
                 pos = 0
             self.scanned += end - pos
             if span and not final:
-                match, held = self._open_ended(pattern, window, pos, ahead, span)
+                match, held = self._partial(pattern, window, pos, ahead, span)
             else:
                 held = None
                 match = (
@@ -215,7 +213,7 @@ class SlidingSearch:
             return self._search(pattern, window, pos, partial=partial)
         return pattern.search(window, pos, partial=True) if partial else pattern.search(window, pos)
 
-    def _open_ended(
+    def _partial(
         self, pattern: Any, window: str, pos: int, ahead: int, span: int
     ) -> tuple[Any, int | None]:
         """(a match that counts, or None; where text that may still become one starts)."""
@@ -231,8 +229,14 @@ class SlidingSearch:
                 return match, None
             self.scanned += end - match.start() - 1
             match = self._find(pattern, window, match.start() + 1)
-        # Where a partial match starts is not known past a complete one: hold what may be one.
-        return None, max(pos, min(pending, end - span))
+        # A partial match is not reported past a complete one: look for one before it alone.
+        early = self._find(pattern, window[:pending], pos, partial=True)
+        self.scanned += pending - pos
+        if early is None or (early.partial and early.start() >= pending):
+            return None, pending
+        if early.partial:
+            return None, early.start()
+        return None, max(pos, min(early.start(), end - span))  # unknown: what may be one
 
     # -- the collapsed view --------------------------------------------------------------
 

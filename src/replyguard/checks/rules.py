@@ -245,16 +245,18 @@ def _timed_search(pattern: Any, text: str, pos: int, *, partial: bool = False) -
 
 
 def _streamed(source: str, pattern: Any, flags: int, window: int) -> Bounded | None:
-    """How a ``must_not_match`` pattern is searched in a streamed reply: by its reach when
-    its matches are bounded, else over the last ``window`` characters; None: at the end only."""
-    limits = patterns.reach(source, flags)
-    if limits is not None:
-        return Bounded(pattern, *limits)
-    looks = patterns.around(source, flags) if window else None
+    """How a ``must_not_match`` pattern is searched in a streamed reply, holding back what may
+    still become a match: over its longest match when that is bounded, else over the last
+    ``window`` characters; None: at the end only."""
+    looks = patterns.around(source, flags)
     if looks is None:
         return None
+    limits = patterns.reach(source, flags)
+    width = window if limits is None else limits[0]
+    if not width:
+        return None
     behind, ahead = looks
-    return Bounded(pattern, window, behind + 1, ahead=ahead, open_ended=True)
+    return Bounded(pattern, width, behind + 1, ahead=ahead, holds_partial=True)
 
 
 def _phrase_scan(phrases: Sequence[str], flags: int) -> tuple[Bounded, list[int]] | None:
