@@ -182,7 +182,7 @@ class _RuleScanner:
     its ``must_not_match`` patterns, each piece searched with just that overlap (a pattern of
     unbounded length: with the window)."""
 
-    __slots__ = ("_check", "_length", "_patterns", "_phrases", "_searches")
+    __slots__ = ("_check", "_length", "_patterns", "_phrases", "_searches", "_until")
 
     def __init__(self, check: RuleCheck) -> None:
         self._check = check
@@ -190,7 +190,8 @@ class _RuleScanner:
         phrases = check._phrase_scan
         self._phrases = SlidingSearch([phrases[0]], collapse=True) if phrases else None
         bounded = [b for _, b in check._bounded]
-        self._patterns = SlidingSearch(bounded, search=_timed_search) if bounded else None
+        self._patterns = SlidingSearch(bounded, search=self._search) if bounded else None
+        self._until = 0.0  # when the pattern searches of the piece in hand must be done
         self._searches = tuple(s for s in (self._phrases, self._patterns) if s is not None)
 
     @property
@@ -207,7 +208,10 @@ class _RuleScanner:
     def feed(self, text: str) -> CheckResult | None:
         self._length += len(text)
         phrase = self._phrases.feed(text) if self._phrases is not None else None
-        pattern = self._patterns.feed(text) if self._patterns is not None else None
+        pattern = None
+        if self._patterns is not None:
+            self._until = time.monotonic() + _FEED_TIME_LIMIT
+            pattern = self._patterns.feed(text)
         limit = self._check._max_length
         if phrase is None and pattern is None and (limit is None or self._length <= limit):
             return None
@@ -215,8 +219,14 @@ class _RuleScanner:
 
     def finish(self) -> CheckResult | None:
         phrase = self._phrases.finish() if self._phrases is not None else None
-        pattern = self._patterns.finish() if self._patterns is not None else None
+        pattern = None
+        if self._patterns is not None:
+            self._until = time.monotonic() + _FEED_TIME_LIMIT
+            pattern = self._patterns.finish()
         return self._found(phrase, pattern)
+
+    def _search(self, pattern: Any, text: str, pos: int, *, partial: bool = False) -> Any:
+        return patterns.search(pattern, text, self._until, pos, partial=partial)
 
     def _found(
         self, phrase: tuple[int, Any] | None, pattern: tuple[int, Any] | None
@@ -235,13 +245,9 @@ class _RuleScanner:
 
 
 _FEED_TIME_LIMIT = 0.05
-"""Seconds an operator's pattern may take on one piece of a streamed reply (on the event loop:
-the window is short); one that runs over is left to the check of the whole reply."""
-
-
-def _timed_search(pattern: Any, text: str, pos: int, *, partial: bool = False) -> Any:
-    until = time.monotonic() + _FEED_TIME_LIMIT
-    return patterns.search(pattern, text, until, pos, partial=partial)
+"""Seconds an operator's patterns may take on one piece of a streamed reply, all searches
+together (on the event loop: the window is short); one that runs over is left to the check of
+the whole reply."""
 
 
 def _streamed(source: str, pattern: Any, flags: int, window: int) -> Bounded | None:
