@@ -197,6 +197,53 @@ async def test_text_that_never_becomes_a_match_is_released_in_full(make_config: 
     assert first_attempt_shown(events) == "".join(pieces)
 
 
+TRICKY = [
+    r"foo(?!bar)",
+    r"\bfoo\b",
+    r"(?m)^x+$",
+    r"^ab",
+    r"a$",
+    r"ab\Z",
+    r"\Afo",
+    r"(?<=a)b+",
+    r"x.*?y",
+    r"\d+(?:\.\d+)?%",
+    r"(?i)pass:\s*\S+",
+    r"b\w*\b",
+    r"(?m)^fo+\b",
+]
+
+
+def test_a_scanner_never_cuts_a_clean_reply_nor_releases_a_match_that_fits() -> None:
+    """Look-arounds, anchors and word edges, wherever a piece ends: a cut is a match of the
+    reply so far and of every reply that begins so; a match that fits the window is always
+    cut, and nothing from its start on is ever released (``pending_from`` held it)."""
+    rng = random.Random(5)
+    for _ in range(3000):
+        source, window = rng.choice(TRICKY), rng.choice([4, 8, 16, 256])
+        pattern = re.compile(source, re.IGNORECASE)
+        text = "".join(rng.choice("abfoxy12.% :\nrP") for _ in range(rng.randint(0, 30)))
+        scanner = RuleCheck(must_not_match=[source], match_window_chars=window).scanner(TURN)
+        assert scanner is not None
+        so_far, released, cut = "", 0, False
+        while len(so_far) < len(text) and not cut:
+            piece = text[len(so_far) : len(so_far) + rng.randint(1, 6)]
+            so_far += piece
+            cut = scanner.feed(piece) is not None
+            pending = scanner.pending_from
+            if not cut:  # what a stream may show: all but the undecided text
+                released = max(released, len(so_far) if pending is None else pending)
+        cut = cut or scanner.finish() is not None
+        first = pattern.search(text)
+        case = (source, window, text, so_far)
+        if cut:
+            assert pattern.search(so_far) is not None and first is not None, case
+        elif first is not None:
+            assert len(first.group()) > window, case
+        if first is not None and len(first.group()) <= window:
+            assert released <= first.start(), case
+
+
 # -- the work is linear ----------------------------------------------------------------------------
 
 
