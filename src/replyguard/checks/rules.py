@@ -182,7 +182,7 @@ class _RuleScanner:
     its ``must_not_match`` patterns, each piece searched with just that overlap (a pattern of
     unbounded length: with the window)."""
 
-    __slots__ = ("_check", "_length", "_patterns", "_phrases", "_searches", "_until")
+    __slots__ = ("_check", "_clock", "_length", "_patterns", "_phrases", "_searches")
 
     def __init__(self, check: RuleCheck) -> None:
         self._check = check
@@ -190,8 +190,8 @@ class _RuleScanner:
         phrases = check._phrase_scan
         self._phrases = SlidingSearch([phrases[0]], collapse=True) if phrases else None
         bounded = [b for _, b in check._bounded]
-        self._patterns = SlidingSearch(bounded, search=self._search) if bounded else None
-        self._until = 0.0  # when the pattern searches of the piece in hand must be done
+        self._clock = _PieceClock()
+        self._patterns = SlidingSearch(bounded, search=self._clock.search) if bounded else None
         self._searches = tuple(s for s in (self._phrases, self._patterns) if s is not None)
 
     @property
@@ -210,7 +210,7 @@ class _RuleScanner:
         phrase = self._phrases.feed(text) if self._phrases is not None else None
         pattern = None
         if self._patterns is not None:
-            self._until = time.monotonic() + _FEED_TIME_LIMIT
+            self._clock.start()
             pattern = self._patterns.feed(text)
         limit = self._check._max_length
         if phrase is None and pattern is None and (limit is None or self._length <= limit):
@@ -221,12 +221,9 @@ class _RuleScanner:
         phrase = self._phrases.finish() if self._phrases is not None else None
         pattern = None
         if self._patterns is not None:
-            self._until = time.monotonic() + _FEED_TIME_LIMIT
+            self._clock.start()
             pattern = self._patterns.finish()
         return self._found(phrase, pattern)
-
-    def _search(self, pattern: Any, text: str, pos: int, *, partial: bool = False) -> Any:
-        return patterns.search(pattern, text, self._until, pos, partial=partial)
 
     def _found(
         self, phrase: tuple[int, Any] | None, pattern: tuple[int, Any] | None
@@ -248,6 +245,22 @@ _FEED_TIME_LIMIT = 0.05
 """Seconds an operator's patterns may take on one piece of a streamed reply, all searches
 together (on the event loop: the window is short); one that runs over is left to the check of
 the whole reply."""
+
+
+class _PieceClock:
+    """The one deadline of the pattern searches on the piece in hand (its own object, so the
+    search it lends a ``SlidingSearch`` holds no reference back to the scanner)."""
+
+    __slots__ = ("until",)
+
+    def __init__(self) -> None:
+        self.until = 0.0
+
+    def start(self) -> None:
+        self.until = time.monotonic() + _FEED_TIME_LIMIT
+
+    def search(self, pattern: Any, text: str, pos: int, *, partial: bool = False) -> Any:
+        return patterns.search(pattern, text, self.until, pos, partial=partial)
 
 
 def _streamed(source: str, pattern: Any, flags: int, window: int) -> Bounded | None:
