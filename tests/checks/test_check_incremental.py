@@ -60,8 +60,11 @@ def test_a_rule_check_declares_itself_incremental() -> None:
 
 
 def test_only_rules_that_decide_on_a_prefix_make_a_scanner() -> None:
-    end_only = RuleCheck(min_length=3, must_match=["x"], must_not_match=["^a", "b.*c"])
-    assert end_only.scanner(TURN) is None
+    end_only = RuleCheck(min_length=3, must_match=["x"], must_not_match=["x*", r"\p{L}+"])
+    assert end_only.scanner(TURN) is None  # matches nothing at all; syntax re cannot read
+    no_window = RuleCheck(must_not_match=["^a", "b.*c"], match_window_chars=0)
+    assert no_window.scanner(TURN) is None
+    assert RuleCheck(must_not_match=["^a", "b.*c"]).scanner(TURN) is not None  # windowed
     assert RuleCheck(max_length=10).scanner(TURN) is not None
     assert RuleCheck(must_not_match=[r"\d{3}-\d{4}"]).scanner(TURN) is not None
 

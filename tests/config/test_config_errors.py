@@ -115,6 +115,7 @@ CHECK_WRONG_TYPES: dict[str, dict[str, Any]] = {
         "mustNotMatch": 5,
         "forbiddenPhrases": "as an AI",
         "caseSensitive": "no",
+        "matchWindowChars": "256",
         "category": 3,
     },
     "json": {

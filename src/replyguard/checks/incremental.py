@@ -4,15 +4,17 @@ A check declares itself incremental by having a ``scanner(turn)`` method: it ret
 ``PrefixScanner`` for one streamed reply (or None when nothing it checks can be decided on a
 prefix). ``Verifier.stream`` feeds the scanner each new piece of text as it arrives; a scanner
 looks at that piece plus the few characters before it that a match can span (never the whole
-text again), so the work is linear in the reply: ``scanned`` counts the characters it looked
-at. The first failing ``CheckResult`` it returns cuts the stream short: the agent's stream is
-closed and the retry starts with the feedback, without a judge call. The full check still runs
-on every complete reply, as always.
+text again; for a pattern of unbounded length, a window of the latest characters), so the work
+is linear in the reply: ``scanned`` counts the characters it looked at. The first failing
+``CheckResult`` it returns cuts the stream short: the agent's stream is closed and the retry
+starts with the feedback, without a judge call. The full check still runs on every complete
+reply, as always.
 
-A scanner may also hold text back: ``pending_from`` is the offset (in characters from the
-start of the reply) of the first character that may belong to a violation not yet decided (a
+A scanner may also hold text back: ``pending_from`` is the offset (in characters from the start
+of the reply) of the first character that may belong to a violation not yet decided (a
 forbidden phrase that has arrived up to its last letter, whose next character decides whether
-it is a whole word). ``"release"`` mode shows nothing from there on until it is decided.
+it is a whole word; the start of what may still become a match of a windowed pattern).
+``"release"`` mode shows nothing from there on until it is decided.
 """
 
 from __future__ import annotations
@@ -79,27 +81,40 @@ _RUN = re.compile(r"\s{2,}")
 
 @dataclass(frozen=True, slots=True)
 class Bounded:
-    """A pattern whose matches have a known reach (``replyguard.checks.patterns.reach``)."""
+    """A pattern searched in a text that arrives in pieces, over the last ``width`` characters:
+    all its matches when they have a known reach (``replyguard.checks.patterns.reach``), else
+    those that fit there (a window of recent text)."""
 
     pattern: Any
-    """Compiled (``re`` or ``regex``); searched with ``search(text, pos)``."""
+    """Compiled (``re`` or ``regex``; ``regex`` when ``holds_partial``); searched with
+    ``search(text, pos)``."""
     width: int
-    """The longest match."""
+    """The longest match (looked for)."""
     context: int
-    """Characters a look-around may see on either side of a match (at least 1)."""
+    """Characters a look-around may see on either side of a match (at least 1); when ``ahead``
+    is given, before it only (at least 1: then an anchor to the text's start never matches at
+    the window's)."""
+    ahead: int | None = None
+    """Characters after a match that decide it (a look-ahead, a word boundary, ``$``); a match
+    nearer the end of the text so far is pending. None: ``context``."""
+    holds_partial: bool = False
+    """Text that could still become the start of a match within ``width`` (``regex``'s partial
+    match at the end of the text so far) is pending too, so no match that fits is released."""
 
 
-Search = Callable[[Any, str, int], Any]
-"""How a pattern is searched: ``(pattern, text, pos) -> match | None`` (may raise); by default
-``pattern.search(text, pos)``."""
+Search = Callable[..., Any]
+"""How a pattern is searched: ``(pattern, text, pos, partial=False) -> match | None`` (may
+raise); by default ``pattern.search(text, pos)`` (``partial`` only for ``holds_partial``
+patterns, which are ``regex`` ones)."""
 
 
 class SlidingSearch:
     """Bounded patterns searched in a text fed piece by piece, each piece with just the overlap
-    a match can span: the window is the last ``width + 2 * context`` characters before the
-    piece, plus the piece. A match counts once ``context`` characters follow it (they decide
+    a match can span: the window is the last ``width + context + ahead`` characters before the
+    piece, plus the piece. A match counts once ``ahead`` characters follow it (they decide
     a look-ahead or a word boundary) or the text has ended; until then it is pending, and
-    ``pending_from`` says where it starts.
+    ``pending_from`` says where it starts. For a pattern that ``holds_partial``, so is a partial
+    match at the end of the text (one that more text could complete).
 
     ``collapse``: search a view of the text in which every run of whitespace is its first
     character (so a pattern written for single spaces finds words however far apart); offsets
@@ -124,8 +139,12 @@ class SlidingSearch:
     def __init__(
         self, patterns: Sequence[Bounded], *, collapse: bool = False, search: Search | None = None
     ) -> None:
-        self._plans = tuple((p.pattern, p.width + p.context, p.context) for p in patterns)
-        self._keep = max(p.width + 2 * p.context for p in patterns)
+        plans = [(p, p.context if p.ahead is None else p.ahead) for p in patterns]
+        self._plans = tuple(
+            (p.pattern, p.width + ahead, ahead, p.width if p.holds_partial else 0)
+            for p, ahead in plans
+        )
+        self._keep = max(p.width + p.context + ahead for p, ahead in plans)
         self._collapse = collapse
         self._search = search
         self._tail = ""
@@ -164,22 +183,60 @@ class SlidingSearch:
     def _scan(self, window: str, before: int, *, final: bool) -> tuple[int, Any] | None:
         self.pending_from = None
         end, base, search = len(window), self._base, self._search
-        for index, (pattern, reach, context) in enumerate(self._plans):
+        for index, (pattern, reach, ahead, span) in enumerate(self._plans):
             # Matches that counted earlier would have stopped the text; those left to find
-            # end in what is new or in the last ``context`` characters before it.
+            # end in what is new or in the last ``ahead`` characters before it.
             pos = before - reach - base
             if pos < 0:
                 pos = 0
             self.scanned += end - pos
-            match = pattern.search(window, pos) if search is None else search(pattern, window, pos)
-            if match is None:
-                continue
-            if final or match.end() + context <= end:
+            if span and not final:
+                match, held = self._partial(pattern, window, pos, ahead, span)
+            else:
+                held = None
+                match = (
+                    pattern.search(window, pos) if search is None else search(pattern, window, pos)
+                )
+                if match is not None and not final and match.end() + ahead > end:
+                    held = match.start()
+                    match = None
+            if match is not None:
                 return index, match
-            offset = self._text_offset(base + match.start())
-            if self.pending_from is None or offset < self.pending_from:
-                self.pending_from = offset
+            if held is not None:
+                offset = self._text_offset(base + held)
+                if self.pending_from is None or offset < self.pending_from:
+                    self.pending_from = offset
         return None
+
+    def _find(self, pattern: Any, window: str, pos: int, *, partial: bool = False) -> Any:
+        if self._search is not None:
+            return self._search(pattern, window, pos, partial=partial)
+        return pattern.search(window, pos, partial=True) if partial else pattern.search(window, pos)
+
+    def _partial(
+        self, pattern: Any, window: str, pos: int, ahead: int, span: int
+    ) -> tuple[Any, int | None]:
+        """(a match that counts, or None; where text that may still become one starts)."""
+        end = len(window)
+        match = self._find(pattern, window, pos, partial=True)
+        if match is None:
+            return None, None
+        if match.partial:  # nothing matches; this may, with more text (at the end: nothing)
+            return None, (match.start() if match.start() < end else None)
+        pending = match.start()
+        while match is not None:  # a pending match may hide a later one that counts
+            if match.end() + ahead <= end:
+                return match, None
+            self.scanned += end - match.start() - 1
+            match = self._find(pattern, window, match.start() + 1)
+        # A partial match is not reported past a complete one: look for one before it alone.
+        early = self._find(pattern, window[:pending], pos, partial=True)
+        self.scanned += pending - pos
+        if early is None or (early.partial and early.start() >= pending):
+            return None, pending
+        if early.partial:
+            return None, early.start()
+        return None, max(pos, min(early.start(), end - span))  # unknown: what may be one
 
     # -- the collapsed view --------------------------------------------------------------
 

@@ -67,16 +67,19 @@ def deadline() -> float:
     return time.monotonic() + TIME_LIMIT
 
 
-def search(pattern: Any, text: str, until: float | None = None, pos: int = 0) -> Any:
+def search(
+    pattern: Any, text: str, until: float | None = None, pos: int = 0, *, partial: bool = False
+) -> Any:
     """``pattern.search(text, pos)`` by ``until`` (or the deadline set by ``within``, or a fresh
     ``TIME_LIMIT``); raises ``PatternTimeout`` when it runs out. Look-behinds see the text
-    before ``pos``."""
+    before ``pos``. ``partial``: when nothing matches, the leftmost match that the end of
+    ``text`` cut short (``match.partial``: more text could complete it), as ``regex`` finds it."""
     until = until or _UNTIL.get() or deadline()
     left = until - time.monotonic()
     try:
         if left <= 0:
             raise TimeoutError
-        return pattern.search(text, pos, timeout=left, concurrent=True)
+        return pattern.search(text, pos, partial=partial, timeout=left, concurrent=True)
     except TimeoutError:
         raise PatternTimeout(pattern.pattern, TIME_LIMIT) from None
 
@@ -87,43 +90,94 @@ def reach(source: str, flags: int = 0) -> tuple[int, int] | None:
     boundary may look at on either side of it; None when that is unbounded (``*``, ``+``, a
     look-around of unbounded length), when the pattern is anchored to the text's start or
     end (``^``, ``$``, ``\\A``, ``\\Z``), can match nothing at all, or is beyond what ``re``
-    can read (then it is searched on the whole reply only)."""
-    try:
-        parsed = _re_parser.parse(source, flags)
-        low, width = parsed.getwidth()
-    except Exception:  # regex-only syntax, or anything else re cannot read
+    can read (then ``around`` says whether it can be searched over a window)."""
+    parsed = _parsed(source, flags)
+    if parsed is None:
         return None
+    low, width = parsed.getwidth()
     if width >= _MAX_REACH or width == 0 or low == 0:
         return None
-    context = _context(parsed.data)
-    return None if context is None else (width, context)
+    looks = _looks(parsed.data)
+    if looks is None or looks[2]:
+        return None
+    return width, max(1, looks[0], looks[1])
+
+
+def around(source: str, flags: int = 0) -> tuple[int, int] | None:
+    """What a match of ``source`` looks at beyond itself, for searching it over a window of
+    recent text whatever its length: ``(behind, ahead)``, the characters a look-behind, a
+    word boundary or an anchor may see before a match, and those a look-ahead, a word
+    boundary or ``$`` may see after it (a match nearer than ``ahead`` to the end of the text
+    so far is not decided yet). None when a look-around is unbounded, the pattern can match
+    nothing at all, or it is beyond what ``re`` can read (then it is searched on the whole
+    reply only)."""
+    parsed = _parsed(source, flags)
+    if parsed is None or parsed.getwidth()[0] == 0:
+        return None
+    looks = _looks(parsed.data)
+    return None if looks is None else (looks[0], looks[1])
 
 
 _MAX_REACH = 4096
-_BOUNDARIES = frozenset({"AT_BOUNDARY", "AT_NON_BOUNDARY"})
+_ANCHORS = {
+    "AT_BOUNDARY": (1, 1, False),
+    "AT_NON_BOUNDARY": (1, 1, False),
+    "AT_BEGINNING": (1, 0, True),
+    "AT_BEGINNING_STRING": (1, 0, True),
+    "AT_END": (0, 2, True),  # ``$`` also matches before a newline that ends the text
+    "AT_END_STRING": (0, 1, True),
+}
+"""Per anchor: (characters it looks at before, after, whether it ties a match to an end)."""
 
 
-def _context(items: Any) -> int | None:
-    """The widest look-around among parsed ``items`` (at least 1, for a word boundary or the
-    character a lookahead needs), or None when one is unbounded or an anchor is met."""
-    widest = 1
+def _parsed(source: str, flags: int) -> Any:
+    try:
+        return _re_parser.parse(source, flags)
+    except Exception:  # regex-only syntax, or anything else re cannot read
+        return None
+
+
+def _looks(items: Any) -> tuple[int, int, bool] | None:
+    """What parsed ``items`` look at outside a match: (before, after, anchored); None when a
+    look-around is unbounded or an anchor is one ``re`` has no rule for here."""
+    behind = ahead = 0
+    anchored = False
     for op, value in items:
         name = str(op)
         if name == "AT":
-            if str(value) not in _BOUNDARIES:
-                return None
-            continue
-        if name in ("ASSERT", "ASSERT_NOT"):
-            width = value[1].getwidth()[1]
-            if width >= _MAX_REACH:
-                return None
-            widest = max(widest, width)
-        for inner in _subpatterns(value):
-            found = _context(inner)
-            if found is None:
-                return None
-            widest = max(widest, found)
-    return widest
+            found = _ANCHORS.get(str(value))
+        elif name in ("ASSERT", "ASSERT_NOT"):
+            found = _assertion(value)
+        else:
+            found = _combined([_looks(inner) for inner in _subpatterns(value)])
+        if found is None:
+            return None
+        behind, ahead = max(behind, found[0]), max(ahead, found[1])
+        anchored = anchored or found[2]
+    return behind, ahead, anchored
+
+
+def _assertion(value: Any) -> tuple[int, int, bool] | None:
+    """A look-ahead (direction 1) or look-behind (-1): its width, plus what it looks at."""
+    direction, sub = value
+    width = sub.getwidth()[1]
+    inner = _looks(sub.data)
+    if width >= _MAX_REACH or inner is None:
+        return None
+    if direction < 0:
+        return max(1, width + inner[0]), inner[1], inner[2]
+    return inner[0], max(1, width + inner[1]), inner[2]
+
+
+def _combined(found: list[tuple[int, int, bool] | None]) -> tuple[int, int, bool] | None:
+    if any(item is None for item in found):
+        return None
+    known = [item for item in found if item is not None]
+    return (
+        max((item[0] for item in known), default=0),
+        max((item[1] for item in known), default=0),
+        any(item[2] for item in known),
+    )
 
 
 def _subpatterns(value: Any) -> list[Any]:

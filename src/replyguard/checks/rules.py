@@ -17,6 +17,11 @@ after its rule (``max_length``, ``min_length``, ``must_match``, ``must_not_match
   fire in "hello", nor "as an AI" in "has an AIM"; an edge that is a symbol ("!!!") has no
   such condition.
 - ``case_sensitive`` (default off) applies to patterns and phrases alike.
+- **While a reply streams** (``scanner``), ``max_length``, forbidden phrases and every
+  ``must_not_match`` pattern ``re`` can read are checked on each piece: one of bounded length
+  with the overlap its matches can span, any other over the latest ``match_window_chars``
+  characters (default 256; 0: at the end only), holding back text that may still become a
+  match within them (``replyguard.checks.incremental.SlidingSearch``).
 - **Named rules** get the reply's text and return ``(passed, message)``; the message is the
   feedback line on a failure. A named rule that raises, or returns anything else, is a
   violation of its own ("The rule 'X' could not be checked (IndexError)."), listed with the
@@ -35,6 +40,7 @@ from typing import Any
 from replyguard.checks import patterns
 from replyguard.checks.base import CheckResult, failed, passed
 from replyguard.checks.incremental import Bounded, SlidingSearch
+from replyguard.config._checks import DEFAULT_MATCH_WINDOW_CHARS, MAX_MATCH_WINDOW_CHARS
 from replyguard.types import FailCategory, Reply, Turn
 
 RuleFunction = Callable[[str], tuple[bool, str]]
@@ -58,6 +64,7 @@ class RuleCheck:
         must_not_match: Sequence[str] = (),
         forbidden_phrases: Sequence[str] = (),
         case_sensitive: bool = False,
+        match_window_chars: int = DEFAULT_MATCH_WINDOW_CHARS,
         name: str = "rules",
         required: bool = False,
         category: FailCategory = FailCategory.RULE_VIOLATION,
@@ -68,6 +75,11 @@ class RuleCheck:
             raise ValueError(f"min_length must not be negative, not {min_length}")
         if max_length is not None and min_length is not None and min_length > max_length:
             raise ValueError(f"min_length {min_length} is above max_length {max_length}")
+        if not 0 <= match_window_chars <= MAX_MATCH_WINDOW_CHARS:
+            raise ValueError(
+                f"match_window_chars must be between 0 and {MAX_MATCH_WINDOW_CHARS:,}, "
+                f"not {match_window_chars}"
+            )
         flags = 0 if case_sensitive else re.IGNORECASE
         self.name = name
         self.required = required
@@ -80,9 +92,9 @@ class RuleCheck:
         self._phrases = [(p, _phrase_pattern(p, flags)) for p in forbidden_phrases]
         self._phrase_scan = _phrase_scan([p for p, _ in self._phrases], flags)
         self._bounded = [
-            (source, Bounded(pattern, *limits))
+            (source, streamed)
             for source, pattern in self._must_not_match
-            if (limits := patterns.reach(source, flags)) is not None
+            if (streamed := _streamed(source, pattern, flags, match_window_chars)) is not None
         ]
 
     def violations(self, text: str) -> list[tuple[str, str]]:
@@ -157,7 +169,8 @@ class RuleCheck:
 
     def scanner(self, turn: Turn) -> _RuleScanner | None:
         """The rules that can be decided on a prefix of a streamed reply (``max_length``,
-        forbidden phrases, ``must_not_match`` patterns of bounded length), or None."""
+        forbidden phrases, ``must_not_match`` patterns: bounded ones by their reach, the others
+        over the window), or None."""
         if self._max_length is None and self._phrase_scan is None and not self._bounded:
             return None
         return _RuleScanner(self)
@@ -166,9 +179,10 @@ class RuleCheck:
 class _RuleScanner:
     """A ``RuleCheck`` on a streamed reply: its length, its forbidden phrases (on a view of the
     text whose whitespace runs are one character, so the overlap is the longest phrase) and
-    its bounded ``must_not_match`` patterns, each piece searched with just that overlap."""
+    its ``must_not_match`` patterns, each piece searched with just that overlap (a pattern of
+    unbounded length: with the window)."""
 
-    __slots__ = ("_check", "_length", "_patterns", "_phrases", "_searches")
+    __slots__ = ("_check", "_clock", "_length", "_patterns", "_phrases", "_searches")
 
     def __init__(self, check: RuleCheck) -> None:
         self._check = check
@@ -176,7 +190,8 @@ class _RuleScanner:
         phrases = check._phrase_scan
         self._phrases = SlidingSearch([phrases[0]], collapse=True) if phrases else None
         bounded = [b for _, b in check._bounded]
-        self._patterns = SlidingSearch(bounded, search=_timed_search) if bounded else None
+        self._clock = _PieceClock()
+        self._patterns = SlidingSearch(bounded, search=self._clock.search) if bounded else None
         self._searches = tuple(s for s in (self._phrases, self._patterns) if s is not None)
 
     @property
@@ -193,7 +208,10 @@ class _RuleScanner:
     def feed(self, text: str) -> CheckResult | None:
         self._length += len(text)
         phrase = self._phrases.feed(text) if self._phrases is not None else None
-        pattern = self._patterns.feed(text) if self._patterns is not None else None
+        pattern = None
+        if self._patterns is not None:
+            self._clock.start()
+            pattern = self._patterns.feed(text)
         limit = self._check._max_length
         if phrase is None and pattern is None and (limit is None or self._length <= limit):
             return None
@@ -201,7 +219,10 @@ class _RuleScanner:
 
     def finish(self) -> CheckResult | None:
         phrase = self._phrases.finish() if self._phrases is not None else None
-        pattern = self._patterns.finish() if self._patterns is not None else None
+        pattern = None
+        if self._patterns is not None:
+            self._clock.start()
+            pattern = self._patterns.finish()
         return self._found(phrase, pattern)
 
     def _found(
@@ -221,12 +242,40 @@ class _RuleScanner:
 
 
 _FEED_TIME_LIMIT = 0.05
-"""Seconds an operator's pattern may take on one piece of a streamed reply (on the event loop:
-the window is short); one that runs over is left to the check of the whole reply."""
+"""Seconds an operator's patterns may take on one piece of a streamed reply, all searches
+together (on the event loop: the window is short); one that runs over is left to the check of
+the whole reply."""
 
 
-def _timed_search(pattern: Any, text: str, pos: int) -> Any:
-    return patterns.search(pattern, text, time.monotonic() + _FEED_TIME_LIMIT, pos)
+class _PieceClock:
+    """The one deadline of the pattern searches on the piece in hand (its own object, so the
+    search it lends a ``SlidingSearch`` holds no reference back to the scanner)."""
+
+    __slots__ = ("until",)
+
+    def __init__(self) -> None:
+        self.until = 0.0
+
+    def start(self) -> None:
+        self.until = time.monotonic() + _FEED_TIME_LIMIT
+
+    def search(self, pattern: Any, text: str, pos: int, *, partial: bool = False) -> Any:
+        return patterns.search(pattern, text, self.until, pos, partial=partial)
+
+
+def _streamed(source: str, pattern: Any, flags: int, window: int) -> Bounded | None:
+    """How a ``must_not_match`` pattern is searched in a streamed reply, holding back what may
+    still become a match: over its longest match when that is bounded, else over the last
+    ``window`` characters; None: at the end only."""
+    looks = patterns.around(source, flags)
+    if looks is None:
+        return None
+    limits = patterns.reach(source, flags)
+    width = window if limits is None else limits[0]
+    if not width:
+        return None
+    behind, ahead = looks
+    return Bounded(pattern, width, behind + 1, ahead=ahead, holds_partial=True)
 
 
 def _phrase_scan(phrases: Sequence[str], flags: int) -> tuple[Bounded, list[int]] | None:

@@ -14,6 +14,10 @@ from pydantic.alias_generators import to_camel
 
 from replyguard.types import FailCategory
 
+DEFAULT_MATCH_WINDOW_CHARS = 256
+"""The longest ``mustNotMatch`` match of unbounded length looked for while a reply streams."""
+MAX_MATCH_WINDOW_CHARS = 4096
+
 JsonType = Literal["string", "number", "integer", "boolean", "object", "array", "null"]
 
 
@@ -107,6 +111,14 @@ class RulesCheckSpec(_CheckSpec):
     """Phrases the reply must not contain."""
     case_sensitive: bool = False
     """Match patterns and phrases case-sensitively."""
+    match_window_chars: int = Field(
+        default=DEFAULT_MATCH_WINDOW_CHARS, ge=0, le=MAX_MATCH_WINDOW_CHARS
+    )
+    """While a reply streams, a ``mustNotMatch`` pattern whose matches have no bounded length
+    (``*``, ``+``, ``{n,}``, an anchor) is searched over this many of the latest characters:
+    a match up to this long is caught before any of it is shown, and text that could still
+    become one is held back until it is decided. Longer matches are caught on the whole reply
+    at the end. ``0`` checks such patterns at the end only."""
     category: FailCategory = Field(default=FailCategory.RULE_VIOLATION, strict=False)
     """The category of a failure."""
 
