@@ -6,10 +6,17 @@ Keys, all under ``keyPrefix``::
 
     {prefix}breaker:{model}                          hash: f failures, o open until (ms),
                                                      p probe in flight until (ms)
-    {prefix}spend:{scope}:{window}:{start}:{value}   settled USD of one window (a float)
-    {prefix}spend:{scope}:{window}:{start}:{value}:held
+    {prefix}spend-v2:{scope}:{window}:{start}:{digest}
+                                                     settled USD of one window (a float)
+    {prefix}spend-v2:{scope}:{window}:{start}:{digest}:held
                                                      sorted set of reservations
                                                      ("id|amount", scored by expiry in ms)
+
+``{digest}`` is ``scope_digest`` of the scope's value (the agent id, the run kind): 32 hex
+digits whatever the value holds (``:``, ``{``, ``}``, ``held``, any unicode, any length), so
+no value can reach another counter's key, its reservations' key, or past the prefix. (Before,
+values were written as they were: agent ``acme:held``'s counter was agent ``acme``'s
+reservations, and Redis answered ``WRONGTYPE``.)
 
 The breaker follows ``replyguard.judge._breaker``'s states fleet-wide: ``failureThreshold``
 failures in a row (counted by every instance together) open a model's circuit for every
@@ -24,6 +31,7 @@ redis-py's clients belong to the event loop they were made on: one client per lo
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import importlib
 import threading
 import uuid
@@ -34,7 +42,14 @@ from typing import Any
 from replyguard.config._state import SpendLimit
 from replyguard.state._ticket import Decision, Reservation
 
-__all__ = ["RedisState"]
+__all__ = ["RedisState", "scope_digest"]
+
+
+def scope_digest(value: str) -> str:
+    """A scope's value as it stands in a key: 32 hex digits of its BLAKE2b hash (of its UTF-8
+    bytes; a lone surrogate is encoded as it is, so two strings never share a digest)."""
+    return hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
 
 _ADMIT = """
 local t = redis.call('TIME')
@@ -237,6 +252,16 @@ class RedisState:
         for name, seconds in windows:
             args += [name, seconds]
         await settle(args=args)
+
+    @staticmethod
+    def is_outage(exc: BaseException) -> bool:
+        """Whether ``exc`` says Redis is unreachable (no connection, no answer in time, the
+        credentials refused), not that one command failed there (an error reply such as
+        ``WRONGTYPE``, ``OOM`` or ``NOPERM``: Redis answered)."""
+        import redis.exceptions as errors
+
+        unreachable = (OSError, TimeoutError, errors.ConnectionError, errors.TimeoutError)
+        return isinstance(exc, unreachable)
 
     async def ping(self) -> None:
         """One round trip that proves Redis answers (and accepts the credentials)."""

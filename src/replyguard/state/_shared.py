@@ -21,7 +21,7 @@ from typing import Any
 from replyguard.config._schema import VerifierConfig
 from replyguard.config._state import SpendLimit
 from replyguard.state._local import LocalSpend
-from replyguard.state._redis import RedisState
+from replyguard.state._redis import RedisState, scope_digest
 from replyguard.state._ticket import Ticket
 from replyguard.telemetry._events import Events, describe_error
 
@@ -37,6 +37,10 @@ _PER_INSTANCE = (
     "spend limits and the circuit breaker hold per instance (not fleet-wide) until Redis is back"
 )
 
+_ONE_CALL = (
+    "Redis refused one call (it answered): that judgement was decided on this instance's own"
+    " state; Redis is still asked for every other"
+)
 
 _UNSETTLED = (
     "the event loop ended with a spend settlement in flight: this instance counted its cost,"
@@ -76,10 +80,13 @@ class SharedState:
                 failure_threshold=config.circuit_breaker.failure_threshold,
                 cooldown_seconds=config.circuit_breaker.cooldown_seconds,
             )
-        self._bases = tuple(f"{prefix}spend:{limit.scope}:{limit.window}" for limit in self._limits)
+        self._bases = tuple(
+            f"{prefix}spend-v2:{limit.scope}:{limit.window}" for limit in self._limits
+        )
         self._lock = threading.Lock()
         self._down_until: float | None = None  # time.monotonic; None: Redis is answering
         self._warned_at: float | None = None
+        self._error_at: float | None = None
         self._pings: set[asyncio.Task[None]] = set()
         self._settling: set[asyncio.Task[None]] = set()
         self._warned_unsettled = False
@@ -92,10 +99,11 @@ class SharedState:
     def _counters(
         self, agent_id: str | None, run_kind: str | None
     ) -> tuple[tuple[SpendLimit, str, str], ...]:
-        """Each limit with its counter's base key and this turn's value of its scope."""
-        values = {"global": "all", "agentId": agent_id or "", "runKind": run_kind or ""}
+        """Each limit with its counter's base key and this turn's value of its scope (its
+        digest: any string, whatever it holds, is 32 hex digits there)."""
+        values = {"global": "", "agentId": agent_id or "", "runKind": run_kind or ""}
         return tuple(
-            (limit, base, values[limit.scope])
+            (limit, base, scope_digest(values[limit.scope]))
             for limit, base in zip(self._limits, self._bases, strict=True)
         )
 
@@ -130,7 +138,7 @@ class SharedState:
                     if bound >= self._timeout:  # else the turn's time ran out, not Redis's
                         self._unavailable(exc)
                 except Exception as exc:
-                    self._unavailable(exc)
+                    self._failed(exc)
                 else:
                     self._answered()
                     return Ticket(
@@ -172,7 +180,7 @@ class SharedState:
             async with asyncio.timeout(self._timeout):
                 await self._redis.settle(reports, ticket.reservation, cost)
         except Exception as exc:
-            self._unavailable(exc)
+            self._failed(exc)
 
     async def _settle_in_background(self, ticket: Ticket, cost: float) -> None:
         """A spend settlement off the turn's path. One that the event loop's end cancels (or
@@ -234,6 +242,24 @@ class SharedState:
             was_down, self._down_until = self._down_until is not None, None
         if was_down:
             self._events.info("shared_state_restored", note="limits are fleet-wide again")
+
+    def _failed(self, exc: Exception) -> None:
+        """A Redis call failed: Redis is down when it could not be reached; an error reply (one
+        key's ``WRONGTYPE``, say) fails only this call, which is then decided on this
+        instance's own state, and is logged (at most once a minute) as
+        ``shared_state_error``: every other judgement still asks Redis."""
+        assert self._redis is not None
+        if self._redis.is_outage(exc):
+            self._unavailable(exc)
+            return
+        now = time.monotonic()
+        with self._lock:
+            warn = self._error_at is None or now - self._error_at >= WARNING_INTERVAL
+            if warn:
+                self._error_at = now
+        if warn:
+            error = describe_error(exc, self._events.secrets) if str(exc) else type(exc).__name__
+            self._events.warning("shared_state_error", error=error, note=_ONE_CALL)
 
     def _unavailable(self, exc: BaseException) -> None:
         now = time.monotonic()
