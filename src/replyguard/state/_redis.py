@@ -153,6 +153,9 @@ def _import_redis() -> None:
     importlib.import_module("redis.backoff")
 
 
+POOL_SIZE = 100
+"""Connections to Redis per event loop, at most (redis-py's default)."""
+
 _CODES: dict[int, Decision] = {0: "refused", 1: "closed", 2: "failing", 3: "probe"}
 
 
@@ -201,13 +204,19 @@ class RedisState:
                 from redis.asyncio.retry import Retry
                 from redis.backoff import NoBackoff
 
-                client = redis.asyncio.Redis.from_url(
+                # A blocking pool: a burst of more judgements than it has connections waits
+                # for one (within timeoutMs), where a plain pool raised "Too many
+                # connections", which marked Redis down.
+                pool = redis.asyncio.BlockingConnectionPool.from_url(
                     self._url,
+                    max_connections=POOL_SIZE,
+                    timeout=None,
                     socket_timeout=self._timeout,
                     socket_connect_timeout=self._timeout,
                     retry=Retry(NoBackoff(), 0),
                     retry_on_timeout=False,
                 )
+                client = redis.asyncio.Redis.from_pool(pool)
                 found = (client, client.register_script(_ADMIT), client.register_script(_SETTLE))
                 self._clients[loop] = found
             return found
