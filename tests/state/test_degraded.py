@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from replyguard import Turn, Verifier, VerifierConfig
+from replyguard.judge._prices import CallCost
 from replyguard.state import _shared
 from replyguard.testing import ScriptedAgent, ScriptedJudge, capture_events
 from support.redis_server import REDIS_PASSWORD, WRONG_PASSWORD, RedisServer, free_port
@@ -154,7 +155,7 @@ async def test_a_judgement_the_fleet_refuses_while_degraded_is_marked(tmp_path: 
     config = shared_config(
         f"redis://127.0.0.1:{free_port()}/0",
         tmp_path,
-        spendLimits=[{"scope": "global", "window": "1h", "usd": 0.015}],
+        spendLimits=[{"scope": "global", "window": "1h", "usd": 0.025}],
     )
     verifier = verifier_for(config)
     verdicts = [await verifier.verify(TURN, "Done.") for _ in range(3)]
@@ -180,7 +181,7 @@ async def test_a_turn_out_of_time_does_not_mark_redis_down(
                 ["openai/replyguard-test-judge"],
                 agent_id=None,
                 run_kind=None,
-                estimate=0.0,
+                call=CallCost(("openai/replyguard-test-judge",), 100, 0.0),
                 timeout_seconds=30,
                 time_left=0.001,  # far less than timeoutMs: Redis is not to blame
             )
@@ -201,7 +202,7 @@ async def _settlement_in_flight(verifier: Verifier, redis: RedisServer) -> None:
         ["openai/replyguard-test-judge"],
         agent_id=None,
         run_kind=None,
-        estimate=0.01,
+        call=CallCost(("openai/replyguard-test-judge",), 100, 0.01),
         timeout_seconds=30,
         time_left=5.0,
     )

@@ -107,14 +107,14 @@ def test_no_scope_value_reaches_another_counter_or_tenant(
 
 
 async def test_agents_acme_and_acme_held_have_their_own_limits(redis: RedisServer) -> None:
-    verifier = keyed_verifier(redis, usd=0.015, run_kinds=False)
+    verifier = keyed_verifier(redis, usd=0.025, run_kinds=False)
     with capture_events() as events:
         first = [await judged(verifier, "acme:held"), await judged(verifier, "acme")]
         second = [await judged(verifier, "acme:held"), await judged(verifier, "acme")]
         third = await judged(verifier, "acme")
     assert [v.fail_open_reason for v in first + second] == [None] * 4
     assert all(v.shared_state is None for v in (*first, *second, third))
-    assert third.fail_open_reason == "spend_limit"  # acme's own $0.015, spent: 0.02
+    assert third.fail_open_reason == "spend_limit"  # acme spent 0.02 of its own $0.025
     assert not [e for e in events if e["event"].startswith("shared_state_")]
     await verifier.aclose()
 

@@ -1,5 +1,5 @@
-"""What one judge call may cost at most, from litellm's price map: for spend limits, which
-hold that much before the call and count the real cost after it.
+"""What one judge call may cost, from litellm's price map: for spend limits, which hold an
+estimate before the call (``replyguard.state._estimates``) and count the real cost after it.
 
 A model's prices are looked up once per process (``litellm.get_model_info``); a model the map
 does not know costs nothing here (and litellm prices its calls at nothing too).
@@ -9,10 +9,23 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from replyguard.judge._litellm import _loaded_litellm
 
-__all__ = ["call_estimate"]
+__all__ = ["CallCost", "call_estimate"]
+
+
+@dataclass(frozen=True)
+class CallCost:
+    """What is known of a judge call's cost before it is made."""
+
+    chain: tuple[str, ...]
+    """The judge models it may go to, in order (its estimates are learnt per chain)."""
+    prompt_tokens: int
+    """The prompt's size in tokens (counted, or bounded)."""
+    prompt_only: float
+    """The price map's price of the prompt alone (nothing for an unpriced model)."""
 
 
 @functools.cache

@@ -36,7 +36,7 @@ from replyguard.context._prompt import (
 from replyguard.errors import CircuitOpenError, JudgeConfigError
 from replyguard.gate._triggers import TriggerMatcher
 from replyguard.judge._limiter import ConcurrencyLimiter
-from replyguard.judge._prices import call_estimate
+from replyguard.judge._prices import CallCost, call_estimate
 from replyguard.judge._protocol import Judge, JudgeReply
 from replyguard.runner._preload import judging
 from replyguard.telemetry._events import Events, describe_error, redact
@@ -171,20 +171,18 @@ def _shared_state(ticket: Ticket | None) -> Literal["degraded"] | None:
     return "degraded" if ticket is not None and ticket.degraded else None
 
 
-def _estimate(config: VerifierConfig, prompt: JudgePrompt) -> float:
-    """The most one judge call of this prompt may cost (for spend limits)."""
+def _estimate(config: VerifierConfig, prompt: JudgePrompt) -> CallCost | None:
+    """What is known of the cost of one judge call of this prompt (for spend limits)."""
     if not config.spend_limits:
-        return 0.0
+        return None
     tokens_in = prompt.counted_tokens
     if tokens_in is None:  # bounded by the budget and by its UTF-8 size, never counted here
         size = tokens.size_bound(prompt.system) + tokens.size_bound(prompt.user)
         tokens_in = min(config.context_token_budget, size)
     models = [
-        (model, config.judge_max_tokens_for(name))
-        for name in config.judge_models
-        for model in config.underlying_models(name)
+        (model, 0) for name in config.judge_models for model in config.underlying_models(name)
     ]
-    return call_estimate(models, tokens_in)
+    return CallCost(tuple(config.judge_models), tokens_in, call_estimate(models, tokens_in))
 
 
 class Assessor:
@@ -387,7 +385,7 @@ class Assessor:
                         config.judge_models,
                         agent_id=step.turn.agent_id,
                         run_kind=step.profile.name,
-                        estimate=_estimate(config, prompt),
+                        call=_estimate(config, prompt),
                         timeout_seconds=config.timeout_seconds,
                         time_left=time_left,
                     )
@@ -639,7 +637,7 @@ def _holds_mark(text: str) -> bool:
 async def _settled(gate: SharedState, ticket: Ticket, answer: JudgeReply | None) -> None:
     """Hand the ticket back with what the judgement cost; a cancelled turn does not wait
     for Redis (its reservation there expires by itself)."""
-    cost = answer.cost_usd if isinstance(answer, JudgeReply) else 0.0
+    cost = answer.cost_usd if isinstance(answer, JudgeReply) else None
     task = asyncio.current_task()
     if task is not None and task.cancelling():
         gate.abandon(ticket, cost)

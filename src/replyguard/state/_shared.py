@@ -20,6 +20,8 @@ from typing import Any
 
 from replyguard.config._schema import VerifierConfig
 from replyguard.config._state import SpendLimit
+from replyguard.judge._prices import CallCost
+from replyguard.state._estimates import Estimates
 from replyguard.state._local import LocalSpend
 from replyguard.state._redis import RedisState, scope_digest
 from replyguard.state._ticket import Ticket
@@ -49,6 +51,18 @@ _UNSETTLED = (
 )
 
 
+def binding_limits(limits: Sequence[SpendLimit]) -> tuple[SpendLimit, ...]:
+    """One limit per counter (scope and window): entries of the same scope and window count
+    the same spend, so only the lowest of them can ever refuse a judgement. (Each kept its own
+    count before, on one key: every cost was counted once per entry.)"""
+    lowest: dict[tuple[str, str], SpendLimit] = {}
+    for limit in limits:
+        kept = lowest.setdefault((limit.scope, limit.window), limit)
+        if limit.usd < kept.usd:
+            lowest[(limit.scope, limit.window)] = limit
+    return tuple(lowest.values())
+
+
 def _background(work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
     """A task of the running loop for ``work``, which ends by itself (bounded by
     ``timeoutMs``). A loop closed while it is pending drops it: it says so itself, so asyncio's
@@ -64,9 +78,10 @@ class SharedState:
 
     def __init__(self, config: VerifierConfig, events: Events) -> None:
         """``config.state`` must be resolvable (``Verifier`` checks it first)."""
-        self._limits = config.spend_limits
+        self._limits = binding_limits(config.spend_limits)
         self._events = events
         self._local = LocalSpend()
+        self._estimates = Estimates()
         self._redis: RedisState | None = None
         self._timeout = 0.0
         prefix = "replyguard:"
@@ -113,14 +128,38 @@ class SharedState:
         *,
         agent_id: str | None,
         run_kind: str | None,
-        estimate: float,
+        call: CallCost | None,
         timeout_seconds: float,
         time_left: float,
     ) -> Ticket:
         """One judgement's ticket: the breaker's decisions (with Redis), the limit it would
-        pass or the spend held for it. At most one round trip, bounded by ``timeoutMs`` and
-        ``time_left``; never raises but for cancellation."""
+        pass or the spend held for it (``call``'s estimate: ``Estimates.hold``, which may wait
+        for its chain's first measured call). At most one round trip, bounded by ``timeoutMs``
+        and ``time_left``; never raises but for cancellation."""
         counters = self._counters(agent_id, run_kind)
+        estimate, scout = 0.0, False
+        if counters and call is not None:
+            until = time.monotonic() + time_left
+            estimate, scout = await self._estimates.hold(call)
+            time_left = max(until - time.monotonic(), 0.001)
+        try:
+            ticket = await self._admitted(models, counters, estimate, timeout_seconds, time_left)
+        except BaseException:
+            if call is not None and scout:
+                self._estimates.measured(call, None, scout=True)
+            raise
+        if counters:
+            ticket.call, ticket.scout = call, scout
+        return ticket
+
+    async def _admitted(
+        self,
+        models: Sequence[str],
+        counters: tuple[tuple[SpendLimit, str, str], ...],
+        estimate: float,
+        timeout_seconds: float,
+        time_left: float,
+    ) -> Ticket:
         local_keys = tuple((limit, f"{base}:{value}") for limit, base, value in counters)
         ttl = timeout_seconds + RESERVATION_MARGIN
         if self._redis is not None:
@@ -152,11 +191,20 @@ class SharedState:
         degraded = self._redis is not None
         return Ticket(refused=limit, reservation=held, degraded=degraded, counters=local_keys)
 
-    async def settle(self, ticket: Ticket, cost: float) -> None:
-        """Hand a judgement's ticket back: its breaker reports and its real ``cost``. At most
-        one round trip (none when there is nothing to say), awaited only when the breaker has
-        news (a failure, or the answer of a failing or probed model): spend alone is settled
-        in the background. Never raises but for cancellation."""
+    def _measured(self, ticket: Ticket, cost: float | None) -> float:
+        """Tell the estimates what the ticket's call cost (once); what to count."""
+        call, ticket.call = ticket.call, None
+        if call is not None:
+            self._estimates.measured(call, cost, scout=ticket.scout)
+        return cost or 0.0
+
+    async def settle(self, ticket: Ticket, cost: float | None) -> None:
+        """Hand a judgement's ticket back: its breaker reports and its real ``cost`` (None:
+        no answer came, nothing is known). At most one round trip (none when there is
+        nothing to say), awaited only when the breaker has news (a failure, or the answer of
+        a failing or probed model): spend alone is settled in the background. Never raises
+        but for cancellation."""
+        cost = self._measured(ticket, cost)
         if not ticket.shared:
             self._local.settle(ticket.reservation, cost)
             return
@@ -203,9 +251,10 @@ class SharedState:
                 note=_UNSETTLED,
             )
 
-    def abandon(self, ticket: Ticket, cost: float) -> None:
+    def abandon(self, ticket: Ticket, cost: float | None) -> None:
         """Settle without waiting (a cancelled turn): this process's own state only; what the
         ticket holds on Redis expires by itself."""
+        cost = self._measured(ticket, cost)
         if ticket.shared:
             self._local.count(ticket.counters, cost)
         else:

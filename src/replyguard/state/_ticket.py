@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from replyguard.config._state import SpendLimit
+from replyguard.judge._prices import CallCost
 
 __all__ = ["Reservation", "Ticket", "current_ticket"]
 
@@ -53,6 +54,11 @@ class Ticket:
     """The reservation and decisions are Redis's (settled there), not this process's."""
     counters: tuple[tuple[SpendLimit, str], ...] = ()
     """Each spend limit with this judgement's counter key in it (its scope's value)."""
+    call: CallCost | None = None
+    """What was known of the call's cost before it (its estimate's source; None once settled,
+    or without spend limits)."""
+    scout: bool = False
+    """The call is its chain's first measured one (``replyguard.state._estimates``)."""
     reports: dict[str, bool] = field(default_factory=dict)
     """Per model called: True when it answered, False when it failed (the last report wins)."""
 
