@@ -113,3 +113,33 @@ async def test_entries_of_one_scope_and_window_count_each_cost_once(
     assert [v.fail_open_reason for v in verdicts] == [None] * 8 + ["spend_limit"]
     assert "$1 per 1h" in (verdicts[-1].error or "")  # the one that binds is named
     await verifier.aclose()
+
+
+def redis_spend(redis: RedisServer, prefix: str) -> float:
+    """The fleet's settled spend in this hour's global counter."""
+    import redis as redis_py
+
+    client = redis_py.Redis.from_url(redis.url(), decode_responses=True)
+    try:
+        keys = client.keys(f"{prefix}spend-v2:global:1h:*")
+        return sum(float(client.get(key) or 0) for key in keys if not key.endswith(":held"))
+    finally:
+        client.close()
+
+
+def test_a_loop_per_turn_without_aclose_loses_no_settlement(redis: RedisServer) -> None:
+    """A host runs each turn in ``asyncio.run`` and never calls ``aclose``: the spend of
+    every turn reaches the fleet's counter (before, the loop's end cancelled the background
+    settlement, and the fleet never counted that spend)."""
+    where = {"state": {"redisUrl": redis.url(), "keyPrefix": "loops:", "timeoutMs": 3000}}
+    config = limited(where, hourly(100.0), verifyAll=True)
+    verifier = Verifier(config, judge=ScriptedJudge(["PASS"] * 6, cost_usd=0.01))
+    for _ in range(6):
+        verdict = asyncio.run(verifier.verify(Turn(user_message="q"), "Done."))
+        assert verdict.fail_open_reason is None and verdict.shared_state is None
+    until = time.monotonic() + 10
+    while redis_spend(redis, "loops:") < 0.06 - 1e-9:
+        assert time.monotonic() < until, f"counted {redis_spend(redis, 'loops:')} of 0.06"
+        time.sleep(0.01)
+    assert redis_spend(redis, "loops:") == pytest.approx(0.06)
+    verifier.close()

@@ -105,7 +105,7 @@ end
 if probe then
   redis.call('HSET', probe, 'p', now + cooldown)
 end
-return {codes, 0, names}
+return {codes, 0, names, now + ttl}
 """
 
 _SETTLE = """
@@ -131,13 +131,17 @@ for m = 1, n do
   end
 end
 local limits, member, cost = tonumber(ARGV[i]), ARGV[i + 1], ARGV[i + 2]
-i = i + 3
+local expires = tonumber(ARGV[i + 3])
+i = i + 4
 for l = 1, limits do
   local key, secs = ARGV[i], tonumber(ARGV[i + 1])
   i = i + 2
-  redis.call('ZREM', key .. ':held', member)
-  redis.call('INCRBYFLOAT', key, cost)
-  redis.call('EXPIRE', key, secs + 3600)
+  -- Once: a reservation still held is settled now; one gone before it expires was settled
+  -- already (a settlement sent again after its first reply was lost); one gone after, expired.
+  if redis.call('ZREM', key .. ':held', member) == 1 or now >= expires then
+    redis.call('INCRBYFLOAT', key, cost)
+    redis.call('EXPIRE', key, secs + 3600)
+  end
 end
 return 1
 """
@@ -236,7 +240,7 @@ class RedisState:
         args += [len(limits), _usd(estimate), member, max(int(ttl * 1000), 1)]
         for limit, base, value in limits:
             args += [base, limit.seconds, _usd(limit.usd), value]
-        codes, refused, names = await admit(args=args)
+        codes, refused, names, *expires = await admit(args=args)
         decisions = {model: _CODES[int(code)] for model, code in zip(models, codes, strict=True)}
         if refused or not names:
             return decisions, int(refused), None
@@ -244,7 +248,7 @@ class RedisState:
             (name.decode() if isinstance(name, bytes) else str(name), limit.seconds)
             for name, (limit, _, _) in zip(names, limits, strict=True)
         )
-        return decisions, 0, Reservation(member, estimate, windows)
+        return decisions, 0, Reservation(member, estimate, windows, int(expires[0]))
 
     async def settle(
         self, reports: dict[str, bool], reservation: Reservation | None, cost: float
@@ -257,7 +261,8 @@ class RedisState:
             args += [model, "1" if answered else "0"]
         windows = reservation.windows if reservation is not None else ()
         member = reservation.member if reservation is not None else ""
-        args += [len(windows), member, _usd(cost)]
+        expires = reservation.expires_ms if reservation is not None else 0
+        args += [len(windows), member, _usd(cost), expires]
         for name, seconds in windows:
             args += [name, seconds]
         await settle(args=args)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import threading
 import time
 from collections.abc import Coroutine, Sequence
@@ -45,9 +46,8 @@ _ONE_CALL = (
 )
 
 _UNSETTLED = (
-    "the event loop ended with a spend settlement in flight: this instance counted its cost,"
-    " the fleet's spend did not (its reservation expires by itself); call Verifier.aclose()"
-    " before the loop ends (this is said once per verifier)"
+    "the process was exiting with a spend settlement cut off from its event loop: this"
+    " instance counted its cost, the fleet's spend did not (its reservation expires by itself)"
 )
 
 
@@ -218,9 +218,19 @@ class SharedState:
             await self._settle_on_redis(reports, ticket, cost)
             return
         # Spend alone: off the turn's path (the reservation holds until it lands).
+        self._in_background(ticket, cost)
+
+    def _in_background(self, ticket: Ticket, cost: float) -> None:
+        """Settle the ticket's spend on Redis in a task of the running loop; one that the
+        loop's end cancels (``asyncio.run`` returning) lands from a thread of its own."""
         task = _background(self._settle_in_background(ticket, cost))
         self._settling.add(task)
         task.add_done_callback(self._settling.discard)
+        task.add_done_callback(functools.partial(self._cut_off, ticket, cost))
+
+    def _cut_off(self, ticket: Ticket, cost: float, task: asyncio.Task[None]) -> None:
+        if task.cancelled():
+            self._settle_elsewhere(ticket, cost)
 
     async def _settle_on_redis(self, reports: dict[str, bool], ticket: Ticket, cost: float) -> None:
         assert self._redis is not None
@@ -231,15 +241,35 @@ class SharedState:
             self._failed(exc)
 
     async def _settle_in_background(self, ticket: Ticket, cost: float) -> None:
-        """A spend settlement off the turn's path. One that the event loop's end cancels (or
-        drops, pending, with a closed loop) before it landed is logged once per verifier:
-        this process counted the cost, but the fleet's counter did not (the reservation holds
-        the estimate on Redis until it expires)."""
+        """A spend settlement off the turn's path. One dropped, pending, with its closed
+        loop lands from a thread of its own (a cancelled one too: ``_cut_off``)."""
         try:
             await self._settle_on_redis({}, ticket, cost)
-        except (asyncio.CancelledError, GeneratorExit):
-            self._unsettled(cost)
+        except GeneratorExit:
+            self._settle_elsewhere(ticket, cost)
             raise
+
+    def _settle_elsewhere(self, ticket: Ticket, cost: float) -> None:
+        """Settle on a loop and a Redis connection of a new thread's own, closed after (each
+        call bounded by ``timeoutMs``), whatever became of the loop the settlement was
+        made on. Redis counts a settlement once, even one sent twice (the first may have
+        landed before its loop ended). Only a process past starting threads (exiting) logs
+        it as unsettled."""
+
+        def settle() -> None:
+            asyncio.run(self._settle_alone(ticket, cost))
+
+        try:  # not a daemon: a process that exits waits for it (bounded by timeoutMs)
+            threading.Thread(target=settle, name="replyguard-settlement").start()
+        except RuntimeError:  # the interpreter is shutting down
+            self._unsettled(cost)
+
+    async def _settle_alone(self, ticket: Ticket, cost: float) -> None:
+        assert self._redis is not None
+        try:
+            await self._settle_on_redis({}, ticket, cost)
+        finally:
+            await self._redis.aclose()  # this thread's loop's client
 
     def _unsettled(self, cost: float) -> None:
         with self._lock:
@@ -252,11 +282,13 @@ class SharedState:
             )
 
     def abandon(self, ticket: Ticket, cost: float | None) -> None:
-        """Settle without waiting (a cancelled turn): this process's own state only; what the
-        ticket holds on Redis expires by itself."""
+        """Settle without waiting (a cancelled turn): this process's own state now, the
+        spend on Redis in the background (the breaker's reports are dropped)."""
         cost = self._measured(ticket, cost)
         if ticket.shared:
             self._local.count(ticket.counters, cost)
+            if ticket.reservation is not None and self._redis is not None:
+                self._in_background(ticket, cost)
         else:
             self._local.settle(ticket.reservation, cost)
 

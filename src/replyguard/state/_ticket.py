@@ -36,6 +36,8 @@ class Reservation:
     """The estimate held."""
     windows: tuple[tuple[str, int], ...]
     """Each limit's counter (its key) and window length in seconds."""
+    expires_ms: int = 0
+    """When it expires on Redis (Redis's clock, ms; 0: held in this process)."""
 
 
 @dataclass
