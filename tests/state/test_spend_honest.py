@@ -143,3 +143,32 @@ def test_a_loop_per_turn_without_aclose_loses_no_settlement(redis: RedisServer) 
         time.sleep(0.01)
     assert redis_spend(redis, "loops:") == pytest.approx(0.06)
     verifier.close()
+
+
+async def test_when_redis_goes_away_the_calls_in_flight_still_count_here() -> None:
+    """The fleet's reservations are mirrored in the instance's own windows: should Redis go
+    away mid-burst, the local fallback counts the judgements in flight (before, it counted
+    only settled spend, and admitted a limit's worth more)."""
+    release, started = asyncio.Event(), asyncio.Semaphore(0)
+
+    async def slow(_prompt: object) -> str:
+        started.release()
+        await release.wait()
+        return "PASS"
+
+    with redis_server() as server:
+        where = {"state": {"redisUrl": server.url(), "timeoutMs": 3000}}
+        judge = ScriptedJudge(["PASS", slow, slow], cost_usd=0.1)
+        verifier = Verifier(limited(where, hourly(0.35)), judge=judge)
+        turn = Turn(user_message="Is the report done?")
+        assert (await verifier.verify(turn, "Done.")).shared_state is None  # measured: 0.1
+        running = [asyncio.create_task(verifier.verify(turn, "Done.")) for _ in range(2)]
+        for _ in running:
+            await started.acquire()
+        server.kill()
+        third = await verifier.verify(turn, "Done.")  # 0.1 spent + 0.2 in flight + 0.1
+    release.set()
+    assert [v.shared_state for v in await asyncio.gather(*running)] == [None, None]
+    assert (third.shared_state, third.fail_open_reason) == ("degraded", "spend_limit")
+    judge.assert_exhausted()
+    await verifier.aclose()

@@ -180,16 +180,17 @@ class SharedState:
                     self._failed(exc)
                 else:
                     self._answered()
+                    mirror = self._local.hold(local_keys, estimate, ttl) if held else None
                     return Ticket(
                         decisions=decisions,
                         refused=counters[refused - 1][0] if refused else None,
                         reservation=held,
                         shared=True,
-                        counters=local_keys,
+                        mirror=mirror,
                     )
         limit, held = self._local.reserve(local_keys, estimate, ttl) if counters else (None, None)
         degraded = self._redis is not None
-        return Ticket(refused=limit, reservation=held, degraded=degraded, counters=local_keys)
+        return Ticket(refused=limit, reservation=held, degraded=degraded)
 
     def _measured(self, ticket: Ticket, cost: float | None) -> float:
         """Tell the estimates what the ticket's call cost (once); what to count."""
@@ -208,7 +209,7 @@ class SharedState:
         if not ticket.shared:
             self._local.settle(ticket.reservation, cost)
             return
-        self._local.count(ticket.counters, cost)
+        self._local.settle(ticket.mirror, cost)
         reports = ticket.pending_reports()
         if self._redis is None or (not reports and ticket.reservation is None):
             return
@@ -286,7 +287,7 @@ class SharedState:
         spend on Redis in the background (the breaker's reports are dropped)."""
         cost = self._measured(ticket, cost)
         if ticket.shared:
-            self._local.count(ticket.counters, cost)
+            self._local.settle(ticket.mirror, cost)
             if ticket.reservation is not None and self._redis is not None:
                 self._in_background(ticket, cost)
         else:

@@ -54,8 +54,9 @@ class Ticket:
     """The spend held (None without spend limits)."""
     shared: bool = False
     """The reservation and decisions are Redis's (settled there), not this process's."""
-    counters: tuple[tuple[SpendLimit, str], ...] = ()
-    """Each spend limit with this judgement's counter key in it (its scope's value)."""
+    mirror: Reservation | None = None
+    """The shared reservation, held in this process's own windows too (settled with it), so
+    that they count the judgements in flight should Redis go away."""
     call: CallCost | None = None
     """What was known of the call's cost before it (its estimate's source; None once settled,
     or without spend limits)."""
