@@ -82,8 +82,8 @@ async def test_an_unpriced_judge_spends_at_most_one_call_past_the_limit(
 async def test_a_limit_worth_n_calls_admits_most_of_a_burst(
     where: dict[str, Any], calls: int, turns: int
 ) -> None:
-    # Each call's worst case (the prompt and 512 tokens out) is about 3 times its real cost
-    # here: held for every call, a limit worth 3 calls admitted 1, one worth 25 admitted 8.
+    # Held at each call's worst case (its prompt's size bound in, 512 tokens out: about 10
+    # times its real cost here), a limit worth 3 calls admitted none, one worth 25 admitted 4.
     limit = (calls + 0.5) * CALL_COST
     with ProviderServer(default=Step(text="PASS", delay=0.05)) as server:
         config = limited(
