@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from replyguard import Turn, Verifier, VerifierConfig
-from replyguard.judge._prices import CallCost
 from replyguard.state import _shared
+from replyguard.state._estimates import CallCost
 from replyguard.testing import ScriptedAgent, ScriptedJudge, capture_events
 from support.redis_server import REDIS_PASSWORD, WRONG_PASSWORD, RedisServer, free_port
 

@@ -9,23 +9,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from replyguard.judge._litellm import _loaded_litellm
 
-__all__ = ["CallCost", "call_estimate"]
-
-
-@dataclass(frozen=True)
-class CallCost:
-    """What is known of a judge call's cost before it is made."""
-
-    chain: tuple[str, ...]
-    """The judge models it may go to, in order (its estimates are learnt per chain)."""
-    prompt_tokens: int
-    """The prompt's size in tokens (counted, or bounded)."""
-    prompt_only: float
-    """The price map's price of the prompt alone (nothing for an unpriced model)."""
+__all__ = ["call_estimate"]
 
 
 @functools.cache

@@ -36,7 +36,7 @@ from replyguard.context._prompt import (
 from replyguard.errors import CircuitOpenError, JudgeConfigError
 from replyguard.gate._triggers import TriggerMatcher
 from replyguard.judge._limiter import ConcurrencyLimiter
-from replyguard.judge._prices import CallCost, call_estimate
+from replyguard.judge._prices import call_estimate
 from replyguard.judge._protocol import Judge, JudgeReply
 from replyguard.runner._preload import judging
 from replyguard.telemetry._events import Events, describe_error, redact
@@ -47,6 +47,7 @@ from replyguard.types import CheckResult, FailCategory, Reason, Reply, Turn, Ver
 if TYPE_CHECKING:  # loaded when a config asks for a panel or shared state
     from replyguard.judge._panel import Panel
     from replyguard.state import SharedState, Ticket
+    from replyguard.state._estimates import CallCost
 
 _INLINE_SCAN_CHARS = 50_000
 _JUDGE_TEXTS = ("raw", "feedback", "reasoning", "model", "error")
@@ -175,6 +176,8 @@ def _estimate(config: VerifierConfig, prompt: JudgePrompt) -> CallCost | None:
     """What is known of the cost of one judge call of this prompt (for spend limits)."""
     if not config.spend_limits:
         return None
+    from replyguard.state._estimates import CallCost  # loaded with the shared state
+
     tokens_in = prompt.counted_tokens
     if tokens_in is None:  # bounded by the budget and by its UTF-8 size, never counted here
         size = tokens.size_bound(prompt.system) + tokens.size_bound(prompt.user)

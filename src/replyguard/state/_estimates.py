@@ -24,9 +24,20 @@ import threading
 from collections import deque
 from dataclasses import dataclass, field
 
-from replyguard.judge._prices import CallCost
+__all__ = ["HISTORY", "CallCost", "Estimates"]
 
-__all__ = ["HISTORY", "Estimates"]
+
+@dataclass(frozen=True)
+class CallCost:
+    """What is known of a judge call's cost before it is made."""
+
+    chain: tuple[str, ...]
+    """The judge models it may go to, in order (its estimates are learnt per chain)."""
+    prompt_tokens: int
+    """The prompt's size in tokens (counted, or bounded)."""
+    prompt_only: float
+    """The price map's price of the prompt alone (nothing for an unpriced model)."""
+
 
 HISTORY = 16
 """How many recent calls of a chain its estimate is taken from."""

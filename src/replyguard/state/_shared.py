@@ -21,8 +21,7 @@ from typing import Any
 
 from replyguard.config._schema import VerifierConfig
 from replyguard.config._state import SpendLimit
-from replyguard.judge._prices import CallCost
-from replyguard.state._estimates import Estimates
+from replyguard.state._estimates import CallCost, Estimates
 from replyguard.state._local import LocalSpend
 from replyguard.state._redis import RedisState, scope_digest
 from replyguard.state._ticket import Ticket

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from replyguard.config._state import SpendLimit
-from replyguard.judge._prices import CallCost
+from replyguard.state._estimates import CallCost
 
 __all__ = ["Reservation", "Ticket", "current_ticket"]
 
