@@ -172,3 +172,34 @@ async def test_when_redis_goes_away_the_calls_in_flight_still_count_here() -> No
     assert (third.shared_state, third.fail_open_reason) == ("degraded", "spend_limit")
     judge.assert_exhausted()
     await verifier.aclose()
+
+
+async def test_a_cancelled_turn_gives_its_reservation_back_at_once(where: dict[str, Any]) -> None:
+    """A turn cancelled mid-judgement: its reservation is settled (on Redis in the
+    background), not left to expire ``timeoutSeconds`` + 10 s later, holding the room."""
+    started = asyncio.Event()
+
+    async def hanging(_prompt: object) -> str:
+        started.set()
+        await asyncio.sleep(60)
+        return "PASS"
+
+    judge = ScriptedJudge(["PASS", hanging, "PASS", "PASS"], cost_usd=0.1)
+    verifier = Verifier(limited(where, hourly(0.35)), judge=judge)
+    turn = Turn(user_message="Is the report done?")
+    assert (await verifier.verify(turn, "Done.")).fail_open_reason is None  # measured: 0.1
+    cancelled = asyncio.create_task(verifier.verify(turn, "Done."))
+    await started.wait()
+    cancelled.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await cancelled
+    state = verifier._state
+    assert state is not None
+    await state.settled()
+    # 0.1 spent, nothing held: two more calls fit (with 0.1 still held, the second would
+    # make 0.2 spent, 0.1 held and 0.1 more: 0.4).
+    verdicts = [await verifier.verify(turn, "Done.") for _ in range(2)]
+    assert [v.fail_open_reason for v in verdicts] == [None, None]
+    assert all(v.shared_state is None for v in verdicts)
+    judge.assert_exhausted()
+    await verifier.aclose()
