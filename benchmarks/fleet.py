@@ -1,4 +1,5 @@
-"""What the fleet's shared state adds to a judged turn (``run.py --only fleet``).
+"""What the fleet's shared state adds to a judged turn (``run.py --only fleet``), and what a
+burst of turns gets admitted under a spend limit.
 
 A loopback ``redis-server`` (no persistence, a free port, stopped by its pid) holds the shared
 breaker and a spend limit. Each sample is a pair of ``verify`` calls made back to back, one by a
@@ -91,3 +92,60 @@ async def measure(pairs: int) -> dict[str, Any]:
         "timeout_s": TIMEOUT_MS / 1000,
         "pairs": pairs,
     }
+
+
+# -- spend limits: what a burst gets admitted ------------------------------------------------
+
+PRICED_JUDGE = "openai/gpt-4o-mini"  # litellm's map: $0.15 / $0.60 per million tokens
+CALL_COST = 900 * 0.15e-6 + 12 * 0.60e-6  # the loopback provider's usage: 900 in, 12 out
+
+
+async def _burst(config: dict[str, Any], turns: int, judge: Any = None) -> dict[str, Any]:
+    """``turns`` judgements at once: how many were made, what they spent, and how many were
+    decided on local state (a Redis call slower than ``timeoutMs`` on a busy machine)."""
+    verifier = Verifier(VerifierConfig.from_dict(config), judge=judge, preload=False)
+    await verifier.warmup()
+    verdicts = await asyncio.gather(*(verifier.verify(TURN, REPLY) for _ in range(turns)))
+    await verifier.aclose()
+    assert all(v.fail_open_reason in (None, "spend_limit") for v in verdicts), verdicts
+    return {
+        "admitted": sum(v.fail_open_reason is None for v in verdicts),
+        "spent": sum(v.cost_usd for v in verdicts),
+        "degraded": sum(v.shared_state == "degraded" for v in verdicts),
+    }
+
+
+async def measure_admission(bursts: tuple[tuple[int, int], ...] = ((3, 10), (25, 150))) -> Any:
+    """For each ``(calls, turns)``: a limit worth ``calls`` real calls (and half of one),
+    ``turns`` simultaneous judgements of a priced judge through a loopback provider, in
+    process and on Redis: the calls admitted and the spend. Then an unpriced judge ($0.02 a
+    call) under $0.05, 20 judgements at once."""
+    from support.provider_server import ProviderServer, Step
+
+    rows = []
+    with redis_server() as server, ProviderServer(default=Step(text="PASS", delay=0.05)) as api:
+        state = {"redisUrl": server.url(), "timeoutMs": 1000}  # a busy machine: see "degraded"
+        homes = {"in process": {}, "Redis": {"state": state}}
+        base = {"enabled": True, "model": PRICED_JUDGE, "apiKey": "sk-bench-0123456789abcdef"}
+        base |= {"apiBase": f"{api.url}/v1", "timeoutSeconds": 60}
+        for calls, turns in bursts:
+            limit = (calls + 0.5) * CALL_COST
+            for home, keys in homes.items():
+                limits = [{"scope": "global", "window": "1h", "usd": limit}]
+                config = {**base, **keys, "spendLimits": limits}
+                config["state"] = {**keys.get("state", {}), "keyPrefix": f"b{len(rows)}:"}
+                if not keys:
+                    del config["state"]
+                found = await _burst(config, turns)
+                rows.append({"home": home, "calls": calls, "turns": turns, **found,
+                             "limit": limit, "call": CALL_COST})  # fmt: skip
+        for home, keys in homes.items():
+            config = {"enabled": True, "model": "openai/replyguard-bench-unpriced", **keys}
+            config["spendLimits"] = [{"scope": "global", "window": "1h", "usd": 0.05}]
+            if keys:
+                config["state"] = {**keys["state"], "keyPrefix": f"u{len(rows)}:"}
+            judge = ScriptedJudge(["PASS"] * 20, cost_usd=0.02, delay=0.05)
+            found = await _burst(config, 20, judge)
+            rows.append({"home": home, "calls": 2, "turns": 20, **found,
+                         "limit": 0.05, "call": 0.02, "unpriced": True})  # fmt: skip
+    return {"bursts": rows}

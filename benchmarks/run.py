@@ -643,6 +643,37 @@ async def fleet_section(sizes: Sizes, rows: list[Row]) -> None:
             result=verdict(found["down_later_s"] <= 0.0001),
         ),
     ]
+    admission = await fleet.measure_admission()
+    for burst in admission["bursts"]:
+        rows.append(_admission_row(burst))
+
+
+_BEFORE = {3: " (each held at its worst case: 0 admitted)", 25: " (worst case: 4)"}
+"""What the same bursts got when every call was held at its worst case (measured in process
+with the code before realistic estimates)."""
+
+
+def _admission_row(burst: dict[str, Any]) -> Row:
+    """Calls admitted out of a burst against a spend limit worth ``calls`` calls."""
+    calls, limit, call = burst["calls"], burst["limit"], burst["call"]
+    within = burst["spent"] <= limit + call
+    if burst.get("unpriced"):
+        name = f"spend limit ${limit:g}, unpriced judge ${call:g} a call, {burst['turns']} at once"
+        name += f", {burst['home']}"
+        value = f"spent ${burst['spent']:.2f}"
+        target, ok = f"≤ ${limit + call:.2f} (limit + one call)", within
+    else:
+        name = (
+            f"spend limit worth {calls} calls (+ half), {burst['turns']} turns at once,"
+            f" {burst['home']}{_BEFORE.get(calls, '')}"
+        )
+        value = f"{burst['admitted']} admitted"
+        target, ok = f"≥ {0.8 * calls:g}; spend ≤ limit + one call", within
+        ok = ok and burst["admitted"] >= 0.8 * calls
+    if burst["degraded"]:
+        name += f" ({burst['degraded']} decided on local state)"
+    return Row(name, value, f"spent ${burst['spent']:.6f} of ${limit:.6f}", target=target,
+               result=verdict(ok), data=burst)  # fmt: skip
 
 
 # -- output -----------------------------------------------------------------------------------

@@ -117,7 +117,7 @@ def test_concurrent_spend_of_the_fleet_stays_within_the_limit_plus_one_call_per_
     # Redis's counter of the window holds exactly what the instances say they spent.
     client = redis_py.Redis.from_url(redis.url())
     prefix = config["state"]["keyPrefix"]
-    keys = list(client.keys(f"{prefix}spend:global:1h:*:all"))
+    keys = list(client.keys(f"{prefix}spend-v2:global:1h:*"))
     assert len(keys) == 1
     until = time.monotonic() + 5  # the last settlements land in the background
     while float(client.get(keys[0]) or 0) != pytest.approx(spent, abs=1e-9):

@@ -85,28 +85,27 @@ def test_each_scope_value_has_its_own_counter() -> None:
 
 
 def judged(**keys: Any) -> VerifierConfig:
-    # A judge model the price map does not know: its estimate is 0, so each call's real cost
-    # (the scripted judge's) decides, and the overshoot is at most one call.
+    # A judge model the price map does not know: its first call is held at nothing, the
+    # later ones at what the earlier ones cost (the scripted judge's cost).
     base = {"enabled": True, "verifyAll": True, "model": "openai/replyguard-test-judge"}
     return VerifierConfig.from_dict({**base, **keys})
 
 
 async def test_a_judgement_that_would_pass_the_limit_fails_open_without_a_judge_call() -> None:
     config = judged(spendLimits=[{"scope": "global", "window": "1h", "usd": 0.05}])
-    judge = ScriptedJudge(["PASS"] * 3, cost_usd=0.02)
+    judge = ScriptedJudge(["PASS"] * 2, cost_usd=0.02)
     verifier = Verifier(config, judge=judge, preload=False)
-    verdicts = [await verifier.verify(Turn(user_message="hi"), "done") for _ in range(4)]
-    assert [v.fail_open_reason for v in verdicts] == [None, None, None, Reason.SPEND_LIMIT]
+    verdicts = [await verifier.verify(Turn(user_message="hi"), "done") for _ in range(3)]
+    # A third call, held at 0.02 like the two before it, would pass 0.05.
+    assert [v.fail_open_reason for v in verdicts] == [None, None, Reason.SPEND_LIMIT]
     assert "global spend limit of $0.05 per 1h" in (verdicts[-1].error or "")
     assert sum(v.cost_usd for v in verdicts) <= 0.05 + 0.02
     judge.assert_exhausted()
     assert verdicts[-1].shared_state is None  # no Redis configured: nothing is degraded
 
 
-async def test_concurrent_judgements_hold_their_estimates(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    config = judged(spendLimits=[{"scope": "agentId", "window": "1d", "usd": 0.5}])
+async def test_concurrent_judgements_hold_their_estimates() -> None:
+    config = judged(spendLimits=[{"scope": "agentId", "window": "1d", "usd": 0.35}])
     release, started = asyncio.Event(), asyncio.Semaphore(0)
 
     async def slow(_prompt: object) -> str:
@@ -114,15 +113,15 @@ async def test_concurrent_judgements_hold_their_estimates(
         await release.wait()
         return "PASS"
 
-    judge = ScriptedJudge([slow, slow, "PASS"], cost_usd=0.1)
+    judge = ScriptedJudge(["PASS", slow, slow, "PASS"], cost_usd=0.1)
     verifier = Verifier(config, judge=judge, preload=False)
-    # An estimate of 0.2 a call: two calls in flight hold 0.4 of the 0.5.
-    monkeypatch.setattr("replyguard.runner._assessment.call_estimate", lambda *_: 0.2)
     turn = Turn(user_message="hi", agent_id="agent-7")
+    assert (await verifier.verify(turn, "done")).fail_open_reason is None  # measured: 0.1
+    # Held at 0.1 a call: two calls in flight hold 0.2 of the 0.25 left.
     running = [asyncio.create_task(verifier.verify(turn, "done")) for _ in range(2)]
     for _ in running:
         await started.acquire()
-    third = await verifier.verify(turn, "done")  # 0.6 would pass 0.5
+    third = await verifier.verify(turn, "done")  # 0.4 would pass 0.35
     other = await verifier.verify(Turn(user_message="hi", agent_id="agent-8"), "done")
     release.set()
     assert [v.fail_open_reason for v in await asyncio.gather(*running)] == [None, None]

@@ -3,8 +3,9 @@
 ``fault_matrix`` drives what the provider can do wrong; these cases are what the host can do
 wrong while the provider is fine: close one verifier while another works (a config reload),
 close a verifier while its turn is being judged, use a verifier after closing it, close it
-under a ``run_sync`` turn, run a command check whose command leaves a detached child, and let a
-check repeat a coarse message while the agent's replies improve. Each runs through
+under a ``run_sync`` turn, run a command check whose command leaves a detached child, let a
+check repeat a coarse message while the agent's replies improve, and send a burst of turns
+under a spend limit that has room for all of them. Each runs through
 ``Verifier.run`` against a loopback provider that answers PASS (litellm's real aiohttp path,
 either wire format). Every turn must be judged and pass (never a silent fail-open), no client
 connection may stay open once the verifiers are closed, and no process may be left behind.
@@ -128,6 +129,24 @@ async def _check_repeating_a_coarse_message(
     await verifier.aclose()
 
 
+async def _burst_under_a_spend_limit(
+    wire: Wire, server: ProviderServer, result: HostResult
+) -> None:
+    """20 turns at once under a spend limit worth 40 of their calls: each is held at what a
+    call really costs, so every one is judged (held at its worst case, about half of them
+    failed open with ``spend_limit``)."""
+    measuring = Verifier(config(wire, server.url))
+    cost = (await measuring.run(ScriptedAgent([FIRST_REPLY]), TURN)).cost_usd
+    await measuring.aclose()
+    assert cost > 0, "the provider's usage was not priced"
+    limits = [{"scope": "global", "window": "1d", "usd": 40 * cost}]
+    verifier = Verifier(config(wire, server.url, spendLimits=limits))
+    turns = [verifier.run(ScriptedAgent([FIRST_REPLY]), TURN) for _ in range(20)]
+    for outcome in await asyncio.gather(*turns):
+        result.record(outcome)
+    await verifier.aclose()
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -149,6 +168,7 @@ HOST_FAULTS: dict[str, HostFault] = {
     "closed-under-run-sync": _closed_under_run_sync,
     "check-leaves-a-detached-child": _detached_check_child,
     "check-repeats-a-coarse-message": _check_repeating_a_coarse_message,
+    "burst-under-a-spend-limit": _burst_under_a_spend_limit,
 }
 LINUX_ONLY = frozenset({"check-leaves-a-detached-child"})
 """Cases whose guarantee holds on Linux only (a child subreaper; elsewhere a process group)."""

@@ -1,5 +1,5 @@
-"""What one judge call may cost at most, from litellm's price map: for spend limits, which
-hold that much before the call and count the real cost after it.
+"""What one judge call may cost, from litellm's price map: for spend limits, which hold an
+estimate before the call (``replyguard.state._estimates``) and count the real cost after it.
 
 A model's prices are looked up once per process (``litellm.get_model_info``); a model the map
 does not know costs nothing here (and litellm prices its calls at nothing too).

@@ -47,6 +47,7 @@ from replyguard.types import CheckResult, FailCategory, Reason, Reply, Turn, Ver
 if TYPE_CHECKING:  # loaded when a config asks for a panel or shared state
     from replyguard.judge._panel import Panel
     from replyguard.state import SharedState, Ticket
+    from replyguard.state._estimates import CallCost
 
 _INLINE_SCAN_CHARS = 50_000
 _JUDGE_TEXTS = ("raw", "feedback", "reasoning", "model", "error")
@@ -171,20 +172,20 @@ def _shared_state(ticket: Ticket | None) -> Literal["degraded"] | None:
     return "degraded" if ticket is not None and ticket.degraded else None
 
 
-def _estimate(config: VerifierConfig, prompt: JudgePrompt) -> float:
-    """The most one judge call of this prompt may cost (for spend limits)."""
+def _estimate(config: VerifierConfig, prompt: JudgePrompt) -> CallCost | None:
+    """What is known of the cost of one judge call of this prompt (for spend limits)."""
     if not config.spend_limits:
-        return 0.0
+        return None
+    from replyguard.state._estimates import CallCost  # loaded with the shared state
+
     tokens_in = prompt.counted_tokens
     if tokens_in is None:  # bounded by the budget and by its UTF-8 size, never counted here
         size = tokens.size_bound(prompt.system) + tokens.size_bound(prompt.user)
         tokens_in = min(config.context_token_budget, size)
     models = [
-        (model, config.judge_max_tokens_for(name))
-        for name in config.judge_models
-        for model in config.underlying_models(name)
+        (model, 0) for name in config.judge_models for model in config.underlying_models(name)
     ]
-    return call_estimate(models, tokens_in)
+    return CallCost(tuple(config.judge_models), tokens_in, call_estimate(models, tokens_in))
 
 
 class Assessor:
@@ -387,7 +388,7 @@ class Assessor:
                         config.judge_models,
                         agent_id=step.turn.agent_id,
                         run_kind=step.profile.name,
-                        estimate=_estimate(config, prompt),
+                        call=_estimate(config, prompt),
                         timeout_seconds=config.timeout_seconds,
                         time_left=time_left,
                     )
@@ -639,7 +640,7 @@ def _holds_mark(text: str) -> bool:
 async def _settled(gate: SharedState, ticket: Ticket, answer: JudgeReply | None) -> None:
     """Hand the ticket back with what the judgement cost; a cancelled turn does not wait
     for Redis (its reservation there expires by itself)."""
-    cost = answer.cost_usd if isinstance(answer, JudgeReply) else 0.0
+    cost = answer.cost_usd if isinstance(answer, JudgeReply) else None
     task = asyncio.current_task()
     if task is not None and task.cancelling():
         gate.abandon(ticket, cost)

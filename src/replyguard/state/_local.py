@@ -80,11 +80,29 @@ class LocalSpend:
             for limit, _, window in windows:
                 if over_limit(window.spent, window.holding(clock), estimate, limit.usd):
                     return limit, None
-            member = f"local-{next(_ids)}"
-            for _, _, window in windows:
-                window.held[member] = (estimate, clock + ttl)
-            names = tuple((name, limit.seconds) for limit, name, _ in windows)
-            return None, Reservation(member, estimate, names)
+            return None, self._held(windows, estimate, clock + ttl)
+
+    def hold(
+        self, limits: Sequence[tuple[SpendLimit, str]], estimate: float, ttl: float
+    ) -> Reservation:
+        """Hold ``estimate`` in each limit's current window whatever they hold already: the
+        shared state's reservation, mirrored here, so that this process's own totals count
+        the judgements in flight should Redis go away."""
+        with self._lock:
+            now, clock = self._wall(), self._clock()
+            self._drop_ended(now)
+            windows = [(limit, *self._window(key, limit.seconds, now)) for limit, key in limits]
+            return self._held(windows, estimate, clock + ttl)
+
+    @staticmethod
+    def _held(
+        windows: Sequence[tuple[SpendLimit, str, _Window]], estimate: float, until: float
+    ) -> Reservation:
+        member = f"local-{next(_ids)}"
+        for _, _, window in windows:
+            window.held[member] = (estimate, until)
+        names = tuple((name, limit.seconds) for limit, name, _ in windows)
+        return Reservation(member, estimate, names)
 
     def settle(self, reservation: Reservation | None, cost: float) -> None:
         """Release a reservation of this process's and count the real ``cost`` instead."""
@@ -96,16 +114,6 @@ class LocalSpend:
                 if window is not None:
                     window.held.pop(reservation.member, None)
                     window.spent += cost
-
-    def count(self, limits: Sequence[tuple[SpendLimit, str]], cost: float) -> None:
-        """Count ``cost`` spent now (what a judgement settled on the shared state cost, so
-        this process's own totals are current should Redis go away)."""
-        if cost <= 0:
-            return
-        with self._lock:
-            now = self._wall()
-            for limit, key in limits:
-                self._window(key, limit.seconds, now)[1].spent += cost
 
     def _drop_ended(self, now: float) -> None:
         ended = [name for name, window in self._windows.items() if window.ends <= now]

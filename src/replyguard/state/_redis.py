@@ -6,10 +6,17 @@ Keys, all under ``keyPrefix``::
 
     {prefix}breaker:{model}                          hash: f failures, o open until (ms),
                                                      p probe in flight until (ms)
-    {prefix}spend:{scope}:{window}:{start}:{value}   settled USD of one window (a float)
-    {prefix}spend:{scope}:{window}:{start}:{value}:held
+    {prefix}spend-v2:{scope}:{window}:{start}:{digest}
+                                                     settled USD of one window (a float)
+    {prefix}spend-v2:{scope}:{window}:{start}:{digest}:held
                                                      sorted set of reservations
                                                      ("id|amount", scored by expiry in ms)
+
+``{digest}`` is ``scope_digest`` of the scope's value (the agent id, the run kind): 32 hex
+digits whatever the value holds (``:``, ``{``, ``}``, ``held``, any unicode, any length), so
+no value can reach another counter's key, its reservations' key, or past the prefix. (Before,
+values were written as they were: agent ``acme:held``'s counter was agent ``acme``'s
+reservations, and Redis answered ``WRONGTYPE``.)
 
 The breaker follows ``replyguard.judge._breaker``'s states fleet-wide: ``failureThreshold``
 failures in a row (counted by every instance together) open a model's circuit for every
@@ -24,6 +31,7 @@ redis-py's clients belong to the event loop they were made on: one client per lo
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import importlib
 import threading
 import uuid
@@ -34,7 +42,14 @@ from typing import Any
 from replyguard.config._state import SpendLimit
 from replyguard.state._ticket import Decision, Reservation
 
-__all__ = ["RedisState"]
+__all__ = ["RedisState", "scope_digest"]
+
+
+def scope_digest(value: str) -> str:
+    """A scope's value as it stands in a key: 32 hex digits of its BLAKE2b hash (of its UTF-8
+    bytes; a lone surrogate is encoded as it is, so two strings never share a digest)."""
+    return hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
 
 _ADMIT = """
 local t = redis.call('TIME')
@@ -90,7 +105,7 @@ end
 if probe then
   redis.call('HSET', probe, 'p', now + cooldown)
 end
-return {codes, 0, names}
+return {codes, 0, names, now + ttl}
 """
 
 _SETTLE = """
@@ -116,13 +131,17 @@ for m = 1, n do
   end
 end
 local limits, member, cost = tonumber(ARGV[i]), ARGV[i + 1], ARGV[i + 2]
-i = i + 3
+local expires = tonumber(ARGV[i + 3])
+i = i + 4
 for l = 1, limits do
   local key, secs = ARGV[i], tonumber(ARGV[i + 1])
   i = i + 2
-  redis.call('ZREM', key .. ':held', member)
-  redis.call('INCRBYFLOAT', key, cost)
-  redis.call('EXPIRE', key, secs + 3600)
+  -- Once: a reservation still held is settled now; one gone before it expires was settled
+  -- already (a settlement sent again after its first reply was lost); one gone after, expired.
+  if redis.call('ZREM', key .. ':held', member) == 1 or now >= expires then
+    redis.call('INCRBYFLOAT', key, cost)
+    redis.call('EXPIRE', key, secs + 3600)
+  end
 end
 return 1
 """
@@ -137,6 +156,9 @@ def _import_redis() -> None:
     importlib.import_module("redis.asyncio")
     importlib.import_module("redis.backoff")
 
+
+POOL_SIZE = 100
+"""Connections to Redis per event loop, at most (redis-py's default)."""
 
 _CODES: dict[int, Decision] = {0: "refused", 1: "closed", 2: "failing", 3: "probe"}
 
@@ -186,13 +208,19 @@ class RedisState:
                 from redis.asyncio.retry import Retry
                 from redis.backoff import NoBackoff
 
-                client = redis.asyncio.Redis.from_url(
+                # A blocking pool: a burst of more judgements than it has connections waits
+                # for one (within timeoutMs), where a plain pool raised "Too many
+                # connections", which marked Redis down.
+                pool = redis.asyncio.BlockingConnectionPool.from_url(
                     self._url,
+                    max_connections=POOL_SIZE,
+                    timeout=None,
                     socket_timeout=self._timeout,
                     socket_connect_timeout=self._timeout,
                     retry=Retry(NoBackoff(), 0),
                     retry_on_timeout=False,
                 )
+                client = redis.asyncio.Redis.from_pool(pool)
                 found = (client, client.register_script(_ADMIT), client.register_script(_SETTLE))
                 self._clients[loop] = found
             return found
@@ -212,7 +240,7 @@ class RedisState:
         args += [len(limits), _usd(estimate), member, max(int(ttl * 1000), 1)]
         for limit, base, value in limits:
             args += [base, limit.seconds, _usd(limit.usd), value]
-        codes, refused, names = await admit(args=args)
+        codes, refused, names, *expires = await admit(args=args)
         decisions = {model: _CODES[int(code)] for model, code in zip(models, codes, strict=True)}
         if refused or not names:
             return decisions, int(refused), None
@@ -220,7 +248,7 @@ class RedisState:
             (name.decode() if isinstance(name, bytes) else str(name), limit.seconds)
             for name, (limit, _, _) in zip(names, limits, strict=True)
         )
-        return decisions, 0, Reservation(member, estimate, windows)
+        return decisions, 0, Reservation(member, estimate, windows, int(expires[0]))
 
     async def settle(
         self, reports: dict[str, bool], reservation: Reservation | None, cost: float
@@ -233,10 +261,21 @@ class RedisState:
             args += [model, "1" if answered else "0"]
         windows = reservation.windows if reservation is not None else ()
         member = reservation.member if reservation is not None else ""
-        args += [len(windows), member, _usd(cost)]
+        expires = reservation.expires_ms if reservation is not None else 0
+        args += [len(windows), member, _usd(cost), expires]
         for name, seconds in windows:
             args += [name, seconds]
         await settle(args=args)
+
+    @staticmethod
+    def is_outage(exc: BaseException) -> bool:
+        """Whether ``exc`` says Redis is unreachable (no connection, no answer in time, the
+        credentials refused), not that one command failed there (an error reply such as
+        ``WRONGTYPE``, ``OOM`` or ``NOPERM``: Redis answered)."""
+        import redis.exceptions as errors
+
+        unreachable = (OSError, TimeoutError, errors.ConnectionError, errors.TimeoutError)
+        return isinstance(exc, unreachable)
 
     async def ping(self) -> None:
         """One round trip that proves Redis answers (and accepts the credentials)."""

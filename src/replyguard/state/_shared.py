@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import threading
 import time
 from collections.abc import Coroutine, Sequence
@@ -20,8 +21,9 @@ from typing import Any
 
 from replyguard.config._schema import VerifierConfig
 from replyguard.config._state import SpendLimit
+from replyguard.state._estimates import CallCost, Estimates
 from replyguard.state._local import LocalSpend
-from replyguard.state._redis import RedisState
+from replyguard.state._redis import RedisState, scope_digest
 from replyguard.state._ticket import Ticket
 from replyguard.telemetry._events import Events, describe_error
 
@@ -37,12 +39,27 @@ _PER_INSTANCE = (
     "spend limits and the circuit breaker hold per instance (not fleet-wide) until Redis is back"
 )
 
+_ONE_CALL = (
+    "Redis refused one call (it answered): that judgement was decided on this instance's own"
+    " state; Redis is still asked for every other"
+)
 
 _UNSETTLED = (
-    "the event loop ended with a spend settlement in flight: this instance counted its cost,"
-    " the fleet's spend did not (its reservation expires by itself); call Verifier.aclose()"
-    " before the loop ends (this is said once per verifier)"
+    "the process was exiting with a spend settlement cut off from its event loop: this"
+    " instance counted its cost, the fleet's spend did not (its reservation expires by itself)"
 )
+
+
+def binding_limits(limits: Sequence[SpendLimit]) -> tuple[SpendLimit, ...]:
+    """One limit per counter (scope and window): entries of the same scope and window count
+    the same spend, so only the lowest of them can ever refuse a judgement. (Each kept its own
+    count before, on one key: every cost was counted once per entry.)"""
+    lowest: dict[tuple[str, str], SpendLimit] = {}
+    for limit in limits:
+        kept = lowest.setdefault((limit.scope, limit.window), limit)
+        if limit.usd < kept.usd:
+            lowest[(limit.scope, limit.window)] = limit
+    return tuple(lowest.values())
 
 
 def _background(work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
@@ -60,9 +77,10 @@ class SharedState:
 
     def __init__(self, config: VerifierConfig, events: Events) -> None:
         """``config.state`` must be resolvable (``Verifier`` checks it first)."""
-        self._limits = config.spend_limits
+        self._limits = binding_limits(config.spend_limits)
         self._events = events
         self._local = LocalSpend()
+        self._estimates = Estimates()
         self._redis: RedisState | None = None
         self._timeout = 0.0
         prefix = "replyguard:"
@@ -76,10 +94,13 @@ class SharedState:
                 failure_threshold=config.circuit_breaker.failure_threshold,
                 cooldown_seconds=config.circuit_breaker.cooldown_seconds,
             )
-        self._bases = tuple(f"{prefix}spend:{limit.scope}:{limit.window}" for limit in self._limits)
+        self._bases = tuple(
+            f"{prefix}spend-v2:{limit.scope}:{limit.window}" for limit in self._limits
+        )
         self._lock = threading.Lock()
         self._down_until: float | None = None  # time.monotonic; None: Redis is answering
         self._warned_at: float | None = None
+        self._error_at: float | None = None
         self._pings: set[asyncio.Task[None]] = set()
         self._settling: set[asyncio.Task[None]] = set()
         self._warned_unsettled = False
@@ -92,10 +113,11 @@ class SharedState:
     def _counters(
         self, agent_id: str | None, run_kind: str | None
     ) -> tuple[tuple[SpendLimit, str, str], ...]:
-        """Each limit with its counter's base key and this turn's value of its scope."""
-        values = {"global": "all", "agentId": agent_id or "", "runKind": run_kind or ""}
+        """Each limit with its counter's base key and this turn's value of its scope (its
+        digest: any string, whatever it holds, is 32 hex digits there)."""
+        values = {"global": "", "agentId": agent_id or "", "runKind": run_kind or ""}
         return tuple(
-            (limit, base, values[limit.scope])
+            (limit, base, scope_digest(values[limit.scope]))
             for limit, base in zip(self._limits, self._bases, strict=True)
         )
 
@@ -105,14 +127,38 @@ class SharedState:
         *,
         agent_id: str | None,
         run_kind: str | None,
-        estimate: float,
+        call: CallCost | None,
         timeout_seconds: float,
         time_left: float,
     ) -> Ticket:
         """One judgement's ticket: the breaker's decisions (with Redis), the limit it would
-        pass or the spend held for it. At most one round trip, bounded by ``timeoutMs`` and
-        ``time_left``; never raises but for cancellation."""
+        pass or the spend held for it (``call``'s estimate: ``Estimates.hold``, which may wait
+        for its chain's first measured call). At most one round trip, bounded by ``timeoutMs``
+        and ``time_left``; never raises but for cancellation."""
         counters = self._counters(agent_id, run_kind)
+        estimate, scout = 0.0, False
+        if counters and call is not None:
+            until = time.monotonic() + time_left
+            estimate, scout = await self._estimates.hold(call)
+            time_left = max(until - time.monotonic(), 0.001)
+        try:
+            ticket = await self._admitted(models, counters, estimate, timeout_seconds, time_left)
+        except BaseException:
+            if call is not None and scout:
+                self._estimates.measured(call, None, scout=True)
+            raise
+        if counters:
+            ticket.call, ticket.scout = call, scout
+        return ticket
+
+    async def _admitted(
+        self,
+        models: Sequence[str],
+        counters: tuple[tuple[SpendLimit, str, str], ...],
+        estimate: float,
+        timeout_seconds: float,
+        time_left: float,
+    ) -> Ticket:
         local_keys = tuple((limit, f"{base}:{value}") for limit, base, value in counters)
         ttl = timeout_seconds + RESERVATION_MARGIN
         if self._redis is not None:
@@ -130,29 +176,39 @@ class SharedState:
                     if bound >= self._timeout:  # else the turn's time ran out, not Redis's
                         self._unavailable(exc)
                 except Exception as exc:
-                    self._unavailable(exc)
+                    self._failed(exc)
                 else:
                     self._answered()
+                    mirror = self._local.hold(local_keys, estimate, ttl) if held else None
                     return Ticket(
                         decisions=decisions,
                         refused=counters[refused - 1][0] if refused else None,
                         reservation=held,
                         shared=True,
-                        counters=local_keys,
+                        mirror=mirror,
                     )
         limit, held = self._local.reserve(local_keys, estimate, ttl) if counters else (None, None)
         degraded = self._redis is not None
-        return Ticket(refused=limit, reservation=held, degraded=degraded, counters=local_keys)
+        return Ticket(refused=limit, reservation=held, degraded=degraded)
 
-    async def settle(self, ticket: Ticket, cost: float) -> None:
-        """Hand a judgement's ticket back: its breaker reports and its real ``cost``. At most
-        one round trip (none when there is nothing to say), awaited only when the breaker has
-        news (a failure, or the answer of a failing or probed model): spend alone is settled
-        in the background. Never raises but for cancellation."""
+    def _measured(self, ticket: Ticket, cost: float | None) -> float:
+        """Tell the estimates what the ticket's call cost (once); what to count."""
+        call, ticket.call = ticket.call, None
+        if call is not None:
+            self._estimates.measured(call, cost, scout=ticket.scout)
+        return cost or 0.0
+
+    async def settle(self, ticket: Ticket, cost: float | None) -> None:
+        """Hand a judgement's ticket back: its breaker reports and its real ``cost`` (None:
+        no answer came, nothing is known). At most one round trip (none when there is
+        nothing to say), awaited only when the breaker has news (a failure, or the answer of
+        a failing or probed model): spend alone is settled in the background. Never raises
+        but for cancellation."""
+        cost = self._measured(ticket, cost)
         if not ticket.shared:
             self._local.settle(ticket.reservation, cost)
             return
-        self._local.count(ticket.counters, cost)
+        self._local.settle(ticket.mirror, cost)
         reports = ticket.pending_reports()
         if self._redis is None or (not reports and ticket.reservation is None):
             return
@@ -162,9 +218,19 @@ class SharedState:
             await self._settle_on_redis(reports, ticket, cost)
             return
         # Spend alone: off the turn's path (the reservation holds until it lands).
+        self._in_background(ticket, cost)
+
+    def _in_background(self, ticket: Ticket, cost: float) -> None:
+        """Settle the ticket's spend on Redis in a task of the running loop; one that the
+        loop's end cancels (``asyncio.run`` returning) lands from a thread of its own."""
         task = _background(self._settle_in_background(ticket, cost))
         self._settling.add(task)
         task.add_done_callback(self._settling.discard)
+        task.add_done_callback(functools.partial(self._cut_off, ticket, cost))
+
+    def _cut_off(self, ticket: Ticket, cost: float, task: asyncio.Task[None]) -> None:
+        if task.cancelled():
+            self._settle_elsewhere(ticket, cost)
 
     async def _settle_on_redis(self, reports: dict[str, bool], ticket: Ticket, cost: float) -> None:
         assert self._redis is not None
@@ -172,18 +238,38 @@ class SharedState:
             async with asyncio.timeout(self._timeout):
                 await self._redis.settle(reports, ticket.reservation, cost)
         except Exception as exc:
-            self._unavailable(exc)
+            self._failed(exc)
 
     async def _settle_in_background(self, ticket: Ticket, cost: float) -> None:
-        """A spend settlement off the turn's path. One that the event loop's end cancels (or
-        drops, pending, with a closed loop) before it landed is logged once per verifier:
-        this process counted the cost, but the fleet's counter did not (the reservation holds
-        the estimate on Redis until it expires)."""
+        """A spend settlement off the turn's path. One dropped, pending, with its closed
+        loop lands from a thread of its own (a cancelled one too: ``_cut_off``)."""
         try:
             await self._settle_on_redis({}, ticket, cost)
-        except (asyncio.CancelledError, GeneratorExit):
-            self._unsettled(cost)
+        except GeneratorExit:
+            self._settle_elsewhere(ticket, cost)
             raise
+
+    def _settle_elsewhere(self, ticket: Ticket, cost: float) -> None:
+        """Settle on a loop and a Redis connection of a new thread's own, closed after (each
+        call bounded by ``timeoutMs``), whatever became of the loop the settlement was
+        made on. Redis counts a settlement once, even one sent twice (the first may have
+        landed before its loop ended). Only a process past starting threads (exiting) logs
+        it as unsettled."""
+
+        def settle() -> None:
+            asyncio.run(self._settle_alone(ticket, cost))
+
+        try:  # not a daemon: a process that exits waits for it (bounded by timeoutMs)
+            threading.Thread(target=settle, name="replyguard-settlement").start()
+        except RuntimeError:  # the interpreter is shutting down
+            self._unsettled(cost)
+
+    async def _settle_alone(self, ticket: Ticket, cost: float) -> None:
+        assert self._redis is not None
+        try:
+            await self._settle_on_redis({}, ticket, cost)
+        finally:
+            await self._redis.aclose()  # this thread's loop's client
 
     def _unsettled(self, cost: float) -> None:
         with self._lock:
@@ -195,11 +281,14 @@ class SharedState:
                 note=_UNSETTLED,
             )
 
-    def abandon(self, ticket: Ticket, cost: float) -> None:
-        """Settle without waiting (a cancelled turn): this process's own state only; what the
-        ticket holds on Redis expires by itself."""
+    def abandon(self, ticket: Ticket, cost: float | None) -> None:
+        """Settle without waiting (a cancelled turn): this process's own state now, the
+        spend on Redis in the background (the breaker's reports are dropped)."""
+        cost = self._measured(ticket, cost)
         if ticket.shared:
-            self._local.count(ticket.counters, cost)
+            self._local.settle(ticket.mirror, cost)
+            if ticket.reservation is not None and self._redis is not None:
+                self._in_background(ticket, cost)
         else:
             self._local.settle(ticket.reservation, cost)
 
@@ -234,6 +323,24 @@ class SharedState:
             was_down, self._down_until = self._down_until is not None, None
         if was_down:
             self._events.info("shared_state_restored", note="limits are fleet-wide again")
+
+    def _failed(self, exc: Exception) -> None:
+        """A Redis call failed: Redis is down when it could not be reached; an error reply (one
+        key's ``WRONGTYPE``, say) fails only this call, which is then decided on this
+        instance's own state, and is logged (at most once a minute) as
+        ``shared_state_error``: every other judgement still asks Redis."""
+        assert self._redis is not None
+        if self._redis.is_outage(exc):
+            self._unavailable(exc)
+            return
+        now = time.monotonic()
+        with self._lock:
+            warn = self._error_at is None or now - self._error_at >= WARNING_INTERVAL
+            if warn:
+                self._error_at = now
+        if warn:
+            error = describe_error(exc, self._events.secrets) if str(exc) else type(exc).__name__
+            self._events.warning("shared_state_error", error=error, note=_ONE_CALL)
 
     def _unavailable(self, exc: BaseException) -> None:
         now = time.monotonic()

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from replyguard.config._state import SpendLimit
+from replyguard.state._estimates import CallCost
 
 __all__ = ["Reservation", "Ticket", "current_ticket"]
 
@@ -35,6 +36,8 @@ class Reservation:
     """The estimate held."""
     windows: tuple[tuple[str, int], ...]
     """Each limit's counter (its key) and window length in seconds."""
+    expires_ms: int = 0
+    """When it expires on Redis (Redis's clock, ms; 0: held in this process)."""
 
 
 @dataclass
@@ -51,8 +54,14 @@ class Ticket:
     """The spend held (None without spend limits)."""
     shared: bool = False
     """The reservation and decisions are Redis's (settled there), not this process's."""
-    counters: tuple[tuple[SpendLimit, str], ...] = ()
-    """Each spend limit with this judgement's counter key in it (its scope's value)."""
+    mirror: Reservation | None = None
+    """The shared reservation, held in this process's own windows too (settled with it), so
+    that they count the judgements in flight should Redis go away."""
+    call: CallCost | None = None
+    """What was known of the call's cost before it (its estimate's source; None once settled,
+    or without spend limits)."""
+    scout: bool = False
+    """The call is its chain's first measured one (``replyguard.state._estimates``)."""
     reports: dict[str, bool] = field(default_factory=dict)
     """Per model called: True when it answered, False when it failed (the last report wins)."""
 
