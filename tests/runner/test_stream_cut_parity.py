@@ -40,6 +40,7 @@ from replyguard import (
 from replyguard.context import _tokens as tokens
 from replyguard.testing import ScriptedJudge
 from support.fault_matrix import tasks_left_behind
+from support.stream_agents import HungClose
 
 TURN = Turn(user_message="Can you book the table?", id="turn-cut-parity")
 VIOLATING = (
@@ -344,34 +345,13 @@ async def test_a_consumer_closing_early_runs_the_agents_cleanup_inside_its_turn(
     assert scope is not None and scope.attempt == 1 and key is not None
 
 
-class HungClose:
-    """A retry's stream that says the forbidden phrase and whose ``aclose`` never returns (a
-    provider connection that never finishes closing); cancelling the close ends it."""
-
-    def __init__(self) -> None:
-        self.pieces = list(VIOLATING)
-        self.closing = asyncio.Event()
-
-    def __aiter__(self) -> HungClose:
-        return self
-
-    async def __anext__(self) -> str:
-        if self.pieces:
-            return self.pieces.pop(0)
-        raise StopAsyncIteration
-
-    async def aclose(self) -> None:
-        self.closing.set()
-        await asyncio.Event().wait()
-
-
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_cut_retry_stream_whose_aclose_never_returns_ends_at_the_deadline(
     make_config: Any, mode: str
 ) -> None:
     """The retry is cut; closing it takes what is left of the deadline and no more; the turn
     then ends with the complete first reply, never the retry's fragment."""
-    retry = HungClose()
+    retry = HungClose(VIOLATING)
     streams: list[Any] = []
 
     async def first() -> AsyncIterator[str]:

@@ -18,7 +18,7 @@ from replyguard.checks.running import checks_verdict
 from replyguard.gate._prechecks import skip_reason
 from replyguard.runner._run import _Run
 from replyguard.runner._stagnation import normal
-from replyguard.types import Attempt, Outcome, Reason, Reply, SkipReason, Status
+from replyguard.types import Attempt, Outcome, Reason, Reply, Status
 
 
 class StreamRun(_Run):
@@ -74,15 +74,7 @@ class StreamRun(_Run):
             return await self.finish(Status.EXHAUSTED, self.delivery(retry), Reason.STAGNANT)
         return await super().accept(retry, number, previous)
 
-    async def finish(
-        self,
-        status: Status,
-        delivered: Reply,
-        reason: Reason | None = None,
-        skip: SkipReason | None = None,
-        *,
-        awaiting: bool = False,
-    ) -> Outcome:
+    async def finish(self, status: Status, delivered: Reply, *args: Any, **keys: Any) -> Outcome:
         if self.is_truncated(delivered):
             delivered = self.whole()
             self.v.events.info(
@@ -91,4 +83,4 @@ class StreamRun(_Run):
                 status=status,
                 empty=not delivered.text,
             )
-        return await super().finish(status, delivered, reason, skip, awaiting=awaiting)
+        return await super().finish(status, delivered, *args, **keys)
