@@ -142,6 +142,7 @@ SCENARIOS = (
         (FAIL,),
         streamed_response="".join(UNCLEAR),
     ),
+    Scenario("cut-then-an-empty-retry", (VIOLATING, ("",)), streamed_response=""),
     Scenario(
         "cut-then-retry-stalls",
         (VIOLATING, STALL),
@@ -233,7 +234,7 @@ async def test_a_cut_retry_followed_by_a_failing_one_falls_back_to_the_last_comp
     """The cut attempt stays in ``outcome.attempts`` (its fragment, its check's verdict), but
     the delivered reply is the complete one before it."""
     doors = Doors([UNCLEAR, VIOLATING, RuntimeError("down")])
-    scenario = Scenario("fallback", doors.script and tuple(doors.script), (FAIL,))
+    scenario = Scenario("fallback", tuple(doors.script), (FAIL,))
     events, outcome = await streamed(verifier(make_config, scenario, mode), doors.pieces)
     assert summary(outcome) == (Status.FAILED_OPEN, Reason.AGENT_ERROR, "".join(UNCLEAR), 2)
     assert outcome.attempts[1].reply.text == FRAGMENT
@@ -241,7 +242,28 @@ async def test_a_cut_retry_followed_by_a_failing_one_falls_back_to_the_last_comp
         assert any(isinstance(e, Retract) for e in events)
 
 
-# -- item 6: an agent's clean-up runs inside its turn ------------------------------------------
+async def test_replyguards_own_fault_after_a_cut_delivers_the_complete_reply(
+    make_config: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fault ends the turn on the cut attempt (fail open): its fragment is not delivered."""
+    from replyguard.runner._run import _Run
+
+    real_feedback = _Run.feedback
+
+    async def feedback(self: _Run, attempt: Any, so_far: list[str]) -> str:
+        if attempt.number == 2:
+            raise RuntimeError("a bug while writing the feedback")
+        return await real_feedback(self, attempt, so_far)
+
+    monkeypatch.setattr(_Run, "feedback", feedback)
+    doors = Doors([UNCLEAR, VIOLATING, GOOD])
+    scenario = Scenario("own-fault", tuple(doors.script), (FAIL, "PASS"))
+    _, outcome = await streamed(verifier(make_config, scenario, "release"), doors.pieces)
+    assert (outcome.status, outcome.reason) == (Status.FAILED_OPEN, Reason.INTERNAL_ERROR)
+    assert outcome.response == "".join(UNCLEAR)
+
+
+# -- an agent's clean-up runs inside its turn ------------------------------------------
 
 
 def cut_config(make_config: Any, mode: str, hold: int = 16, **keys: Any) -> Any:
