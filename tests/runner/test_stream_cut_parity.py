@@ -1,9 +1,11 @@
 """A stream cut by an incremental check never delivers its fragment, and ``stream`` ends as ``run``.
 
-Each scenario is played through both doors with the same script: ``Verifier.run`` with whole
-replies, ``Verifier.stream`` with the same replies in pieces, the same judge answers. A rules
-check forbids "as an AI"; the violating reply's fragment up to the phrase ("... as an AI I
-can") says the opposite of the whole reply ("... cannot book tables").
+Each scenario (``support.stream_cuts``) is played through both doors with the same script:
+``Verifier.run`` with whole replies, ``Verifier.stream`` with the same replies in pieces, the
+same judge answers (the shipped ``ScriptedJudge`` here; the fault matrix plays them against a
+loopback provider). A rules check forbids "as an AI"; the violating reply's fragment up to
+the phrase ("... as an AI I can") says the opposite of the whole reply ("... cannot book
+tables").
 
 - An attempt no retry can follow (the last by ``maxAttempts``, or one that would be stagnant)
   is not cut: it is read whole and judged whole, and both doors end alike.
@@ -20,19 +22,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
 from replyguard import (
     Delta,
-    Done,
-    Outcome,
     Reason,
     Retract,
     Status,
-    Turn,
     Verifier,
     current_turn,
     idempotency_key,
@@ -41,122 +39,31 @@ from replyguard.context import _tokens as tokens
 from replyguard.testing import ScriptedJudge
 from support.fault_matrix import tasks_left_behind
 from support.stream_agents import HungClose
-
-TURN = Turn(user_message="Can you book the table?", id="turn-cut-parity")
-VIOLATING = (
-    "Sure, I can help with that. ",
-    "Well, as ",
-    "an AI I can",
-    "not book tables, ",
-    "but here is ",
-    "the number.",
+from support.stream_cuts import (
+    BOUND,
+    FAIL,
+    FRAGMENT,
+    GOOD,
+    SCENARIOS,
+    TURN,
+    UNCLEAR,
+    VIOLATING,
+    WHOLE,
+    Doors,
+    Scenario,
+    expected,
+    last_retract,
+    streamed,
+    summary,
 )
-FRAGMENT = "Sure, I can help with that. Well, as an AI I can"
-WHOLE = "".join(VIOLATING)
-GOOD = ("Booked for 8 pm ", "tonight.")
-UNCLEAR = ("We open ", "at 8 pm.")  # complete, passes the checks; the judge fails it
-FAIL = "FAIL [goal_missed]: say whether the table is booked"
+
 MODES = ("buffer", "release")
-BOUND = 30.0
-"""A hang guard only: every turn here ends on events (a script's end, the turn's deadline)."""
-
-
-class Stall:
-    """A script entry: the agent stops sending (a stream after its first piece; ``run``'s
-    agent before it answers) and never resumes."""
-
-
-STALL = Stall()
-Entry = Sequence[str] | Exception | Stall
 
 
 @pytest.fixture(autouse=True)
 async def _tokenizer_loaded() -> None:
     """The tokenizer loaded before the turn: its first load would spend a short deadline."""
     await asyncio.to_thread(tokens.encoding)
-
-
-class Doors:
-    """The same script for both doors: ``whole`` (for ``run``) and ``pieces`` (for ``stream``)."""
-
-    def __init__(self, script: Sequence[Entry]) -> None:
-        self.script = list(script)
-        self.calls = {"run": 0, "stream": 0}
-
-    def _entry(self, door: str) -> Entry:
-        entry = self.script[self.calls[door]]
-        self.calls[door] += 1
-        return entry
-
-    async def whole(self, messages: list[dict[str, Any]]) -> str:
-        entry = self._entry("run")
-        if isinstance(entry, Exception):
-            raise entry
-        if isinstance(entry, Stall):
-            await asyncio.Event().wait()
-        return "".join(entry)  # type: ignore[arg-type]
-
-    async def pieces(self, messages: list[dict[str, Any]]) -> AsyncIterator[str]:
-        entry = self._entry("stream")
-        if isinstance(entry, Exception):
-            raise entry
-        return self._stream(entry)
-
-    async def _stream(self, entry: Sequence[str] | Stall) -> AsyncIterator[str]:
-        if isinstance(entry, Stall):
-            yield "One moment, "
-            await asyncio.Event().wait()
-            return
-        for piece in entry:
-            yield piece
-            await asyncio.sleep(0)
-
-
-@dataclass(frozen=True)
-class Scenario:
-    name: str
-    script: tuple[Entry, ...]
-    answers: tuple[str, ...] = ()
-    keys: dict[str, Any] = field(default_factory=dict)
-    streamed_response: str | None = None
-    """What the stream delivers where ``run`` delivers a reply the stream cut (None: the same
-    as ``run``)."""
-
-
-SCENARIOS = (
-    Scenario("cut-at-the-last-attempt", (VIOLATING,), keys={"maxAttempts": 1}),
-    Scenario("final-retry-has-the-violation", (UNCLEAR, VIOLATING), (FAIL,), {"maxAttempts": 2}),
-    Scenario("cut-then-a-passing-retry", (VIOLATING, GOOD), ("PASS",)),
-    Scenario("cut-then-the-same-reply-again", (VIOLATING, VIOLATING, VIOLATING)),
-    Scenario(
-        "judged-then-cut-then-stalls-deliver-best",
-        (UNCLEAR, VIOLATING, STALL),
-        (FAIL,),
-        {"maxLatencyMs": 500, "deliver": "best"},
-    ),
-    # The stream never read the whole reply run delivers here:
-    Scenario("cut-then-retry-raises", (VIOLATING, RuntimeError("down")), streamed_response=""),
-    Scenario(
-        "judged-then-cut-then-retry-raises",
-        (UNCLEAR, VIOLATING, RuntimeError("down")),
-        (FAIL,),
-        streamed_response="".join(UNCLEAR),
-    ),
-    Scenario("cut-then-an-empty-retry", (VIOLATING, ("",)), streamed_response=""),
-    Scenario(
-        "cut-then-retry-stalls",
-        (VIOLATING, STALL),
-        keys={"maxLatencyMs": 500},
-        streamed_response="",
-    ),
-    Scenario(
-        "judged-then-cut-then-stalls",
-        (UNCLEAR, VIOLATING, STALL),
-        (FAIL,),
-        {"maxLatencyMs": 500},
-        streamed_response="".join(UNCLEAR),
-    ),
-)
 
 
 def verifier(make_config: Any, scenario: Scenario, mode: str) -> Verifier:
@@ -170,26 +77,6 @@ def verifier(make_config: Any, scenario: Scenario, mode: str) -> Verifier:
     return Verifier(config, judge=ScriptedJudge(list(scenario.answers)), preload=False)
 
 
-async def streamed(verifier: Verifier, agent: Any, turn: Turn = TURN) -> tuple[list[Any], Outcome]:
-    """The stream's events and its outcome, once the stream's invariant holds for it."""
-    async with asyncio.timeout(BOUND):
-        events = [event async for event in verifier.stream(agent, turn)]
-    assert isinstance(events[-1], Done)
-    shown = "".join(e.text for e in events[last_retract(events) :] if isinstance(e, Delta))
-    outcome: Outcome = events[-1].outcome
-    assert shown == outcome.response
-    assert all(e.text for e in events if isinstance(e, Delta))
-    return events, outcome
-
-
-def last_retract(events: Sequence[Any]) -> int:
-    return max((i for i, e in enumerate(events) if isinstance(e, Retract)), default=0)
-
-
-def summary(outcome: Outcome) -> tuple[Status, Reason | None, str, int]:
-    return outcome.status, outcome.reason, outcome.response, len(outcome.attempts)
-
-
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
 async def test_the_streamed_outcome_is_runs_and_never_a_fragment(
@@ -199,10 +86,7 @@ async def test_the_streamed_outcome_is_runs_and_never_a_fragment(
     async with asyncio.timeout(BOUND):
         ran = await verifier(make_config, scenario, mode).run(doors.whole, TURN)
     events, outcome = await streamed(verifier(make_config, scenario, mode), doors.pieces)
-    expected = summary(ran)
-    if scenario.streamed_response is not None:
-        expected = (*expected[:2], scenario.streamed_response, expected[3])
-    assert summary(outcome) == expected
+    assert summary(outcome) == expected(scenario, summary(ran))
     assert outcome.response != FRAGMENT
     assert doors.calls["stream"] == doors.calls["run"]
     # Text shown and then withdrawn never held the violation: the window kept it back.
