@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from replyguard import Delta, Done, Outcome, Reason, Retract, Status, Turn, Verifier
-from support.fault_matrix import config, tasks_left_behind
+from support.fault_matrix import config, tasks_left_behind, warm_up
 from support.provider_server import ProviderServer, Step, Wire
 
 TURN = Turn(user_message="Can you book the table?", id="turn-cut-parity")
@@ -118,6 +118,13 @@ SCENARIOS = (
     ),
     Scenario("cut-then-an-empty-retry", (VIOLATING, ("",)), streamed_response=""),
     Scenario(
+        "cut-then-exhausted-deliver-first",
+        (VIOLATING, UNCLEAR),
+        (FAIL,),
+        {"maxAttempts": 2, "deliver": "first"},
+        streamed_response="".join(UNCLEAR),
+    ),
+    Scenario(
         "cut-then-retry-stalls",
         (VIOLATING, STALL),
         keys={"maxLatencyMs": 500},
@@ -168,8 +175,9 @@ def expected(scenario: Scenario, ran: Summary) -> Summary:
 
 # -- through a loopback provider (the fault matrix) -----------------------------------------------
 
-MATRIX_LATENCY_MS = 1500
-"""``maxLatencyMs`` of the matrix's stalling scenarios: room for a real judge call first."""
+MATRIX_LATENCY_MS = 3000
+"""``maxLatencyMs`` of the matrix's stalling scenarios: room for a real judge call first, on a
+busy machine (a judge call that outlasts it ends either door early, and differently)."""
 
 
 @dataclass
@@ -218,6 +226,7 @@ async def _both_doors(scenario: Scenario, wire: Wire, mode: str, result: CutResu
 async def run_cuts(wire: Wire, mode: str = "release") -> dict[str, CutResult]:
     """Every scenario through both doors on ``wire``, at once (each with its own provider);
     the tasks left once every verifier is closed are counted for them all."""
+    await warm_up()
     results = {scenario.name: CutResult() for scenario in SCENARIOS}
     await asyncio.gather(*(_both_doors(s, wire, mode, results[s.name]) for s in SCENARIOS))
     left = tasks_left_behind()

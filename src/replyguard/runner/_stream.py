@@ -13,7 +13,9 @@ A turn whose reply cannot change (verification off, a trigger that cannot fire, 
 judge, ``"shadow"`` mode) is passed through as it comes, in either mode. While an attempt that
 will surely be judged streams, the incremental checks (``replyguard.checks.incremental``)
 scan each new piece; the first violation closes the agent's stream at once and starts the
-retry with the check's feedback, without a judge call.
+retry with the check's feedback, without a judge call, when a retry can follow. An attempt no
+retry can follow is read whole instead (showing no more of it) and judged whole, as ``run``
+judges it; a reply cut short is never the one delivered (``StreamRun``).
 
 Whatever happens, the text of the ``Delta`` events after the last ``Retract`` is exactly the
 ``Outcome``'s ``response``: the end of the turn emits whatever is needed to make it so (the
