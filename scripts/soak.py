@@ -6,7 +6,10 @@
 Every turn goes through ``Verifier.run`` with ``verifyAll`` to ``tests/support/provider_server.py``
 over litellm's real network path (no network: loopback only). The judge answers FAIL to the
 first attempt of every ``--fail-every``-th turn and PASS otherwise, so a share of the turns is
-retried with feedback. Turns run in batches of ``--batch`` concurrent turns.
+retried with feedback. Every ``--stream-every``-th turn (counting from the second) goes
+through ``Verifier.stream`` instead (``"release"`` mode): its first reply says a forbidden
+phrase, its stream is cut there and closed, and the retry passes; its delivered reply must
+never be the cut fragment. Turns run in batches of ``--batch`` concurrent turns.
 
 After ``--warmup`` turns (litellm's imports, connection pools, caches and the allocator settle)
 the baseline is taken: resident memory (``/proc/self/statm``), open file descriptors
@@ -17,7 +20,8 @@ The same figures are taken after the last batch, and again after ``Verifier.aclo
 Exit status 1 when resident memory grew by more than ``--max-growth-mb`` after the warm-up,
 the memory Python holds grew by more than ``--max-traced-growth-mb``, the open file
 descriptors grew, or a turn did not end as expected (every turn must end
-``passed``: a FAIL is always followed by a PASS on the retry).
+``passed``: a FAIL is always followed by a PASS on the retry, and a cut by a passing retry),
+or a streamed turn delivered a cut fragment.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from replyguard import Turn, Verifier, VerifierConfig
+from replyguard import Done, Outcome, Turn, Verifier, VerifierConfig
 from support.provider_server import ANTHROPIC, OPENAI, ProviderServer, Seen, Step, Wire
 
 API_KEY = "sk-soak-0123456789abcdefghijklmn"
@@ -47,6 +51,9 @@ RECHECK = "please double-check the totals"
 FEEDBACK_TAG = "<previous_feedback-"
 """Where the judge prompt carries feedback: the mark of a retry's judgement."""
 WIRES = {"openai": OPENAI, "anthropic": ANTHROPIC}
+FORBIDDEN = "as an AI"
+CUT_AT = "an AI I can"
+"""Where a streamed turn's first reply is cut (its fragment ends there)."""
 MB = 1024 * 1024
 
 
@@ -80,6 +87,10 @@ class SoakReport:
     end: Sample
     closed: Sample
     traced_peak_bytes: int
+    streamed: int = 0
+    """Turns that went through ``Verifier.stream`` and had their first reply cut short."""
+    fragments: int = 0
+    """Streamed turns that delivered a cut fragment (must be none)."""
     litellm_callbacks: list[str] = field(default_factory=list)
     """The callbacks registered in litellm when the soak began: each runs on every judge call
     (a Router that was never retired leaves its strategy's handlers there)."""
@@ -144,6 +155,41 @@ async def _agent(messages: list[dict[str, Any]]) -> str:
     return f"Done: {request}"
 
 
+async def _streaming_agent(messages: list[dict[str, Any]]) -> Any:
+    """``_agent``'s replies, streamed; the first one says the forbidden phrase mid-way."""
+    if len(messages) > 1:
+        text = await _agent(messages)
+        yield text[:12]
+        yield text[12:]
+        return
+    yield f"Done: {messages[0]['content']}. Well, as "
+    yield CUT_AT
+    yield "not check it all."
+
+
+async def _streamed(verifier: Verifier, turn: Turn) -> Outcome:
+    outcome = None
+    async for event in verifier.stream(_streaming_agent, turn):
+        if isinstance(event, Done):
+            outcome = event.outcome
+    assert outcome is not None  # a stream always ends with Done
+    return outcome
+
+
+def streamed_turn(number: int, stream_every: int) -> bool:
+    """Whether turn ``number`` goes through ``Verifier.stream``."""
+    return bool(stream_every) and number % stream_every == 1
+
+
+def retried_turns(turns: int, fail_every: int, stream_every: int) -> int:
+    """How many of the first ``turns`` turns take two attempts (a FAIL, or a cut)."""
+    return sum(
+        1
+        for n in range(turns)
+        if (fail_every and n % fail_every == 0) or streamed_turn(n, stream_every)
+    )
+
+
 def _turn(number: int, fail_every: int) -> Turn:
     ask = f"summarise ticket {number}"
     if fail_every and number % fail_every == 0:
@@ -159,15 +205,25 @@ async def _run_batches(
     fail_every: int,
     statuses: Counter[str],
     attempts: Counter[int],
+    streams: Counter[str],
+    stream_every: int,
 ) -> None:
     for first in range(numbers.start, numbers.stop, batch):
         chunk = range(first, min(first + batch, numbers.stop))
         outcomes = await asyncio.gather(
-            *(verifier.run(_agent, _turn(n, fail_every)) for n in chunk)
+            *(
+                _streamed(verifier, _turn(n, fail_every))
+                if streamed_turn(n, stream_every)
+                else verifier.run(_agent, _turn(n, fail_every))
+                for n in chunk
+            )
         )
-        for outcome in outcomes:
+        for number, outcome in zip(chunk, outcomes, strict=True):
             statuses[outcome.status.value] += 1
             attempts[len(outcome.attempts)] += 1
+            if streamed_turn(number, stream_every):
+                streams["turns"] += outcome.attempts[0].reply.text.endswith(CUT_AT)
+                streams["fragments"] += outcome.response.endswith(CUT_AT)
         # The test server keeps every request it saw; a soak must not measure that.
         server.seen.clear()
 
@@ -178,6 +234,7 @@ async def soak(
     batch: int = 50,
     warmup: int = 500,
     fail_every: int = 4,
+    stream_every: int = 5,
     wire: str = "openai",
 ) -> SoakReport:
     """Run the soak and measure it (no verdict: see ``problems``)."""
@@ -191,6 +248,7 @@ async def soak(
     start = sample()
     statuses: Counter[str] = Counter()
     attempts: Counter[int] = Counter()
+    streams: Counter[str] = Counter()
     with ProviderServer() as server:
         server.respond_with(answer)
         config = VerifierConfig.from_dict(
@@ -202,6 +260,11 @@ async def soak(
                 "apiBase": server.url,
                 "apiKey": API_KEY,
                 "maxAttempts": 3,
+                "checks": [
+                    {"type": "heartbeat"},
+                    {"type": "rules", "forbiddenPhrases": [FORBIDDEN]},
+                ],
+                "streaming": {"mode": "release", "holdBackChars": 16},
                 "timeoutSeconds": 20,
             }
         )
@@ -212,12 +275,11 @@ async def soak(
         tracemalloc.start()
         began = time.perf_counter()
         warm = min(warmup, turns)
-        await _run_batches(verifier, server, range(warm), batch, fail_every, statuses, attempts)
+        counts = (statuses, attempts, streams, stream_every)
+        await _run_batches(verifier, server, range(warm), batch, fail_every, *counts)
         baseline = sample()
         tracemalloc.reset_peak()
-        await _run_batches(
-            verifier, server, range(warm, turns), batch, fail_every, statuses, attempts
-        )
+        await _run_batches(verifier, server, range(warm, turns), batch, fail_every, *counts)
         end = sample()
         traced_peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
@@ -238,6 +300,8 @@ async def soak(
         end=end,
         closed=closed,
         traced_peak_bytes=traced_peak,
+        streamed=streams["turns"],
+        fragments=streams["fragments"],
         litellm_callbacks=callbacks,
     )
     return report
@@ -272,6 +336,8 @@ def problems(
             f"{report.closed.open_fds - report.start.open_fds} file descriptor(s) still open "
             "after the verifier and the server were closed"
         )
+    if report.fragments:
+        found.append(f"{report.fragments} streamed turn(s) delivered a reply cut short")
     unexpected = {s: n for s, n in report.statuses.items() if s != "passed"}
     if unexpected or sum(report.statuses.values()) != report.turns:
         found.append(f"turns that did not pass: {unexpected or 'missing outcomes'}")
@@ -285,7 +351,8 @@ def describe(report: SoakReport) -> str:
         [
             f"turns: {report.turns:,} ({report.warmup:,} warm-up), {report.batch} at a time, "
             f"{report.wire} wire; {report.judge_requests:,} judge requests",
-            f"statuses: {report.statuses}; attempts per turn: {report.attempts}",
+            f"statuses: {report.statuses}; attempts per turn: {report.attempts}; "
+            f"{report.streamed:,} streamed and cut, {report.fragments} delivered a fragment",
             f"time: {report.seconds:.1f} s ({per_turn:.2f} ms a turn, under tracemalloc)",
             f"RSS: {report.start.rss_mb:.1f} MB at start, {report.baseline.rss_mb:.1f} MB after "
             f"warm-up, {report.end.rss_mb:.1f} MB at the end ({report.rss_growth_mb:+.2f} MB), "
@@ -307,6 +374,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=50, help="concurrent turns per batch")
     parser.add_argument("--warmup", type=int, default=500, help="turns before the baseline")
     parser.add_argument("--fail-every", type=int, default=4, help="every Nth turn gets a FAIL")
+    parser.add_argument(
+        "--stream-every", type=int, default=5, help="every Nth turn is streamed and cut"
+    )
     parser.add_argument("--wire", choices=sorted(WIRES), default="openai")
     parser.add_argument("--max-growth-mb", type=float, default=5.0)
     parser.add_argument("--max-traced-growth-mb", type=float, default=3.0)
@@ -318,6 +388,7 @@ def main(argv: list[str] | None = None) -> int:
             batch=args.batch,
             warmup=args.warmup,
             fail_every=args.fail_every,
+            stream_every=args.stream_every,
             wire=args.wire,
         )
     )

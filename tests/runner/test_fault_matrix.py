@@ -4,7 +4,9 @@ The fault table and the harness live in ``fault_matrix`` (``scripts/reliability.
 the same table). Each case is a fault x a wire format (an OpenAI judge, an Anthropic judge) x
 the attempt it hits (the first judgement, or a retry's after a FAIL), run once through
 ``Verifier(config).run`` against a loopback provider with ``timeoutSeconds=1``; the tests below
-each check one property of every case's result.
+each check one property of every case's result. The streaming cases (``stream_cuts``) play a
+stream cut by an incremental check, and a retry that fails after it, through ``run`` and
+``stream`` against the same kind of provider.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ from support.fault_matrix import (
 )
 from support.host_faults import HOST_FAULTS, LINUX_ONLY, run_host_fault
 from support.provider_server import Wire
+from support.stream_cuts import FRAGMENT, CutResult, expected, run_cuts
+from support.stream_cuts import SCENARIOS as CUT_SCENARIOS
+from support.stream_cuts import Scenario as CutScenario
 
 CASE_PARAMS = [pytest.param(case, id=case.id) for case in CASES]
 
@@ -163,3 +168,25 @@ async def test_a_careless_host_gets_every_turn_judged_and_nothing_left_behind(
     assert result.outcomes and set(result.outcomes) == {("passed", None)}, result.outcomes
     assert result.connections_left == 0
     assert result.processes_left == []
+
+
+# -- streams cut short (``stream_cuts``): never a fragment, the same outcome as run --------------
+
+
+@pytest.fixture(scope="module", params=WIRES, ids=lambda wire: wire.name)
+def cuts(request: pytest.FixtureRequest) -> dict[str, CutResult]:
+    """Every cut scenario through ``run`` and ``stream`` on one wire (a loop of its own)."""
+    return asyncio.run(run_cuts(request.param))
+
+
+@pytest.mark.parametrize("scenario", CUT_SCENARIOS, ids=lambda scenario: scenario.name)
+def test_a_stream_cut_short_ends_as_run_and_delivers_no_fragment(
+    cuts: dict[str, CutResult], scenario: CutScenario
+) -> None:
+    result = cuts[scenario.name]
+    assert result.escaped is None
+    assert result.ran is not None and result.streamed is not None
+    assert result.streamed == expected(scenario, result.ran)
+    assert result.streamed[2] != FRAGMENT
+    assert result.connections_left == 0
+    assert result.tasks_left == []

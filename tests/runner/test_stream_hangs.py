@@ -25,6 +25,7 @@ from replyguard import Delta, Done, Outcome, Reason, Retract, Status, Turn, Veri
 from replyguard.context import _tokens as tokens
 from replyguard.testing import ScriptedJudge
 from support.fault_matrix import tasks_left_behind
+from support.stream_agents import HungClose
 
 TURN = Turn(user_message="When is the meeting?")
 FIRST = "The meeting is on Monday."
@@ -39,31 +40,6 @@ BOUND = 10.0
 async def _tokenizer_loaded() -> None:
     """The tokenizer loaded before the turn: its first load would spend the short deadline."""
     await asyncio.to_thread(tokens.encoding)
-
-
-class HungClose:
-    """An agent stream that yields ``pieces``, then waits forever for the next one; its
-    ``aclose()`` waits forever too (a provider connection that never finishes closing)."""
-
-    def __init__(self, pieces: Sequence[str]) -> None:
-        self._pieces = list(pieces)
-        self.closing = asyncio.Event()
-        self.closed = False
-        self._never = asyncio.Event()
-
-    def __aiter__(self) -> HungClose:
-        return self
-
-    async def __anext__(self) -> str:
-        if self._pieces:
-            return self._pieces.pop(0)
-        await self._never.wait()
-        raise StopAsyncIteration
-
-    async def aclose(self) -> None:
-        self.closing.set()
-        await self._never.wait()
-        self.closed = True
 
 
 async def _first_reply() -> AsyncIterator[str]:

@@ -2,7 +2,9 @@
 
 600 turns per wire format (200 of them warm-up), 50 at a time, through ``Verifier.run`` to the
 loopback provider over litellm's real network path; every fourth turn's first reply is failed
-and retried. After the warm-up, open file descriptors must stay where they were, the memory
+and retried, and every fifth turn goes through ``Verifier.stream``: its first reply is cut
+short at a forbidden phrase (its stream closed) and retried, and none may deliver the
+fragment. After the warm-up, open file descriptors must stay where they were, the memory
 Python holds must stay flat, and resident memory may grow only within a generous bound
 (allocator noise, not a leak). ``python scripts/soak.py`` runs the full 10,000 turns.
 
@@ -48,7 +50,16 @@ def test_every_turn_passes(report: soak.SoakReport) -> None:
 
 
 def test_every_failed_first_reply_is_retried_once(report: soak.SoakReport) -> None:
-    assert report.attempts == {1: TURNS * 3 // 4, 2: TURNS // 4}
+    retried = soak.retried_turns(TURNS, 4, 5)
+    assert TURNS // 4 < retried < TURNS // 2  # failed, cut, or both
+    assert report.attempts == {1: TURNS - retried, 2: retried}
+
+
+def test_every_streamed_turn_is_cut_and_none_delivers_its_fragment(
+    report: soak.SoakReport,
+) -> None:
+    assert report.streamed == TURNS // 5
+    assert report.fragments == 0
 
 
 def test_open_file_descriptors_stay_flat_after_the_warm_up(report: soak.SoakReport) -> None:
@@ -122,6 +133,10 @@ def test_the_script_fails_a_soak_whose_file_descriptors_grew() -> None:
 def test_the_script_fails_a_soak_that_left_file_descriptors_open() -> None:
     left = soak.Sample(rss_bytes=300 * MB, open_fds=10, traced_bytes=20 * MB)
     assert len(soak.problems(_report(closed=left))) == 1
+
+
+def test_the_script_fails_a_soak_that_delivered_a_fragment() -> None:
+    assert len(soak.problems(replace(_report(), fragments=1))) == 1
 
 
 def test_the_script_fails_a_soak_with_a_turn_that_did_not_pass() -> None:

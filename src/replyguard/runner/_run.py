@@ -24,6 +24,8 @@ from replyguard.runner._family_guard import FamilyGuard
 from replyguard.runner._feedback import feedback_message
 from replyguard.runner._hooks import Hooks
 from replyguard.runner._side_effects import SideEffects, done
+from replyguard.runner._stagnation import normal as _normal
+from replyguard.runner._stagnation import stagnant as _stagnant
 from replyguard.runner._threads import ThreadPool
 from replyguard.runner._turn_scope import agent_attempt
 from replyguard.telemetry._events import Events, describe_error
@@ -82,10 +84,6 @@ _FINAL_HOOKS = {
     Status.NOT_TRIGGERED: "on_skip",
 }
 """The hook called when a turn ends with each status (none for the others)."""
-
-
-def _normal(text: str) -> str:
-    return " ".join(text.split()).casefold()
 
 
 def _sampled_in(sample_key: str, rate: float) -> bool:
@@ -353,25 +351,38 @@ class _Run:
 
     async def settle(self, attempt: Attempt) -> Outcome | None:
         """The outcome the last recorded attempt's verdict ends the turn with, or None to retry."""
+        previous = self.attempts[-2] if len(self.attempts) > 1 else None
+        ending = self.ending(attempt, previous)
+        if ending is None:
+            return None
+        status, delivered, reason = ending
+        assert attempt.verdict is not None
+        awaiting = status == Status.PASSED and attempt.verdict.awaiting_user
+        return await self.finish(status, delivered, reason, awaiting=awaiting)
+
+    def ending(
+        self, attempt: Attempt, previous: Attempt | None
+    ) -> tuple[Status, Reply, Reason | None] | None:
+        """How a judged ``attempt`` (after ``previous``) ends the turn: status, the reply to
+        deliver and the reason; None when a retry follows it. Decides, records nothing."""
         config, reply, verdict = self.config, attempt.reply, attempt.verdict
         assert verdict is not None  # a recorded attempt is a judged one
-        previous = self.attempts[-2] if len(self.attempts) > 1 else None
         reason = verdict.fail_open_reason
         if reason is not None:
             delivered = self.delivery(reply) if reason == Reason.LATENCY_BUDGET else reply
-            return await self.finish(Status.FAILED_OPEN, delivered, reason)
+            return Status.FAILED_OPEN, delivered, reason
         if verdict.passed:
-            return await self.finish(Status.PASSED, reply, awaiting=verdict.awaiting_user)
+            return Status.PASSED, reply, None
         if config.mode == "shadow":  # judged and logged; the reply goes out unchanged
-            return await self.finish(Status.FLAGGED, reply)
+            return Status.FLAGGED, reply, None
         if config.on_side_effects == "deliver" and done(self.tool_ledger):
-            return await self.finish(Status.FLAGGED, reply, Reason.SIDE_EFFECTS)  # no repeats
+            return Status.FLAGGED, reply, Reason.SIDE_EFFECTS  # no repeats
         if _stagnant(previous, attempt):
-            return await self.finish(Status.EXHAUSTED, self.delivery(reply), Reason.STAGNANT)
+            return Status.EXHAUSTED, self.delivery(reply), Reason.STAGNANT
         if attempt.number == config.max_attempts:
-            return await self.finish(Status.EXHAUSTED, self.delivery(reply))
+            return Status.EXHAUSTED, self.delivery(reply), None
         if not self.can_afford_another():
-            return await self.finish(Status.FAILED_OPEN, self.delivery(reply), Reason.COST_BUDGET)
+            return Status.FAILED_OPEN, self.delivery(reply), Reason.COST_BUDGET
         return None
 
     async def feedback(self, attempt: Attempt, feedback_so_far: list[str]) -> str:
@@ -441,28 +452,3 @@ class _Run:
             self.attempts.append(Attempt(number=number, reply=retry))
             return await self.finish(Status.EXHAUSTED, self.delivery(retry), Reason.STAGNANT)
         return retry
-
-
-def _stagnant(previous: Attempt | None, current: Attempt) -> bool:
-    """The same category failed again with the same feedback: retrying will not help.
-
-    The judge's FAIL repeated is enough. A deterministic FAIL (a check's, or the injection
-    rule's: ``decisive``) may repeat a coarse message ("1 test failed") while the agent's
-    replies change and get closer, so it counts only when the reply did not change either
-    (the same text once whitespace is normalised).
-    """
-    if previous is None:
-        return False
-    before, now = previous.verdict, current.verdict
-    if before is None or now is None or before.passed or now.passed:
-        return False
-    if before.category != now.category or _normal(before.feedback or "") != _normal(
-        now.feedback or ""
-    ):
-        return False
-    return not now.decisive or _spaced(previous.reply.text) == _spaced(current.reply.text)
-
-
-def _spaced(text: str) -> str:
-    """``text`` with every run of whitespace one space, and none at its ends."""
-    return " ".join(text.split())

@@ -13,7 +13,9 @@ A turn whose reply cannot change (verification off, a trigger that cannot fire, 
 judge, ``"shadow"`` mode) is passed through as it comes, in either mode. While an attempt that
 will surely be judged streams, the incremental checks (``replyguard.checks.incremental``)
 scan each new piece; the first violation closes the agent's stream at once and starts the
-retry with the check's feedback, without a judge call.
+retry with the check's feedback, without a judge call, when a retry can follow. An attempt no
+retry can follow is read whole instead (showing no more of it) and judged whole, as ``run``
+judges it; a reply cut short is never the one delivered (``StreamRun``).
 
 Whatever happens, the text of the ``Delta`` events after the last ``Retract`` is exactly the
 ``Outcome``'s ``response``: the end of the turn emits whatever is needed to make it so (the
@@ -32,12 +34,13 @@ from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 from replyguard.checks.base import Check
-from replyguard.checks.incremental import PrefixScanner, scanners_for
 from replyguard.checks.running import checks_verdict
 from replyguard.errors import VerificationExhausted
 from replyguard.runner._agents import Agent, Messages, StreamingAgent
-from replyguard.runner._run import TurnParts, _Run, _sampled_in
-from replyguard.runner._stream_source import Collected, close_stream, close_within, open_stream
+from replyguard.runner._run import TurnParts, _sampled_in
+from replyguard.runner._stream_reading import AgentFailed, Reading, scanners
+from replyguard.runner._stream_run import StreamRun
+from replyguard.runner._stream_source import close_stream, close_within, open_stream
 from replyguard.runner._turn_scope import (
     TurnContext,
     agent_attempt,
@@ -60,47 +63,12 @@ from replyguard.types import (
 )
 
 
-class _AgentFailed(Exception):
-    """The agent's stream raised (or yielded something that is not text): its error, kept."""
-
-    def __init__(self, error: Exception) -> None:
-        super().__init__(str(error))
-        self.error = error
-
-
-class _Reading:
-    """One attempt being read: its stream, text, scanners, and what of it has been shown."""
-
-    __slots__ = (
-        "collected",
-        "cut",
-        "failed",
-        "held",
-        "number",
-        "released",
-        "scanners",
-        "stream",
-        "timed_out",
-    )
-
-    def __init__(self, number: int, scanners: list[tuple[str, PrefixScanner]]) -> None:
-        self.number = number
-        self.stream: Any = None
-        self.collected = Collected()
-        self.scanners = scanners
-        self.held = ""  # read but not shown (release mode)
-        self.released = 0  # characters shown
-        self.cut: Any = None  # the failing CheckResult that cut the stream short
-        self.failed: _AgentFailed | None = None
-        self.timed_out = False
-
-
 class StreamTurn:
     """The events of one streamed turn; lives for one ``Verifier.stream``."""
 
     def __init__(
         self,
-        run: _Run,
+        run: StreamRun,
         agent: StreamingAgent | Agent,
         checks: tuple[Check, ...],
         note_host: Callable[[asyncio.AbstractEventLoop], None],
@@ -114,7 +82,7 @@ class StreamTurn:
         self.hold = settings.hold_back_chars
         self.shown: list[str] = []  # the deltas since the last Retract
         self.shown_attempt = 0
-        self.readings: list[_Reading] = []
+        self.readings: list[Reading] = []
 
     # -- what the turn will need -------------------------------------------------------------
 
@@ -133,22 +101,6 @@ class StreamTurn:
             return sampled, sampled
         return bool(config.trigger_keywords), False
 
-    def _scanners(self, turn: Turn) -> list[tuple[str, PrefixScanner]]:
-        try:
-            return scanners_for(self.checks, turn)
-        except Exception as exc:  # an incremental check that cannot start: end-only checks
-            self._scanner_crashed("", exc)
-            return []
-
-    def _scanner_crashed(self, name: str, exc: Exception) -> None:
-        events = self.run.v.events
-        events.warning(
-            "incremental_check_crashed",
-            turn_id=self.run.turn.id,
-            check=name or None,
-            error=describe_error(exc, events.secrets),
-        )
-
     # -- the events --------------------------------------------------------------------------
 
     async def events(self) -> AsyncGenerator[StreamEvent, None]:
@@ -157,7 +109,7 @@ class StreamTurn:
         self.note_host(asyncio.get_running_loop())
         messages: Messages = [*run.turn.history, {"role": "user", "content": run.turn.user_message}]
         may_judge, surely = self._foreseen()
-        first = _Reading(1, self._scanners(run.turn) if surely else [])
+        first = Reading(1, scanners(run, self.checks, run.turn) if surely else [])
         self.readings.append(first)
         # The agent's own error on the first attempt is the caller's, as in ``run``.
         with agent_attempt(run.turn, 1):
@@ -169,7 +121,7 @@ class StreamTurn:
                     yield delta
             if first.failed is not None:
                 raise first.failed.error
-            reply = first.collected.reply()
+            reply = self._reply(first)
             outcome = await run.gate(reply)
             if outcome is None:
                 async with contextlib.aclosing(self._loop(messages, first, reply)) as steps:
@@ -193,7 +145,7 @@ class StreamTurn:
         yield Done(outcome)
 
     async def _loop(
-        self, messages: Messages, reading: _Reading, reply: Reply
+        self, messages: Messages, reading: Reading, reply: Reply
     ) -> AsyncGenerator[StreamEvent | Outcome]:
         """From the first reply (judged) to the outcome, which it yields last."""
         run = self.run
@@ -225,7 +177,7 @@ class StreamTurn:
             earlier = [] if withdrawn else [{"role": "assistant", "content": reply.text}]
             messages = [*messages, *earlier, {"role": "user", "content": feedback}]
             previous, number = reply, reading.number + 1
-            reading = _Reading(number, self._scanners(run.turn))
+            reading = Reading(number, scanners(run, self.checks, run.turn))
             self.readings.append(reading)
             try:
                 async with asyncio.timeout(run.time_left()):
@@ -246,18 +198,25 @@ class StreamTurn:
             if reading.failed is not None:
                 yield await run.retry_failed(reading.failed.error, number, previous)
                 return
-            reply = reading.collected.reply()
+            reply = self._reply(reading)
             if reading.cut is None:
                 accepted = await run.accept(reply, number, previous)
                 if isinstance(accepted, Outcome):
                     yield accepted
                     return
 
+    def _reply(self, reading: Reading) -> Reply:
+        """The attempt's reply; one cut short is noted as a fragment, never to be delivered."""
+        reply = reading.collected.reply()
+        if reading.fragment:
+            self.run.cut_short(reply)
+        return reply
+
     def _retract(self, attempt: int, reason: str) -> Retract:
         self.shown = []
         return Retract(attempt, reason)
 
-    async def _read(self, reading: _Reading, *, guarded: bool) -> AsyncGenerator[Delta]:
+    async def _read(self, reading: Reading, *, guarded: bool) -> AsyncGenerator[Delta]:
         """Read one attempt's stream, showing what the mode allows; stops early on a
         violation (``reading.cut``), an agent error (``reading.failed``) or the deadline, and
         closes the stream, unless replyguard's own trouble leaves it to ``_fail_open``."""
@@ -283,12 +242,13 @@ class StreamTurn:
                             item = await next_item()
                     text = collected.text_of(item)
                 except StopAsyncIteration:
+                    reading.complete = True
                     break
                 except TimeoutError:
                     reading.timed_out = True
                     return
                 except Exception as exc:
-                    reading.failed = _AgentFailed(exc)
+                    reading.failed = AgentFailed(exc)
                     return
                 finally:
                     leave_attempt(token)
@@ -299,9 +259,9 @@ class StreamTurn:
                     shown.append(text)
                     yield Delta(text)
                     continue
-                if scanners and self._scan(reading, text):
+                if scanners and not reading.frozen and reading.scan(run, text):
                     return
-                if release:
+                if release and not reading.frozen:
                     reading.held += text
                     limit = collected.length - hold
                     for _, scanner in scanners:
@@ -314,9 +274,9 @@ class StreamTurn:
                         reading.released = limit
                         shown.append(out)
                         yield Delta(out)
-            if scanners and self._finish_scans(reading):
+            if scanners and not reading.frozen and reading.finish_scans(run):
                 return
-            if release and reading.held:
+            if release and reading.held and not reading.frozen:
                 out, reading.held = reading.held, ""
                 reading.released = collected.length
                 shown.append(out)
@@ -326,56 +286,21 @@ class StreamTurn:
             raise
         finally:
             if not keep_open:
-                await self._close(reading.stream)
+                await self._close(reading)
 
-    async def _close(self, stream: Any) -> None:
+    async def _close(self, reading: Reading) -> None:
         """Close an agent's stream within the turn's deadline (at least a moment, at most a
-        second: ``close_within``); one that does not close by then is left behind, logged."""
+        second: ``close_within``); one that does not close by then is left behind, logged.
+        The agent's clean-up (its ``finally``) runs inside its turn: ``current_turn()`` is
+        the attempt's, as while it streamed."""
         run = self.run
-        if not await close_stream(stream, within=close_within(run.time_left())):
+        token = enter_attempt(TurnContext(run.turn, reading.number))
+        try:
+            closed = await close_stream(reading.stream, within=close_within(run.time_left()))
+        finally:
+            leave_attempt(token)
+        if not closed:
             run.v.events.warning("agent_stream_not_closed", turn_id=run.turn.id)
-
-    def _scan(self, reading: _Reading, text: str) -> bool:
-        """Feed ``text`` to the attempt's scanners; True when one of them cut the stream."""
-        crashed: list[tuple[tuple[str, PrefixScanner], Exception]] = []
-        found = None
-        for entry in reading.scanners:
-            try:
-                found = entry[1].feed(text)
-            except Exception as exc:  # fail open: this check is left to the end
-                crashed.append((entry, exc))
-                continue
-            if found is not None and not found.passed and not reading.collected.asks_tools:
-                break
-            found = None
-        for gone, problem in crashed:
-            reading.scanners.remove(gone)
-            self._scanner_crashed(gone[0], problem)
-        return found is not None and self._cut(reading, entry[0], found)
-
-    def _finish_scans(self, reading: _Reading) -> bool:
-        for entry in tuple(reading.scanners):
-            name, scanner = entry
-            try:
-                found = scanner.finish()
-            except Exception as exc:
-                reading.scanners.remove(entry)
-                self._scanner_crashed(name, exc)
-                continue
-            if found is not None and not found.passed and not reading.collected.asks_tools:
-                return self._cut(reading, name, found)
-        return False
-
-    def _cut(self, reading: _Reading, name: str, found: Any) -> bool:
-        reading.cut = found
-        self.run.v.events.info(
-            "stream_cut",
-            turn_id=self.run.turn.id,
-            attempt=reading.number,
-            check=name,
-            chars=reading.collected.length,
-        )
-        return True
 
     # -- the end -------------------------------------------------------------------------------
 
@@ -394,10 +319,11 @@ class StreamTurn:
                 if reading.collected.length == len(rest) and reading.collected.text == rest:
                     events.extend(Delta(part) for part in reading.collected.parts if part)
                     return events
-        events.append(Delta(rest))
+        if rest:
+            events.append(Delta(rest))
         return events
 
-    async def _fail_open(self, reading: _Reading, exc: Exception) -> AsyncGenerator[StreamEvent]:
+    async def _fail_open(self, reading: Reading, exc: Exception) -> AsyncGenerator[StreamEvent]:
         """replyguard's own trouble: release what is held, pass the rest of the agent's stream
         through untouched, and end with a ``failed_open`` outcome."""
         run = self.run
@@ -409,7 +335,10 @@ class StreamTurn:
             error=describe_error(exc, events.secrets),
         )
         collected = reading.collected
-        text, shown = collected.text, "".join(self.shown)
+        fragment = reading.fragment
+        # A stream cut short is never delivered: the turn's complete reply stands in for it.
+        text = run.whole().text if fragment else collected.text
+        shown = "".join(self.shown)
         if shown and not text.startswith(shown):
             yield self._retract(self.shown_attempt, Status.FAILED_OPEN.value)
             shown = ""
@@ -430,12 +359,12 @@ class StreamTurn:
                     error=describe_error(error, events.secrets),
                 )
             finally:
-                await self._close(stream)
+                await self._close(reading)
         attempts = [a for a in run.attempts if a.number != reading.number]
         attempts.append(Attempt(number=reading.number, reply=collected.reply()))
         yield Done(
             Outcome(
-                response=collected.text,
+                response=text if fragment else collected.text,
                 status=Status.FAILED_OPEN,
                 reason=Reason.INTERNAL_ERROR,
                 attempts=tuple(attempts),
@@ -470,5 +399,5 @@ def stream_events(
 ) -> AsyncGenerator[StreamEvent, None]:
     """The events of one streamed turn (see the module's docstring)."""
     sample_key = turn.id if turn.id is not None else turn.user_message
-    run = _Run(parts, with_turn_id(turn), profile, time.perf_counter(), sample_key=sample_key)
+    run = StreamRun(parts, with_turn_id(turn), profile, time.perf_counter(), sample_key=sample_key)
     return StreamTurn(run, agent, parts.assessor.checks, note_host).events()

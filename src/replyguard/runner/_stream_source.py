@@ -84,25 +84,27 @@ async def _threaded(iterator: Iterator[Any], pool: ThreadPool) -> AsyncIterator[
     finally:
         close = getattr(iterator, "close", None)
         if callable(close):
+            # The iterator's clean-up runs in the turn's context, as its next calls do.
+            closing = functools.partial(_quietly, contextvars.copy_context(), close)
             if running is None:
-                _close_in(pool, close)
+                _close_in(pool, closing)
             else:  # runs at once if that next has just returned
-                running.add_done_callback(lambda _: _quietly(close))
+                running.add_done_callback(lambda _: closing())
 
 
-def _close_in(pool: ThreadPool, close: Callable[[], Any]) -> None:
+def _close_in(pool: ThreadPool, closing: Callable[[], None]) -> None:
     """Close a sync iterator in the agent threads, not waiting for it (here when the pool has
     been shut down meanwhile)."""
     try:
-        pool.executor().submit(_quietly, close)
+        pool.executor().submit(closing)
     except RuntimeError:  # the pool was shut down (Verifier.aclose) under the turn
-        _quietly(close)
+        closing()
 
 
-def _quietly(close: Callable[[], Any]) -> None:
-    """Close a sync iterator; one that fails to close is left to its owner."""
+def _quietly(context: contextvars.Context, close: Callable[[], Any]) -> None:
+    """Close a sync iterator in ``context``; one that fails to close is left to its owner."""
     with contextlib.suppress(Exception):
-        close()
+        context.run(close)
 
 
 CLOSE_SECONDS = 1.0
@@ -127,6 +129,10 @@ async def close_stream(stream: Any, *, within: float = CLOSE_SECONDS) -> bool:
     at most ``within`` seconds (a close still running then is cancelled). A stream that fails
     to close, or does not close in time, is left to its owner: the turn goes on. Returns False
     when the close ran out of time.
+
+    The close runs in the caller's task, never in one of its own: a stream holding anyio cancel
+    scopes (httpx's, pydantic-ai's) must be closed in the task that iterated it. A close that
+    swallows its cancellation therefore holds the turn: no deadline can end it.
 
     A caller's cancellation that arrives while the close runs still ends the close at once
     and propagates; one that came before (the close runs in the ``finally`` of a cancelled
