@@ -46,6 +46,7 @@ def test_the_signature_is_typed_before_pydantic_builds_the_model() -> None:
     assert reply == "(*, text: str, meta: replyguard.RunMeta = <factory>) -> None"
 
 
+@pytest.mark.slow  # a whole mypy run: about 30 s
 def test_mypy_reports_a_misspelt_field(tmp_path: Path) -> None:
     snippet = tmp_path / "snippet.py"
     snippet.write_text(SNIPPET, encoding="utf-8")

@@ -33,40 +33,16 @@ from replyguard.judge._answer_cap import MAX_ANSWER_BYTES
 from replyguard.telemetry import Events
 from replyguard.testing import ScriptedAgent, ScriptedJudge
 from support.provider_server import ANTHROPIC, OPENAI, ProviderServer, Step, Wire, provider_process
+from support.timing import Ticker, Timed, ticking
 
 WIRES = [pytest.param(OPENAI, id="openai"), pytest.param(ANTHROPIC, id="anthropic")]
 REPLY = "Done: here is the checklist."
 
 
-class Ticker:
-    """A task that wakes every 5 ms and records how late it ever was (the loop's longest stall,
-    give or take one tick)."""
-
-    def __init__(self) -> None:
-        self.worst = 0.0
-        self._last = time.monotonic()
-
-    async def run(self) -> None:
-        while True:
-            await asyncio.sleep(0.005)
-            self.mark()
-
-    def reset(self) -> None:
-        """Forget what happened so far (set-up, warm-up): measure from now."""
-        self.worst, self._last = 0.0, time.monotonic()
-
-    def mark(self) -> None:
-        now = time.monotonic()
-        self.worst = max(self.worst, now - self._last - 0.005)
-        self._last = now
-
-
 @pytest.fixture
 async def ticker() -> AsyncIterator[Ticker]:
-    ticker = Ticker()
-    task = asyncio.create_task(ticker.run())
-    yield ticker
-    task.cancel()
+    async with ticking() as running:
+        yield running
 
 
 @contextlib.contextmanager
@@ -83,10 +59,9 @@ def collector_paused() -> Iterator[None]:
 
 
 async def stopped(ticker: Ticker) -> float:
-    """The ticker's worst lateness, counting the stretch up to now."""
-    await asyncio.sleep(0)
-    ticker.mark()
-    return ticker.worst
+    """The loop's longest hold (CPU time of its thread, which the machine's load does not add
+    to), counting the stretch up to now."""
+    return await ticker.stopped()
 
 
 def loopback_config(wire: Wire, url: str, **keys: Any) -> VerifierConfig:
@@ -120,16 +95,16 @@ async def test_an_answer_over_the_byte_cap_is_not_read_and_fails_open_unreadable
     # 50 MB of short lines, the costliest shape to parse, from a provider in another process
     # (a server thread here would hold the GIL while it writes, and show as this loop's lag).
     with provider_process("x\n", times=25 * 1024 * 1024) as url:
-        verifier = Verifier(loopback_config(wire, url))
+        # A deadline far off: on a busy machine the provider's process may take more than a
+        # second to write up to the cap, and a timeout is not the case under test.
+        verifier = Verifier(loopback_config(wire, url, timeoutSeconds=20, maxLatencyMs=30000))
         await warm(verifier)
         # litellm's error path loads what it needs on its first error (0.1-0.2 s here, for an
         # error of any size): that first one is a cold start, and not the case under test.
         await verifier.run(ScriptedAgent([REPLY]), Turn(user_message="cold"))
         with collector_paused():
             ticker.reset()
-            started = time.monotonic()
             outcome = await verifier.run(ScriptedAgent([REPLY]), Turn(user_message="q"))
-            seconds = time.monotonic() - started
             worst = await stopped(ticker)
         await verifier.aclose()
     assert outcome.response == REPLY
@@ -137,10 +112,9 @@ async def test_an_answer_over_the_byte_cap_is_not_read_and_fails_open_unreadable
     verdict = outcome.attempts[-1].verdict
     assert verdict is not None
     assert f"passed {MAX_ANSWER_BYTES} bytes" in (verdict.error or "")
-    assert seconds < 1.5
-    # Read whole, this answer blocked the loop for 0.6-0.65 s; capped, the ticker is late by
-    # 5-13 ms at worst (measured here). The bound leaves room for a busy 2-CPU machine (the
-    # provider's process writes 50 MB meanwhile) and still fails at a third of the regression.
+    # Read whole, this answer held the loop for 0.6-0.65 s; capped, its longest hold is a few
+    # milliseconds of the loop thread's CPU time (which the machine's load does not add to).
+    # The bound fails at a third of the regression.
     assert worst < 0.2, worst
 
 
@@ -165,9 +139,9 @@ async def test_a_long_answer_from_any_judge_is_parsed_off_the_loop(
     ticker.reset()
     for text in ("x\n" * 400_000, "x\n" * MAX_ANSWER_BYTES):
         verifier = Verifier(config, judge=ScriptedJudge([text]))
-        started = time.monotonic()
-        outcome = await verifier.run(ScriptedAgent([REPLY]), Turn(user_message="q"))
-        assert time.monotonic() - started < 2.5
+        async with Timed(2.0) as timed:
+            outcome = await verifier.run(ScriptedAgent([REPLY]), Turn(user_message="q"))
+        assert timed.within(0.5), timed.seconds
         assert outcome.status == Status.FAILED_OPEN
         assert outcome.reason in (Reason.UNREADABLE_VERDICT, Reason.LATENCY_BUDGET)
     assert await stopped(ticker) < 0.25
@@ -176,11 +150,14 @@ async def test_a_long_answer_from_any_judge_is_parsed_off_the_loop(
 # -- 2. the ledger ------------------------------------------------------------------------------
 
 
-async def ledger_turn(config: VerifierConfig, turn: Turn | None = None) -> tuple[Any, float]:
+async def ledger_turn(
+    config: VerifierConfig, turn: Turn | None = None, deadline: float = 1.0
+) -> tuple[Any, Timed]:
+    """The turn, timed against ``deadline`` (a witness timer on the loop, see ``Timed``)."""
     verifier = Verifier(config, judge=ScriptedJudge(["PASS"]))
-    started = time.monotonic()
-    outcome = await verifier.run(ScriptedAgent([REPLY]), turn or Turn(user_message="q"))
-    return outcome, time.monotonic() - started
+    async with Timed(deadline) as timed:
+        outcome = await verifier.run(ScriptedAgent([REPLY]), turn or Turn(user_message="q"))
+    return outcome, timed
 
 
 def failed_writes(logs: pytest.LogCaptureFixture) -> list[str]:
@@ -195,9 +172,9 @@ async def test_a_ledger_that_is_a_fifo_without_reader_is_refused_at_once(
     fifo = tmp_path / "ledger.fifo"
     os.mkfifo(fifo)
     config = make_config(verifyAll=True, ledgerPath=str(fifo), maxLatencyMs=1000)
-    outcome, seconds = await asyncio.wait_for(ledger_turn(config), timeout=10)
+    outcome, timed = await asyncio.wait_for(ledger_turn(config), timeout=10)
     assert outcome.status == Status.PASSED
-    assert seconds < 1.5
+    assert timed.within(0.5), timed.seconds
     assert failed_writes(replyguard_logs)
 
 
@@ -230,11 +207,11 @@ async def test_a_ledger_locked_by_another_writer_never_holds_the_turn(
     fcntl.flock(holder, fcntl.LOCK_EX)  # another open file: flock conflicts even in-process
     try:
         config = make_config(verifyAll=True, ledgerPath=str(path), maxLatencyMs=deadline)
-        outcome, seconds = await asyncio.wait_for(ledger_turn(config), timeout=10)
+        outcome, timed = await asyncio.wait_for(ledger_turn(config), timeout=10)
     finally:
         os.close(holder)
     assert outcome.status == Status.PASSED
-    assert seconds < 1.5
+    assert timed.within(0.5), timed.seconds
     assert any("locked" in message for message in failed_writes(replyguard_logs))
     assert path.read_text() == ""
 
@@ -295,9 +272,8 @@ async def test_a_ten_megabyte_reply_of_short_lines_keeps_the_turn_deadline(
     config = make_config(verifyAll=True, maxLatencyMs=100)
     verifier = Verifier(config, judge=ScriptedJudge(["PASS"]))
     await verifier.warmup()
-    started = time.monotonic()
-    outcome = await verifier.run(ScriptedAgent([reply]), Turn(user_message="q"))
-    seconds = time.monotonic() - started
+    async with Timed(0.1) as timed:
+        outcome = await verifier.run(ScriptedAgent([reply]), Turn(user_message="q"))
     # Judged in a few milliseconds now that every step reads only what the judge is shown;
     # on a machine too busy for that, the deadline still ends the turn.
     assert (outcome.status, outcome.reason) in {
@@ -305,7 +281,7 @@ async def test_a_ten_megabyte_reply_of_short_lines_keeps_the_turn_deadline(
         (Status.FAILED_OPEN, Reason.LATENCY_BUDGET),
     }
     assert outcome.response == reply
-    assert seconds < 0.1 + 0.5
+    assert timed.within(0.5), timed.seconds
 
 
 # -- 4. run_sync and await in one process -------------------------------------------------------
@@ -521,18 +497,17 @@ async def test_a_catastrophic_operator_pattern_fails_its_check_open_within_the_d
     make_config: Callable[..., VerifierConfig], ticker: Ticker, check: dict[str, Any]
 ) -> None:
     reply = json.dumps({"code": VICTIM, VICTIM: 1}) if check["type"] == "json" else VICTIM
-    config = make_config(verifyAll=True, maxLatencyMs=3000, checks=[check])
+    # The turn's deadline far off: the pattern's own time limit is the case under test (a busy
+    # machine slows the check around it, and the turn must not run out first).
+    config = make_config(verifyAll=True, maxLatencyMs=30000, checks=[check])
     verifier = Verifier(config, judge=ScriptedJudge(["PASS"]))
     ticker.reset()
-    started = time.monotonic()
     outcome = await verifier.run(ScriptedAgent([reply]), Turn(user_message="q"))
-    seconds = time.monotonic() - started
     assert outcome.status == Status.PASSED
     result = outcome.attempts[0].checks[0]
     assert result.passed
     assert "did not finish within" in (result.error or "")
     assert CATASTROPHIC in (result.error or "")
-    assert seconds < 3.0
     assert await stopped(ticker) < 0.25
 
 
@@ -542,10 +517,10 @@ async def test_a_pattern_still_out_of_time_when_the_turn_deadline_passes_fails_t
     check = {"type": "rules", "mustNotMatch": [CATASTROPHIC]}
     config = make_config(verifyAll=True, maxLatencyMs=200, checks=[check])
     verifier = Verifier(config, judge=ScriptedJudge([]))
-    started = time.monotonic()
-    outcome = await verifier.run(ScriptedAgent([VICTIM]), Turn(user_message="q"))
+    async with Timed(0.2) as timed:
+        outcome = await verifier.run(ScriptedAgent([VICTIM]), Turn(user_message="q"))
     assert (outcome.status, outcome.reason) == (Status.FAILED_OPEN, Reason.LATENCY_BUDGET)
-    assert time.monotonic() - started < 0.2 + 0.5
+    assert timed.within(0.5), timed.seconds
 
 
 async def test_ordinary_operator_patterns_still_decide(

@@ -28,6 +28,7 @@ from replyguard import Turn, Verifier, VerifierConfig
 from replyguard.testing import ScriptedAgent
 from support.injection_corpus import ODD_HISTORY, PYTHON_ONLY_HISTORY
 from support.provider_server import ANTHROPIC, OPENAI, ProviderServer, Step, Wire
+from support.timing import Witness
 
 TIMEOUT = 1.0
 """``timeoutSeconds`` of every case."""
@@ -270,6 +271,12 @@ class Result:
     """The exception that escaped ``run()``, if any."""
     seconds: float = 0.0
     """How long ``run()`` took."""
+    judged_seconds: float = 0.0
+    """How long ``run()`` went on after the agent's last reply: the last judgement, the one the
+    fault hits, and the delivery."""
+    late: float = 0.0
+    """How late a witness timer set for ``TIMEOUT`` after the agent's last reply fired: the
+    machine's own delay, allowed on top of the deadline (``support.timing.Witness``)."""
     requests: int = 0
     """Requests the server received."""
     tasks_left: list[str] = field(default_factory=list)
@@ -291,7 +298,9 @@ class Result:
 
     @property
     def in_time(self) -> bool:
-        return self.seconds <= TIMEOUT + SLACK
+        """The judgement the fault hits failed open by its deadline (``timeoutSeconds``, from
+        the agent's last reply), give or take ``SLACK`` and the machine's own delay."""
+        return self.judged_seconds <= TIMEOUT + SLACK + self.late
 
 
 @dataclass
@@ -364,9 +373,19 @@ async def _run(case: Case, server: ProviderServer, result: Result) -> Verifier:
     api_base = f"http://127.0.0.1:{closed_port()}" if first_refused else server.url
     verifier = Verifier(config(case.wire, api_base))
     replies = [FIRST_REPLY] if case.attempt == "first" else [FIRST_REPLY, RETRY_REPLY]
+    scripted = ScriptedAgent(replies)
+    loop = asyncio.get_running_loop()
+    last = {"at": loop.time(), "witness": Witness(TIMEOUT)}
+
+    async def agent(messages: list[dict[str, Any]]) -> Any:
+        reply = await scripted(messages)
+        last["witness"].cancel()
+        last.update(at=loop.time(), witness=Witness(TIMEOUT))
+        return reply
+
     started = time.monotonic()
     try:
-        outcome = await verifier.run(ScriptedAgent(replies), Turn(user_message=USER_MESSAGE))
+        outcome = await verifier.run(agent, Turn(user_message=USER_MESSAGE))
     except asyncio.CancelledError as exc:
         task = asyncio.current_task()
         if task is not None and task.cancelling():
@@ -381,6 +400,9 @@ async def _run(case: Case, server: ProviderServer, result: Result) -> Verifier:
         verdict = outcome.attempts[-1].verdict if outcome.attempts else None
         result.error = None if verdict is None else verdict.error
     result.seconds = time.monotonic() - started
+    result.judged_seconds = loop.time() - last["at"]
+    result.late = last["witness"].lateness
+    last["witness"].cancel()
     result.requests = len(server.seen)
     return verifier
 

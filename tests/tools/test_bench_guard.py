@@ -29,6 +29,10 @@ from pathlib import Path
 
 import pytest
 
+# Timed ratios over many interleaved runs and a callgrind count: minutes, so `.ci/run` runs them
+# as its second step.
+pytestmark = pytest.mark.slow
+
 GUARD = Path(__file__).resolve().parents[2] / "benchmarks" / "guard.py"
 INSTRUCTIONS = GUARD.with_name("instructions.py")
 

@@ -45,10 +45,12 @@ def report(request: pytest.FixtureRequest) -> soak.SoakReport:
     return asyncio.run(soak.soak(TURNS, batch=50, warmup=WARMUP, wire=request.param))
 
 
+@pytest.mark.slow
 def test_every_turn_passes(report: soak.SoakReport) -> None:
     assert report.statuses == {"passed": TURNS}
 
 
+@pytest.mark.slow
 def test_every_failed_first_reply_is_retried_once(report: soak.SoakReport) -> None:
     retried = soak.retried_turns(TURNS, 4, 5)
     assert TURNS // 4 < retried < TURNS // 2  # failed, cut, or both
@@ -62,18 +64,22 @@ def test_every_streamed_turn_is_cut_and_none_delivers_its_fragment(
     assert report.fragments == 0
 
 
+@pytest.mark.slow
 def test_open_file_descriptors_stay_flat_after_the_warm_up(report: soak.SoakReport) -> None:
     assert report.end.open_fds <= report.baseline.open_fds
 
 
+@pytest.mark.slow
 def test_closing_the_verifier_releases_every_file_descriptor(report: soak.SoakReport) -> None:
     assert report.closed.open_fds <= report.start.open_fds
 
 
+@pytest.mark.slow
 def test_memory_python_holds_stays_flat_after_the_warm_up(report: soak.SoakReport) -> None:
     assert report.traced_growth_mb < TRACED_BOUND_MB, report.litellm_callbacks
 
 
+@pytest.mark.slow
 def test_a_leak_of_replyguards_own_fails_the_soak(monkeypatch: pytest.MonkeyPatch) -> None:
     """The canary: the verifier keeps every outcome it reports with a 20 KB copy of its reply,
     as a cache that is never emptied would; the soak's verdict must name the growth."""
@@ -91,6 +97,7 @@ def test_a_leak_of_replyguards_own_fails_the_soak(monkeypatch: pytest.MonkeyPatc
     assert any("memory Python holds grew" in p for p in soak.problems(leaky))
 
 
+@pytest.mark.slow
 def test_resident_memory_growth_after_the_warm_up_is_bounded(report: soak.SoakReport) -> None:
     assert report.rss_growth_mb < RSS_BOUND_MB
 
