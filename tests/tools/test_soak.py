@@ -57,6 +57,7 @@ def test_every_failed_first_reply_is_retried_once(report: soak.SoakReport) -> No
     assert report.attempts == {1: TURNS - retried, 2: retried}
 
 
+@pytest.mark.slow
 def test_every_streamed_turn_is_cut_and_none_delivers_its_fragment(
     report: soak.SoakReport,
 ) -> None:
