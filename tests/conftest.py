@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import sys
 import threading
 import traceback
@@ -260,3 +261,39 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
         report.outcome = "failed"
         report.longrepr = f"skipped in CI, where nothing may skip: {reason}"
+
+
+# -- a shuffled order -------------------------------------------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--shuffle",
+        metavar="SEED",
+        default=None,
+        help="run the test files, and the tests within each, in an order shuffled by SEED "
+        "(a test must not depend on what an earlier one imported or started)",
+    )
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    seed = config.getoption("--shuffle")
+    return None if seed is None else f"shuffled order, seed {seed} (--shuffle {seed} repeats it)"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With ``--shuffle SEED``: files in a shuffled order, and the tests of each file in a
+    shuffled order of their own (a file's tests stay together, so its module-scoped fixtures
+    are still set up once)."""
+    seed = config.getoption("--shuffle")
+    if seed is None:
+        return
+    shuffler = random.Random(str(seed))
+    files: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        files.setdefault(str(item.path), []).append(item)
+    groups = list(files.values())
+    shuffler.shuffle(groups)
+    for group in groups:
+        shuffler.shuffle(group)
+    items[:] = [item for group in groups for item in group]

@@ -363,6 +363,8 @@ def test_a_configured_cwd_linking_out_of_the_workspace_is_a_config_error(tmp_pat
 # leaves: "setsid" (a child in a new session) or "daemon" (a double fork, the middle one gone).
 DETACH = """
 import os, subprocess, sys, time
+
+pytestmark = pytest.mark.timing  # scripts/under_load.sh runs these beside CPU-bound work
 def record(pid):
     with open(sys.argv[1] + ".tmp", "w") as f:
         f.write(str(pid))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -443,7 +444,28 @@ def test_live_latency_leaves_out_the_cold_start(tmp_path: Path, provider: Provid
     assert done.returncode == 0, done.stderr
     report = json.loads((tmp_path / "r" / "report.json").read_text())
     first, *others = [row["latencyMs"] for row in report["results"]]
-    assert first < 2500 + 3 * max(others)  # about 0.5 s more (a first request), not 4 s
+    # The baseline, measured beside it under the same load: litellm's import in a fresh
+    # interpreter (1.7-4 s). Counted in the first record, it would make up all of it; left
+    # out, the first record pays a first request's set-up only (about a quarter of it here).
+    importing = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "import litellm"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+    )
+    import_ms = _import_ms(importing.stderr, "litellm")
+    print(f"first {first:.0f} ms, others at most {max(others):.0f} ms, import {import_ms:.0f} ms")
+    assert first < 0.6 * import_ms + 3 * max(others)
+
+
+def _import_ms(importtime: str, module: str) -> float:
+    """The cumulative time of ``module``'s import, from ``python -X importtime``'s report."""
+    for line in importtime.splitlines():
+        parts = [part.strip() for part in line.removeprefix("import time:").split("|")]
+        if len(parts) == 3 and parts[2] == module:
+            return int(parts[1]) / 1000
+    raise AssertionError(f"{module} not in the import-time report")
 
 
 def test_an_internal_error_exits_two_never_a_traceback(

@@ -27,6 +27,8 @@ from replyguard.telemetry import Events
 from replyguard.types import Status
 from support.provider_server import ANTHROPIC, OPENAI, ProviderServer, Step, Wire
 
+pytestmark = pytest.mark.timing  # scripts/under_load.sh runs these beside CPU-bound work
+
 WIRES = [pytest.param(OPENAI, id="openai"), pytest.param(ANTHROPIC, id="anthropic")]
 # Three judge models per provider, tried in this order.
 MODELS = {

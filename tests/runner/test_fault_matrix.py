@@ -36,6 +36,8 @@ from support.stream_cuts import FRAGMENT, CutResult, expected, run_cuts
 from support.stream_cuts import SCENARIOS as CUT_SCENARIOS
 from support.stream_cuts import Scenario as CutScenario
 
+pytestmark = pytest.mark.timing  # scripts/under_load.sh runs these beside CPU-bound work
+
 CASE_PARAMS = [pytest.param(case, id=case.id) for case in CASES]
 
 

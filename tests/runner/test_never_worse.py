@@ -294,6 +294,8 @@ from support.provider_server import OPENAI, ProviderServer, Step
 from replyguard import Turn, Verifier, VerifierConfig
 from replyguard.testing import ScriptedAgent
 
+pytestmark = pytest.mark.timing  # scripts/under_load.sh runs these beside CPU-bound work
+
 async def main(url):
     config = VerifierConfig.from_dict({{
         "enabled": True, "verifyAll": True, "model": OPENAI.judge_model,

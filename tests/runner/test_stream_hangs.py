@@ -27,6 +27,8 @@ from replyguard.testing import ScriptedJudge
 from support.fault_matrix import tasks_left_behind
 from support.stream_agents import HungClose
 
+pytestmark = pytest.mark.timing  # scripts/under_load.sh runs these beside CPU-bound work
+
 TURN = Turn(user_message="When is the meeting?")
 FIRST = "The meeting is on Monday."
 FAIL = "FAIL [incomplete]: add the time"

@@ -13,6 +13,8 @@ from replyguard.context import JudgePrompt
 from replyguard.errors import CircuitOpenError, VerificationExhausted
 from replyguard.testing import ScriptedAgent, ScriptedJudge
 
+pytestmark = pytest.mark.timing  # scripts/under_load.sh runs these beside CPU-bound work
+
 FAIL = "FAIL [incomplete]: Add the date."
 TURN = Turn(user_message="Summarise the notes.", id="t-1")
 

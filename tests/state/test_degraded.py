@@ -23,6 +23,8 @@ from replyguard.state._estimates import CallCost
 from replyguard.testing import ScriptedAgent, ScriptedJudge, capture_events
 from support.redis_server import REDIS_PASSWORD, WRONG_PASSWORD, RedisServer, free_port
 
+pytestmark = pytest.mark.timing  # scripts/under_load.sh runs these beside CPU-bound work
+
 TURN = Turn(user_message="Is the report done?")
 
 

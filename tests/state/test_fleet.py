@@ -20,6 +20,8 @@ from support.fleet import Instance, fleet_of
 from support.provider_server import ProviderServer, Step
 from support.redis_server import REDIS_PASSWORD, RedisServer, redis_server
 
+pytestmark = pytest.mark.timing  # scripts/under_load.sh runs these beside CPU-bound work
+
 _prefixes = itertools.count()
 
 
