@@ -21,7 +21,8 @@ from replyguard import Turn, Verifier, VerifierConfig
 from replyguard.state import _shared
 from replyguard.state._estimates import CallCost
 from replyguard.testing import ScriptedAgent, ScriptedJudge, capture_events
-from support.redis_server import REDIS_PASSWORD, WRONG_PASSWORD, RedisServer, free_port
+from support.ports import free_port
+from support.redis_server import REDIS_PASSWORD, WRONG_PASSWORD, RedisServer
 
 pytestmark = pytest.mark.timing  # scripts/under_load.sh runs these beside CPU-bound work
 
