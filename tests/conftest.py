@@ -173,8 +173,14 @@ def secrets_guard() -> Iterator[SecretsGuard]:
 
 @pytest.fixture(autouse=True)
 async def _close_litellm_clients() -> AsyncIterator[None]:
-    """litellm caches HTTP clients per loop; close them so no socket outlives its test."""
+    """litellm caches HTTP clients per loop; close them so no socket outlives its test.
+
+    First, a verifier's preload thread that the test started finishes here (it runs once per
+    process, so this waits at most once in a run): its import of litellm and the OpenAI SDK
+    must not go on under the next test's warnings filters, log guard or ``sys.modules``
+    snapshot, whatever test comes next."""
     yield
+    assert wait_for_preload(timeout=120), "a preload thread still runs after 120 s"
     litellm = sys.modules.get("litellm")
     # Still being imported (a verifier's preload thread): no client of it exists yet.
     importing = getattr(getattr(litellm, "__spec__", None), "_initializing", False)

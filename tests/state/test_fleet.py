@@ -121,7 +121,7 @@ def test_concurrent_spend_of_the_fleet_stays_within_the_limit_plus_one_call_per_
     prefix = config["state"]["keyPrefix"]
     keys = list(client.keys(f"{prefix}spend-v2:global:1h:*"))
     assert len(keys) == 1
-    until = time.monotonic() + 5  # the last settlements land in the background
+    until = time.monotonic() + 30  # the last settlements land in the background
     while float(client.get(keys[0]) or 0) != pytest.approx(spent, abs=1e-9):
         assert time.monotonic() < until, "Redis's counter never reached the instances' spend"
         time.sleep(0.01)
@@ -222,14 +222,16 @@ async def test_the_router_gets_the_fleets_redis_without_logging_its_password(
     try:
         verifier = Verifier(config, preload=False)
         await verifier.warmup()  # builds the Router, which opens its Redis pool
-        deadline = time.monotonic() + 5  # its first ping connects in a task of its own
+        # Waits, not bounds (a loaded machine may take seconds): its first ping connects in
+        # a task of its own.
+        deadline = time.monotonic() + 30
         while watcher.info("clients")["connected_clients"] <= before < 1000:
             assert time.monotonic() < deadline, "the Router never connected to Redis"
             await asyncio.sleep(0.02)
         await verifier.aclose()
         # aclose closes the Router's Redis connections too (they were left to the collector,
         # which closed them in whatever later test it ran in, as a ResourceWarning there).
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 30
         while watcher.info("clients")["connected_clients"] > before:
             assert time.monotonic() < deadline, "the Router's Redis connections stayed open"
             await asyncio.sleep(0.02)
@@ -271,7 +273,7 @@ def test_a_loop_per_request_leaves_no_redis_connection_open_when_each_loop_ends(
                 outcome = runner.run(verifier.run(lambda m: "Done.", Turn(user_message="q")))
             assert outcome.status == Status.PASSED
         gc.collect()
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 30
         while watcher.info("clients")["connected_clients"] > before and time.monotonic() < deadline:
             time.sleep(0.05)
         # At most as many as before: other tests' connections may close meanwhile.
