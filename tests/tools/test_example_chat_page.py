@@ -4,7 +4,8 @@ The page is driven through the DevTools protocol (``support.chromium``): the tes
 message, and the agent waits at each step until the page shows what it should, so each
 assertion is about what the user sees at that moment: the first words while the agent is still
 writing, an empty reply with a note once the judge's FAIL retracted it, then the retry's text.
-The judge is the shipped scripted judge.
+The judge is the shipped scripted judge. In ``"buffer"`` mode the page shows each phase
+(``progress`` events) in the reply's place, and no text of a reply before the one that passed.
 """
 
 from __future__ import annotations
