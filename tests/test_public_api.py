@@ -34,6 +34,7 @@ EXPECTED = {
     "JudgeReply",
     "LiteLLMJudge",
     "Outcome",
+    "Progress",
     "Reason",
     "Reply",
     "ReplyguardError",

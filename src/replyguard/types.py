@@ -398,5 +398,19 @@ class Done:
     the deltas after the last ``Retract``."""
 
 
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """What the turn is doing now, for a UI to say while no text is shown (``"buffer"`` mode
+    shows none until a reply passed). Only ``Verifier.stream(..., progress=True)`` yields it.
+
+    It carries no text of the reply: the deltas alone spell the ``Outcome``'s response."""
+
+    phase: Literal["writing", "checking", "revising"]
+    """``"writing"``: the agent writes the first reply; ``"checking"``: a complete reply is
+    being checked and judged; ``"revising"``: the agent writes a retry after the feedback."""
+    attempt: int
+    """The attempt the phase is about (1 for the first reply)."""
+
+
 StreamEvent = Delta | Retract | Done
 """One event of ``Verifier.stream``."""

@@ -19,7 +19,7 @@ import functools
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from replyguard._workspace import Workspace
 from replyguard.checks.base import Check, as_check
@@ -60,7 +60,7 @@ from replyguard.telemetry._tracing import (
     turn_attributes,
     verdict_attributes,
 )
-from replyguard.types import Outcome, Reason, Reply, StreamEvent, Turn, Verdict
+from replyguard.types import Outcome, Progress, Reason, Reply, StreamEvent, Turn, Verdict
 
 if TYPE_CHECKING:  # loaded when a config asks for them: most verifiers need none
     from replyguard.judge._router import JudgeRouter
@@ -407,9 +407,17 @@ class Verifier:
             span.record(outcome_attributes, outcome)
             return outcome
 
+    @overload
     def stream(
-        self, agent: StreamingAgent | Agent, turn: Turn
-    ) -> AsyncGenerator[StreamEvent, None]:
+        self, agent: StreamingAgent | Agent, turn: Turn, *, progress: Literal[False] = False
+    ) -> AsyncGenerator[StreamEvent, None]: ...
+    @overload
+    def stream(
+        self, agent: StreamingAgent | Agent, turn: Turn, *, progress: bool
+    ) -> AsyncGenerator[StreamEvent | Progress, None]: ...
+    def stream(
+        self, agent: StreamingAgent | Agent, turn: Turn, *, progress: bool = False
+    ) -> AsyncGenerator[StreamEvent | Progress, None]:
         """Run a streaming ``agent`` for ``turn``; its reply as events, verified on the way.
 
         ``agent(messages)`` returns an async iterator of text deltas (``str``, or litellm /
@@ -420,7 +428,10 @@ class Verifier:
         ``response``. ``streaming.mode`` (``"buffer"``, ``"release"``) decides what is shown
         before the reply is judged (docs/streaming.md). Closing the iterator (``aclose``, or
         cancelling its consumer) closes the agent's stream and any judge call in flight.
+        With ``progress=True`` a ``Progress(phase, attempt)`` event (no text) also says when
+        the agent starts writing, a reply is being checked, and a retry is being written.
         """
         from replyguard.runner._stream import stream_events
 
-        return stream_events(self._parts, turn, self._profile(turn), agent, self._entered)
+        parts, profile = self._parts, self._profile(turn)
+        return stream_events(parts, turn, profile, agent, self._entered, progress)
