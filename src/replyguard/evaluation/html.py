@@ -1,7 +1,10 @@
 """``report.html``: one self-contained page (inline CSS and SVG; no script, no external asset).
 
-In order: a headline (dataset, judge, replay or live, date, records, and the agreement
-sentence), the figures with readable names and rounded values, the disagreements with the
+In order: a headline (the agreement sentence, a warning when records are marked synthetic, the
+dataset, what produced the verdicts: live calls to the judge model, or under replay the
+recorded outputs and the models that wrote them, the date and records), the figures with
+readable names, rounded values and 95 % intervals, how many more labels would narrow them to
++-5 points, a table per FAIL category with recall and precision, the disagreements with the
 judge's feedback, the confusion matrix and FAILs by category, a latency histogram with labelled
 axes (live runs only: under replay the latencies measure parsing), then every record in a table
 that fits the page width. Long texts are clipped in the table, with the whole text one click away
@@ -16,7 +19,14 @@ from html import escape
 from typing import Any
 
 from replyguard.evaluation.charts import categories_svg, confusion_svg, latency_svg
-from replyguard.evaluation.wording import readable
+from replyguard.evaluation.wording import (
+    five_points,
+    plural,
+    readable,
+    span,
+    synthetic_note,
+    verdict_source,
+)
 
 _CLIP = 160  # characters of a text shown in the records table before "show all"
 _CSS = """
@@ -55,6 +65,8 @@ details[open]>summary::after{content:"(show less)";color:#0969da}
 details[open] summary{margin-bottom:.3em}
 .FAIL{color:#b42318;font-weight:600}.PASS{color:#1a7f37;font-weight:600}
 .muted{color:#57606a}
+.nobreak{white-space:nowrap}
+.warning{background:#fff8c5;border:1px solid #d4a72c;border-radius:8px;padding:10px 14px}
 """
 
 
@@ -85,55 +97,84 @@ def _percent(value: float | None) -> str:
 
 
 def _header(report: dict[str, Any]) -> str:
-    judging = (
-        "replayed from recorded judge outputs (no model called)"
-        if report["replay"]
-        else "live calls to the judge model"
-    )
+    """The title, the agreement sentence, a warning when records are synthetic, and what
+    produced the verdicts: under replay the recorded outputs (and who wrote them), never the
+    configured judge, which judged nothing."""
     records = f"{report['records']} ({report['labelled']} labelled)"
+    if report["replay"]:
+        judging = [("Verdicts", verdict_source(report))]
+    else:
+        judging = [("Judge model", report["judgeModel"]), ("Judging", verdict_source(report))]
     items = [
         ("Dataset", report["dataset"]),
-        ("Judge model", report["judgeModel"] + (" (not called)" if report["replay"] else "")),
-        ("Judging", judging),
+        *judging,
         ("Mode", report["mode"]),
         ("Date", report["createdAt"].replace("T", " ").replace("Z", " UTC")),
         ("Records", records),
     ]
     meta = "".join(f"<li>{escape(k)}: <b>{_text(v)}</b></li>" for k, v in items)
     sentence = report["headline"]
+    note = synthetic_note(report)
+    warning = (
+        f'<p class="warning"><b>Synthetic data:</b> {escape(note)}.</p>' if note is not None else ""
+    )
     return (
         f"<header><h1>replyguard eval: {escape(report['dataset'])}</h1>"
-        f'<p class="lead">{escape(sentence[0].upper() + sentence[1:])}.</p>'
+        f'<p class="lead">{escape(sentence[0].upper() + sentence[1:])}.</p>{warning}'
         f'<ul class="meta">{meta}</ul></header>'
     )
 
 
 def _card(name: str, value: str, note: str = "") -> str:
-    shown = f'<div class="note">{escape(note)}</div>' if note else ""
+    """A figure's card; ``note`` is HTML (escaped by the caller)."""
+    shown = f'<div class="note">{note}</div>' if note else ""
     return (
         f'<div class="card"><div class="name">{escape(name)}</div>'
         f'<div class="value">{escape(value)}</div>{shown}</div>'
     )
 
 
+def _interval(entry: dict[str, Any], *, percent: bool = True, digits: int = 3) -> str:
+    """A 95 % interval as HTML that a line does not break inside."""
+    return f'<span class="nobreak">{escape(span(entry, percent=percent, digits=digits))}</span>'
+
+
+def _sure(entry: dict[str, Any], *, percent: bool = True, digits: int = 3) -> str:
+    """A card's line (HTML) on a figure's 95 % interval and the labels behind it."""
+    labels = plural(entry["n"], "label")
+    if entry["low"] is None:
+        return f"no interval ({labels})"
+    return f"95 % interval {_interval(entry, percent=percent, digits=digits)}, {labels}"
+
+
 def _figures(report: dict[str, Any]) -> str:
-    c = report["confusion"]
+    c, intervals = report["confusion"], report["intervals"]
     labelled_pass = c["labelPassJudgedPass"] + c["labelPassJudgedFail"]
     labelled_fail = c["labelFailJudgedPass"] + c["labelFailJudgedFail"]
     agreed = c["labelPassJudgedPass"] + c["labelFailJudgedFail"]
     kappa = report["kappa"]
     cards = [
-        _card("Agreement", _percent(report["accuracy"]), f"{agreed} of {report['labelled']}"),
-        _card("Cohen's kappa", "-" if kappa is None else f"{kappa:.2f}", "1 is perfect, 0 chance"),
+        _card(
+            "Agreement",
+            _percent(report["accuracy"]),
+            f"{agreed} of {report['labelled']}; {_sure(intervals['accuracy'])}",
+        ),
+        _card(
+            "Cohen's kappa",
+            "-" if kappa is None else f"{kappa:.2f}",
+            f"{_sure(intervals['kappa'], percent=False, digits=2)}; 1 is perfect, 0 chance",
+        ),
         _card(
             "False FAIL rate",
             _percent(report["falseFailRate"]),
-            f"{c['labelPassJudgedFail']} of {labelled_pass} labelled PASS judged FAIL",
+            f"{c['labelPassJudgedFail']} of {labelled_pass} labelled PASS judged FAIL; "
+            f"{_sure(intervals['falseFailRate'])}",
         ),
         _card(
             "False PASS rate",
             _percent(report["falsePassRate"]),
-            f"{c['labelFailJudgedPass']} of {labelled_fail} labelled FAIL judged PASS",
+            f"{c['labelFailJudgedPass']} of {labelled_fail} labelled FAIL judged PASS; "
+            f"{_sure(intervals['falsePassRate'])}",
         ),
         _card("Unreadable verdicts", str(report["unreadable"]), "counted as PASS (fail open)"),
     ]
@@ -147,9 +188,52 @@ def _figures(report: dict[str, Any]) -> str:
                 _card("Latency", f"{latency['p50']:.0f} ms", f"median; p95 {latency['p95']:.0f} ms")
             )
     statuses = ", ".join(f"{readable(k)} {v}" for k, v in report["statuses"].items())
+    method = intervals["method"]
+    notes = [
+        f"95 % intervals: Wilson score intervals for the rates; for kappa a percentile bootstrap "
+        f"of {method['resamples']} resamples with a fixed seed (the same labels give the same "
+        "interval).",
+    ]
+    narrower = five_points(report)
+    if narrower is not None:
+        notes.append(f"{narrower[0].upper()}{narrower[1:]}.")
+    notes.append(f"Outcomes: {statuses}.")
+    shown = "".join(f'<p class="muted">{escape(note)}</p>' for note in notes)
+    return f'<h2>Figures</h2><div class="cards">{"".join(cards)}</div>{shown}'
+
+
+def _categories(report: dict[str, Any]) -> str:
+    """Per category: FAILs judged and labelled, and over the labelled records recall (of its
+    labelled FAILs, the share the judge failed in it) and precision (of the labelled records
+    the judge failed in it, the share labelled so), each with its 95 % interval."""
+    if not report["byCategory"]:
+        return ""
+    rates = report["intervals"]["byCategory"]
+
+    def rate(agreed: int, entry: dict[str, Any] | None) -> str:
+        if entry is None or not entry["n"]:
+            return '<span class="muted">-</span>'
+        return (
+            f"{agreed} of {entry['n']}: {_percent(entry['value'])} "
+            f'<span class="muted">({_interval(entry)})</span>'
+        )
+
+    rows = "".join(
+        f"<tr><td>{escape(readable(name))}</td><td>{n['judged']}</td><td>{n['labelled']}</td>"
+        f"<td>{n['agreed']}</td><td>{rate(n['agreed'], rates.get(name, {}).get('recall'))}</td>"
+        f"<td>{rate(n['agreed'], rates.get(name, {}).get('precision'))}</td></tr>"
+        for name, n in report["byCategory"].items()
+    )
     return (
-        f'<h2>Figures</h2><div class="cards">{"".join(cards)}</div>'
-        f'<p class="muted">Outcomes: {escape(statuses)}.</p>'
+        '<h2>By category</h2><table><thead><tr><th style="width:22%">Category</th>'
+        '<th style="width:12%">Judged FAIL</th><th style="width:12%">Labelled FAIL</th>'
+        '<th style="width:12%">Agreed</th><th style="width:21%">Recall (95 % interval)</th>'
+        f'<th style="width:21%">Precision (95 % interval)</th></tr></thead><tbody>{rows}</tbody>'
+        "</table>"
+        '<p class="muted">Judged FAIL counts every record, the rest the labelled ones. Recall: '
+        "of the records labelled FAIL in the category, the share the judge failed in it. "
+        "Precision: of the labelled records the judge failed in the category, the share "
+        "labelled so.</p>"
     )
 
 
@@ -270,7 +354,8 @@ def render_html(report: dict[str, Any]) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>replyguard eval: {escape(report['dataset'])}</title><style>{_CSS}</style>"
         f"</head><body><main>{_header(report)}{_figures(report)}"
-        f"{_disagreements(report['results'])}{_panel(report)}{_charts(report)}"
+        f"{_categories(report)}{_disagreements(report['results'])}{_panel(report)}"
+        f"{_charts(report)}"
         f"{_records(report['results'])}"
         "</main></body></html>\n"
     )
