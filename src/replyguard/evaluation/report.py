@@ -6,6 +6,12 @@ unreadable verdict included), counts as judged PASS: its reply would be delivere
 Latency percentiles (nearest rank) are over the records that got a verdict; under replay they
 measure parsing alone (no model is called), so the page leaves them out.
 
+Each rate and kappa carries a 95 % interval and the labels behind it (``intervals``; see
+``stats``), with how many more labels would narrow each rate to +-5 points
+(``labelsFor5Points``); ``verdictSource`` says what produced the verdicts (under replay the
+dataset's recorded outputs, no model called) and ``syntheticRecords`` how many records are
+marked synthetic.
+
 Every key is documented in ``docs/eval-report.md``.
 """
 
