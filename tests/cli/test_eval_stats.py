@@ -178,3 +178,11 @@ def test_the_kappa_interval_narrows_with_more_labels_and_matches_the_normal_appr
 def test_the_kappa_interval_is_none_where_kappa_is_undefined() -> None:
     assert stats.kappa_interval(confusion([("PASS", "PASS")] * 5)) is None
     assert stats.kappa_interval(confusion([])) is None
+
+
+def test_the_kappa_interval_is_none_when_no_resample_has_variance() -> None:
+    # Two records, one PP and one FF: a resample of both from one cell has no kappa. With a
+    # single resample, about half the seeds draw such a one, and then there is no interval.
+    matrix = Confusion(pass_pass=1, fail_fail=1)
+    found = [stats.kappa_interval(matrix, resamples=1, seed=seed) for seed in range(20)]
+    assert None in found and any(interval is not None for interval in found)

@@ -278,18 +278,21 @@ def _panel(report: dict[str, Any]) -> str:
     if not members:
         return ""
 
-    def figure(value: float | None) -> str:
-        return "-" if value is None else f"{value:.3f}"
+    def figure(entry: dict[str, Any]) -> str:
+        if entry["value"] is None:
+            return "-"
+        return f'{entry["value"]:.3f} <span class="muted">({_interval(entry)})</span>'
 
     rows = "".join(
         f"<tr><td>{escape(name)}</td><td>{m['agreed']} of {m['labelled']}</td>"
-        f"<td>{figure(m['accuracy'])}</td><td>{figure(m['kappa'])}</td>"
+        f"<td>{figure(m['intervals']['accuracy'])}</td><td>{figure(m['intervals']['kappa'])}</td>"
         f"<td>{m['agreedWithPanel']} of {m['answered']}</td></tr>"
         for name, m in members.items()
     )
     return (
         "<h2>Judge panel members</h2><table><thead><tr><th>Member</th>"
-        "<th>Agrees with the labels</th><th>Accuracy</th><th>Kappa</th>"
+        "<th>Agrees with the labels</th><th>Accuracy (95 % interval)</th>"
+        "<th>Kappa (95 % interval)</th>"
         f"<th>Agrees with the panel</th></tr></thead><tbody>{rows}</tbody></table>"
     )
 

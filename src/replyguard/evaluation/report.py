@@ -185,9 +185,10 @@ def headline(report: dict[str, Any]) -> str:
     kappa_value = report["kappa"]
     if kappa_value is None:
         shown = "kappa undefined: one answer throughout"
+    elif intervals["kappa"]["low"] is None:
+        shown = f"kappa {kappa_value:.2f}"
     else:
-        low, high = intervals["kappa"]["low"], intervals["kappa"]["high"]
-        shown = f"kappa {kappa_value:.2f}, 95 % interval {low:.2f}-{high:.2f}"
+        shown = f"kappa {kappa_value:.2f}, 95 % interval {span(intervals['kappa'], digits=2)}"
     agreement = span(intervals["accuracy"], percent=True)
     rate = f"{100 * report['accuracy']:.1f} %, 95 % interval {agreement}"
     sentence = (
@@ -261,7 +262,8 @@ def build_report(
 def _panel_json(results: Sequence[RecordResult]) -> dict[str, dict[str, Any]]:
     """Each judge panel member's agreement with the labels (and with the panel), by name:
     ``answered`` records, ``labelled`` of those, ``agreed`` with the label, ``accuracy``,
-    ``kappa`` (Cohen's, PASS/FAIL) and ``agreedWithPanel``."""
+    ``kappa`` (Cohen's, PASS/FAIL), ``agreedWithPanel`` and ``intervals`` (``accuracy`` and
+    ``kappa``, each ``{"value", "low", "high", "n"}``)."""
     votes: dict[str, list[tuple[str, str | None, str]]] = {}
     for r in results:
         verdict = r.judgement.verdict
@@ -281,6 +283,10 @@ def _panel_json(results: Sequence[RecordResult]) -> dict[str, dict[str, Any]]:
             "accuracy": _rounded(accuracy(matrix)),
             "kappa": _rounded(kappa(matrix)),
             "agreedWithPanel": sum(said == judged for said, _, judged in rows),
+            "intervals": {
+                "accuracy": _rate(matrix.pass_pass + matrix.fail_fail, matrix.total),
+                "kappa": _bounds(kappa(matrix), kappa_interval(matrix), matrix.total),
+            },
         }
     return dict(sorted(panel.items()))
 
@@ -367,10 +373,12 @@ def summary(report: dict[str, Any]) -> str:
         f"p95 {_figure(latency['p95'], '{:.1f} ms')}",
     ]
     for name, member in report.get("panel", {}).items():
+        sure = member["intervals"]
         lines.append(
             f"panel member {name}: agrees with the labels on {member['agreed']} of "
-            f"{member['labelled']} (accuracy {_figure(member['accuracy'])}, kappa "
-            f"{_figure(member['kappa'])}), with the panel on {member['agreedWithPanel']} of "
+            f"{member['labelled']} (accuracy {_figure(member['accuracy'])}, 95 % "
+            f"{span(sure['accuracy'])}; kappa {_figure(member['kappa'])}, 95 % "
+            f"{span(sure['kappa'])}), with the panel on {member['agreedWithPanel']} of "
             f"{member['answered']}"
         )
     lines += _category_rows(report)

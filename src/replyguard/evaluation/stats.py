@@ -200,6 +200,8 @@ def kappa_interval(
         value = kappa(Confusion(*(drawn.count(cell) for cell in range(4))))
         if value is not None:
             values.append(value)
+    if not values:  # every resample without variance: no interval to give
+        return None
     values.sort()
     low = values[max(0, math.ceil(0.025 * len(values)) - 1)]
     high = values[min(len(values) - 1, math.ceil(0.975 * len(values)) - 1)]
