@@ -110,8 +110,8 @@ def test_replayed_figures_match_the_hand_computation(
     }
     assert report["costUsd"] == 0.0
     assert report["latencyMs"]["p50"] <= report["latencyMs"]["p95"]
-    assert re.search(r"\naccuracy +0\.700 +0\.397-0\.892 +10\n", out)
-    assert re.search(r"\nkappa +0\.400 +-?\d\.\d{3}-\d\.\d{3} +10\n", out)
+    assert re.search(r"\naccuracy +0\.700 +0\.397 to 0\.892 +10\n", out)
+    assert re.search(r"\nkappa +0\.400 +-?\d\.\d{3} to \d\.\d{3} +10\n", out)
 
 
 # The Wilson intervals of the ten, at z = 1.959964 (centre (p + z^2/2n) / (1 + z^2/n), half
@@ -143,7 +143,7 @@ def test_every_figure_carries_its_interval_and_the_labels_behind_it(
     assert (incomplete["recall"]["value"], incomplete["recall"]["n"]) == (0.3333, 3)
     assert (incomplete["precision"]["value"], incomplete["precision"]["n"]) == (1.0, 1)
     assert "agreement needs 310 more labelled records (320 in all)" in out
-    assert re.search(r"\nincomplete +1 +3 +1  1/3 0\.061-0\.792 +1/1 0\.20\d-1\.000\n", out)
+    assert re.search(r"\nincomplete +1 +3 +1  1/3 0\.061 to 0\.792 +1/1 0\.20\d to 1\.000\n", out)
     # the bootstrap's seed is fixed: the same labels give the same kappa interval every time
     _, _, _, again = run_eval(capsys, dataset, "--replay", "--out", str(tmp_path / "again"))
     assert again is not None and again["intervals"] == intervals
@@ -270,8 +270,8 @@ def test_the_report_opens_with_a_headline_and_lists_disagreements_first(
     code, out, _, report = run_eval(capsys, str(SAMPLE), "--replay", "--out", str(tmp_path))
     assert code == 0 and report is not None
     sentence = (
-        "the judge agrees with the labels on 22 of 24 (91.7 %, 95 % interval 74.2-97.7 %; "
-        "kappa 0.83, 95 % interval 0.57-1.00); 1 false FAIL, 1 false PASS; "
+        "the judge agrees with the labels on 22 of 24 (91.7 %, 95 % interval 74.2 to 97.7 %; "
+        "kappa 0.83, 95 % interval 0.57 to 1.00); 1 false FAIL, 1 false PASS; "
         "1 unreadable verdict counted as PASS"
     )
     assert report["headline"] == sentence
@@ -291,7 +291,7 @@ def test_the_report_opens_with_a_headline_and_lists_disagreements_first(
     )
     assert "anthropic/claude-sonnet-4-5" not in page  # the configured judge judged nothing
     assert "<b>Synthetic data:</b> all 26 records are marked synthetic" in page
-    assert 'interval <span class="nobreak">74.2-97.7 %</span>, 24 labels' in page  # a card
+    assert 'interval <span class="nobreak">74.2 to 97.7 %</span>, 24 labels' in page  # a card
     assert "agreement needs 98 more labelled records (122 in all)" in page
     assert "<h2>By category</h2>" in page and "3 of 4: 75.0 %" in page  # goal_missed's recall
     disagreements, records = page.index("Disagreements (2)"), page.index("Records (26)")

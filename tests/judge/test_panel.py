@@ -446,7 +446,7 @@ def test_the_eval_report_shows_each_members_agreement_with_the_labels(
         "high": 0.7923,
         "n": 3,
     }
-    assert "(accuracy 0.333, 95 % 0.061-0.792; kappa" in printed
+    assert "(accuracy 0.333, 95 % 0.061 to 0.792; kappa" in printed
     page = (out_dir / "report.html").read_text()
     assert "<h2>Judge panel members</h2>" in page and f"<td>{GEMINI}</td><td>1 of 3</td>" in page
 

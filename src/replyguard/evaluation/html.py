@@ -15,6 +15,7 @@ The charts (``charts``) are drawn by hand as SVG.
 
 from __future__ import annotations
 
+import re
 from html import escape
 from typing import Any
 
@@ -96,6 +97,14 @@ def _percent(value: float | None) -> str:
 # -- sections -----------------------------------------------------------------------------------
 
 
+_RANGE = re.compile(r"-?\d+(?:\.\d+)? to -?\d+(?:\.\d+)?(?: %)?")
+
+
+def _unbroken(text: str) -> str:
+    """``text`` (HTML of our own words) with each range ("74.2 to 97.7 %") kept on one line."""
+    return _RANGE.sub(lambda found: f'<span class="nobreak">{found.group()}</span>', text)
+
+
 def _header(report: dict[str, Any]) -> str:
     """The title, the agreement sentence, a warning when records are synthetic, and what
     produced the verdicts: under replay the recorded outputs (and who wrote them), never the
@@ -120,7 +129,7 @@ def _header(report: dict[str, Any]) -> str:
     )
     return (
         f"<header><h1>replyguard eval: {escape(report['dataset'])}</h1>"
-        f'<p class="lead">{escape(sentence[0].upper() + sentence[1:])}.</p>{warning}'
+        f'<p class="lead">{_unbroken(escape(sentence[0].upper() + sentence[1:]))}.</p>{warning}'
         f'<ul class="meta">{meta}</ul></header>'
     )
 

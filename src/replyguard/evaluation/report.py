@@ -170,8 +170,8 @@ def _verdict_source(
 def headline(report: dict[str, Any]) -> str:
     """One sentence on how far the judge agrees with the labels (lower case, no full stop).
 
-    "the judge agrees with the labels on 22 of 24 (91.7 %, 95 % interval 74.2-97.7 %; kappa
-    0.83, 95 % interval 0.57-1.00); 1 false FAIL, 1 false PASS"
+    "the judge agrees with the labels on 22 of 24 (91.7 %, 95 % interval 74.2 to 97.7 %; kappa
+    0.83, 95 % interval 0.57 to 1.00); 1 false FAIL, 1 false PASS"
     """
     c, labelled = report["confusion"], report["labelled"]
     if not labelled:
@@ -333,12 +333,12 @@ def _category_rows(report: dict[str, Any]) -> list[str]:
             return "-"
         return f"{agreed}/{entry['n']} {span(entry)}"
 
-    rows = [f"{'category':16}{'judged':>7}{'labelled':>9}{'agreed':>7}  {'recall':18}precision"]
+    rows = [f"{'category':16}{'judged':>7}{'labelled':>9}{'agreed':>7}  {'recall':22}precision"]
     for name, n in report["byCategory"].items():
         shown = rates.get(name, {})
         rows.append(
             f"{name:16}{n['judged']:>7}{n['labelled']:>9}{n['agreed']:>7}  "
-            f"{rate(n['agreed'], shown.get('recall')):18}"
+            f"{rate(n['agreed'], shown.get('recall')):22}"
             f"{rate(n['agreed'], shown.get('precision'))}"
         )
     return rows

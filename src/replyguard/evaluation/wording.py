@@ -32,14 +32,14 @@ def plural(count: int, word: str, many: str | None = None) -> str:
 
 
 def span(entry: dict[str, Any], *, percent: bool = False, digits: int = 3) -> str:
-    """A figure's 95 % interval from its ``intervals`` entry: "0.742-0.977" (``digits``
-    decimals), or as percentages "74.2-97.7 %"; "-" when it has none."""
+    """A figure's 95 % interval from its ``intervals`` entry: "0.742 to 0.977" (``digits``
+    decimals), or as percentages "74.2 to 97.7 %"; "-" when it has none."""
     low, high = entry["low"], entry["high"]
     if low is None or high is None:
         return "-"
     if percent:
-        return f"{100 * low:.1f}-{100 * high:.1f} %"
-    return f"{low:.{digits}f}-{high:.{digits}f}"
+        return f"{100 * low:.1f} to {100 * high:.1f} %"
+    return f"{low:.{digits}f} to {high:.{digits}f}"
 
 
 def verdict_source(report: dict[str, Any]) -> str:
