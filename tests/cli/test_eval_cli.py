@@ -573,3 +573,17 @@ def test_an_internal_error_exits_two_never_a_traceback(
     code = main(["eval", dataset, "--replay", "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err
     assert code == PIPE_CLOSED and "internal error" not in err and "Traceback" not in err
+
+
+def test_a_live_run_on_synthetic_records_says_what_it_measures(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], provider: ProviderServer
+) -> None:
+    provider.respond_with(lambda seen: Step(text="PASS"))
+    dataset = write_dataset(tmp_path / "d.jsonl", [record("PASS", None, synthetic=True)])
+    args = [dataset, "--config", live_config(tmp_path, provider), "--out", str(tmp_path / "r")]
+    _, out, _, report = run_eval(capsys, *args)
+    assert report is not None and report["syntheticRecords"] == 1
+    assert (
+        "SYNTHETIC DATA: the one record is marked synthetic (written, not recorded from real "
+        "conversations): the figures measure the judge on these examples, not on real traffic."
+    ) in out

@@ -63,20 +63,30 @@ def verdict_source(report: dict[str, Any]) -> str:
 
 
 def synthetic_note(report: dict[str, Any]) -> str | None:
-    """What the records marked synthetic mean (lower case, no full stop), or None: none is."""
+    """What the records marked synthetic mean (lower case, no full stop), or None: none is.
+
+    Replayed, written judge texts measure no model; live, the judge was measured on written
+    turns and labels, not on real traffic."""
     count, records = report["syntheticRecords"], report["records"]
     if not count:
         return None
-    if count == records:
+    if count < records:
+        verb = "is" if count == 1 else "are"
         return (
-            f"all {plural(records, 'record')} are marked synthetic (written, "
-            "not recorded from real conversations and a real judge): the figures show the "
-            "format and measure no model"
+            f"{count} of {plural(records, 'record')} {verb} marked synthetic "
+            "(written, not recorded): the figures mix them with recorded ones"
         )
-    verb = "is" if count == 1 else "are"
+    every = "the one record is" if records == 1 else f"all {records} records are"
+    if report["replay"]:
+        return (
+            f"{every} marked synthetic (written, not recorded "
+            "from real conversations and a real judge): the figures show the format and "
+            "measure no model"
+        )
     return (
-        f"{count} of {plural(records, 'record')} {verb} marked synthetic "
-        "(written, not recorded): the figures mix them with recorded ones"
+        f"{every} marked synthetic (written, not recorded from "
+        "real conversations): the figures measure the judge on these examples, not on real "
+        "traffic"
     )
 
 
