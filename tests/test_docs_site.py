@@ -54,3 +54,19 @@ def test_the_configuration_summary_names_real_keys_with_their_defaults() -> None
         assert key in properties, key
         if "default" in properties[key] and key != "checks":  # checks: the schema adds nulls
             assert json.loads(default) == properties[key]["default"], key
+
+
+def test_getting_started_names_every_extra() -> None:
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    text = page("getting-started.md")
+    extras = text[text.index("Extras add optional parts") :].split("\n\n", 1)[0]
+    named = set(re.findall(r"`([a-z-]+)`", extras))
+    assert named == set(project["optional-dependencies"])
+
+
+def test_no_page_cites_a_document_that_is_not_there() -> None:
+    """The eval report's page once sent readers to "design notes" that never existed."""
+    pages = [ROOT / "README.md", *DOCS.rglob("*.md")]
+    assert [p.name for p in pages if "design notes" in p.read_text(encoding="utf-8")] == []
