@@ -70,3 +70,9 @@ def test_no_page_cites_a_document_that_is_not_there() -> None:
     """The eval report's page once sent readers to "design notes" that never existed."""
     pages = [ROOT / "README.md", *DOCS.rglob("*.md")]
     assert [p.name for p in pages if "design notes" in p.read_text(encoding="utf-8")] == []
+
+
+def test_the_adapters_page_hides_no_setup() -> None:
+    """Its Agents SDK example once needed a hidden client: copied, it said "Missing
+    credentials". Every model it uses is now on the page."""
+    assert "snippet-setup" not in page("adapters.md")
