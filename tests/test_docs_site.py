@@ -76,3 +76,14 @@ def test_the_adapters_page_hides_no_setup() -> None:
     """Its Agents SDK example once needed a hidden client: copied, it said "Missing
     credentials". Every model it uses is now on the page."""
     assert "snippet-setup" not in page("adapters.md")
+
+
+def test_code_blocks_wrap_and_end_clear_of_the_copy_button() -> None:
+    """The built site clipped a long command under the copy button (checked by eye in
+    headless Chromium at 1280 and 700 pixels wide: the README's commands wrap, nothing under
+    the button); this holds the rule that does it."""
+    css = (DOCS / "stylesheets" / "extra.css").read_text(encoding="utf-8")
+    rule = css.split(".md-typeset pre > code {", 1)[1].split("}", 1)[0]
+    assert "white-space: pre-wrap;" in rule and "overflow-wrap: anywhere;" in rule
+    assert re.search(r"padding-right: [2-9](\.\d+)?em;", rule)
+    assert "content.code.copy" in mkdocs_yml()
