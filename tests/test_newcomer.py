@@ -10,6 +10,8 @@ from types import ModuleType
 
 import pytest
 
+from conftest import API_KEY
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "newcomer.py"
 STEPS = (
@@ -45,7 +47,7 @@ def test_ci_runs_it_after_the_steps_it_already_had() -> None:
 
 
 def test_its_environment_holds_no_provider_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-a-developers-own-key")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", API_KEY)  # a developer's own key
     env = newcomer().reader_env(EXTRA="1")
     assert "ANTHROPIC_API_KEY" not in env and env["EXTRA"] == "1"
 
