@@ -16,6 +16,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "replyguard"
 
 LEVELS: tuple[tuple[str, ...], ...] = (
+    ("__main__",),  # python -m replyguard: the command line
     ("cli",),
     ("evaluation",),
     ("__init__", "adapters", "_cli"),
