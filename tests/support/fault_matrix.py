@@ -30,8 +30,10 @@ from support.ports import free_port
 from support.provider_server import ANTHROPIC, OPENAI, ProviderServer, Step, Wire
 from support.timing import Witness
 
-TIMEOUT = 1.0
-"""``timeoutSeconds`` of every case."""
+TIMEOUT = 3.0
+"""``timeoutSeconds`` of every case: a fault-free judgement must finish well within it on a
+machine running two CPU-bound processes per core (``scripts/under_load.sh``), where one took
+over a second; the cases that hang run at once, so they wait it out once."""
 SLACK = 0.5
 """How much longer than ``TIMEOUT`` a turn may take to fail open."""
 USER_MESSAGE = "Send me the release checklist."
