@@ -41,6 +41,7 @@ EXPECTED = {
     "RunMeta",
     "SkipReason",
     "Status",
+    "TokenUsage",
     "ToolCallRecord",
     "Turn",
     "TurnContext",
