@@ -29,12 +29,12 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any, NotRequired
 
 try:
     from langchain.agents.middleware import AgentMiddleware, AgentState, hook_config
-    from langchain.agents.middleware.types import PrivateStateAttr
+    from langchain.agents.middleware.types import ModelRequest, ModelResponse, PrivateStateAttr
     from langchain_core.messages import (
         AIMessage,
         AnyMessage,
@@ -55,6 +55,18 @@ from replyguard.adapters.langchain import METADATA_KEY, reply_of, with_outcome
 from replyguard.errors import VerificationExhausted
 from replyguard.gate._prechecks import skip_reason
 from replyguard.runner._feedback import feedback_message
+from replyguard.runner._policy import (
+    Assessed,
+    Ending,
+    PolicyStep,
+    delivery,
+    feedback_so_far,
+    judged_ending,
+    last_judge_cost,
+    retry_ending,
+    settled,
+)
+from replyguard.runner._side_effects import done
 from replyguard.runner._verifier import Verifier
 from replyguard.telemetry._events import Events, describe_error
 from replyguard.types import (
@@ -62,7 +74,6 @@ from replyguard.types import (
     Outcome,
     Reason,
     Reply,
-    SkipReason,
     Status,
     ToolCallRecord,
     Turn,
@@ -119,18 +130,6 @@ def tool_ledger(messages: Sequence[AnyMessage]) -> tuple[ToolCallRecord, ...]:
     )
 
 
-def _same_fail(before: Verdict | None, now: Verdict) -> bool:
-    """The same category failed again with the same feedback: another retry will not help."""
-    if before is None or before.passed or now.passed or before.category != now.category:
-        return False
-    return " ".join((before.feedback or "").split()) == " ".join((now.feedback or "").split())
-
-
-def _check_failed(verdict: Verdict) -> bool:
-    """A deterministic FAIL (a check's, or the injection rule's), not the judge's."""
-    return not verdict.passed and verdict.decisive
-
-
 class ReplyguardMiddleware(AgentMiddleware[ReplyguardState, Any, Any]):
     """Judges the agent's final reply after the model call; retries with the feedback.
 
@@ -167,21 +166,62 @@ class ReplyguardMiddleware(AgentMiddleware[ReplyguardState, Any, Any]):
         """Judge a final reply: deliver it with its ``Outcome``, or jump back to the model."""
         messages = state["messages"]
         last = messages[-1] if messages else None
-        if not isinstance(last, AIMessage) or last.tool_calls:
-            return None  # a tool step, or nothing to judge: the agent goes on
+        if (
+            not isinstance(last, AIMessage)
+            or last.tool_calls
+            or METADATA_KEY in last.response_metadata
+        ):
+            return None  # a tool step, nothing to judge, or a turn already decided: it ends
+        judging = self._judging(state, last)
+        start = _turn_start(messages)
+        own = reply_of(last)
+        ledger = tool_ledger(messages[start + 1 :])
+        reply = own.model_copy(update={"meta": own.meta.model_copy(update={"tool_calls": ledger})})
+        return await judging.step(reply)
+
+    def wrap_model_call(
+        self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], ModelResponse[Any]]
+    ) -> ModelResponse[Any] | AIMessage:
+        """A model error on a retry delivers the previous reply (``failed_open``,
+        ``agent_error``), as ``Verifier.run`` does; on the first call it is the caller's."""
+        try:
+            return handler(request)
+        except Exception as exc:
+            return self._retry_failed(request, exc)
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any] | AIMessage:
+        """``wrap_model_call`` for ``ainvoke``."""
+        try:
+            return await handler(request)
+        except Exception as exc:
+            return self._retry_failed(request, exc)
+
+    def _retry_failed(self, request: ModelRequest[Any], exc: Exception) -> AIMessage:
+        state: Any = request.state
+        record = state.get("replyguard_turn")
+        if not record or not record["attempts"]:
+            raise exc  # the first call: the caller's own error
+        last = next(m for m in reversed(state["messages"]) if isinstance(m, AIMessage))
+        return self._judging(state, last).retry_failed(exc)
+
+    def _judging(self, state: Any, last: AIMessage) -> _Judging:
+        """The turn so far, from the agent's state."""
+        messages = state["messages"]
         record = state.get("replyguard_turn") or {"started": time.monotonic(), "attempts": []}
         start = _turn_start(messages)
         before = messages[:start] if start >= 0 else messages[:-1]
         text = str(messages[start].text) if start >= 0 else ""
         turn = make_turn(text, convert_to_openai_messages(before), self._fields)
-        own = reply_of(last)
-        ledger = tool_ledger(messages[start + 1 :])
-        reply = own.model_copy(update={"meta": own.meta.model_copy(update={"tool_calls": ledger})})
-        return await _Judging(self.verifier, turn, record, last).step(reply)
+        return _Judging(self.verifier, turn, record, last)
 
 
 class _Judging:
-    """One after-model decision: the turn so far, the newest reply, what happens next."""
+    """One after-model decision: the turn so far, the newest reply, what happens next; each
+    decision is ``runner._policy``'s, as ``Verifier.run``'s."""
 
     def __init__(
         self, verifier: Verifier, turn: Turn, record: dict[str, Any], last: AIMessage
@@ -198,100 +238,106 @@ class _Judging:
         attempts = [a.model_dump(mode="json") for a in self.attempts]
         return {"started": self.started, "attempts": attempts}
 
+    def deadline(self) -> float | None:
+        budget = self.config.max_latency_ms
+        return None if budget is None else self.started + budget / 1000
+
     async def step(self, reply: Reply) -> dict[str, Any]:
         number = len(self.attempts) + 1
-        if not self.verifier.config.enabled:
-            self.attempts.append(Attempt(number=number, reply=reply))
-            return self.finish(Status.DISABLED, reply)
-        skip = skip_reason(reply)
-        if skip is not None:
-            self.attempts.append(Attempt(number=number, reply=reply, skip_reason=skip))
-            return self.finish(Status.SKIPPED, reply, skip=skip)
-        budget = self.config.max_latency_ms
-        if budget is not None and (time.monotonic() - self.started) * 1000 > budget:
-            self.attempts.append(Attempt(number=number, reply=reply))
-            return self.finish(Status.FAILED_OPEN, self.delivery(reply), Reason.LATENCY_BUDGET)
-        verdict = await self.verify(reply)
-        previous = self.attempts[-1].verdict if self.attempts else None
-        self.attempts.append(Attempt(number=number, reply=reply, verdict=verdict))
-        if verdict.fail_open_reason is not None:
-            return self.finish(Status.FAILED_OPEN, reply, verdict.fail_open_reason)
-        if verdict.passed:
-            return self.finish(Status.PASSED, reply)
-        if self.config.mode == "shadow":
-            return self.finish(Status.FLAGGED, reply)
-        if _same_fail(previous, verdict):
-            return self.finish(Status.EXHAUSTED, self.delivery(reply), Reason.STAGNANT)
-        if number >= self.config.max_attempts:
-            return self.finish(Status.EXHAUSTED, self.delivery(reply))
-        ceiling = self.config.max_cost_usd
-        if ceiling is not None and self.judge_cost() + verdict.cost_usd > ceiling:
-            return self.finish(Status.FAILED_OPEN, self.delivery(reply), Reason.COST_BUDGET)
+        ending = self.unjudged(reply, number)
+        if ending is not None:
+            return self.finish(ending)
+        earlier = [a.reply for a in self.attempts]
+        assessed = await self.assess(
+            reply, PolicyStep(earlier, feedback_so_far(self.attempts), number, self.deadline())
+        )
+        verdict = assessed.verdict
+        self.attempts.append(
+            Attempt(number=number, reply=reply, verdict=verdict, checks=assessed.checks)
+        )
+        acted = done(assessed.tool_calls)
+        ending = judged_ending(
+            self.config, self.attempts, acted=bool(acted), next_cost=last_judge_cost(self.attempts)
+        )
+        if ending is not None:
+            return self.finish(ending)
         self.events.info("retry", turn_id=self.turn.id, attempt=number + 1)
-        message = feedback_message(verdict, categories=self.config.categories)
+        message = feedback_message(
+            verdict,
+            heartbeat=self.turn.heartbeat,
+            done=acted if self.config.on_side_effects == "notice" else (),
+            categories=self.config.categories,
+        )
         feedback = HumanMessage(message, id=FEEDBACK_ID_PREFIX + uuid.uuid4().hex)
         return {"messages": [feedback], "jump_to": "model", "replyguard_turn": self.record()}
 
-    async def verify(self, reply: Reply) -> Verdict:
-        """The verdict on ``reply``; the verifier's own trouble is a fail-open verdict."""
+    def unjudged(self, reply: Reply, number: int) -> Ending | None:
+        """How the turn ends before ``reply`` is judged (disabled, skipped, a broken or a
+        repeated retry, out of time), or None when it is judged."""
+        skip = skip_reason(reply)
+        if not self.verifier.config.enabled:
+            ending: Ending | None = Ending(Status.DISABLED, reply)
+        elif not self.attempts:
+            ending = None if skip is None else Ending(Status.SKIPPED, reply, skip=skip)
+        else:
+            previous = self.attempts[-1].reply
+            ending = retry_ending(self.config, self.attempts, reply, previous, skip)
+        if ending is not None:
+            self.attempts.append(Attempt(number=number, reply=reply, skip_reason=skip))
+            return ending
+        deadline = self.deadline()
+        if deadline is not None and time.monotonic() >= deadline:
+            latest = delivery(self.config.deliver, self.attempts, reply)
+            return Ending(Status.FAILED_OPEN, latest, Reason.LATENCY_BUDGET)
+        return None
+
+    async def assess(self, reply: Reply, step: PolicyStep) -> Assessed:
+        """The judgement of ``reply``; the verifier's own trouble is a fail-open verdict."""
         try:
-            return await self.verifier.verify(self.turn, reply)
+            return await self.verifier._assess(self.turn, reply, step)
         except Exception as exc:
             error = describe_error(exc, self.config.secrets())
             self.events.warning("middleware_verify_failed", error=error)
-            return Verdict(
+            verdict = Verdict(
                 passed=True, readable=False, fail_open_reason=Reason.INTERNAL_ERROR, error=error
             )
+            return Assessed(verdict, (), reply.meta.tool_calls)
 
-    def judge_cost(self) -> float:
-        return sum(a.verdict.cost_usd for a in self.attempts if a.verdict is not None)
-
-    def delivery(self, latest: Reply) -> Reply:
-        """What a turn out of attempts, money or time delivers, per the ``deliver`` policy."""
-        policy = self.config.deliver
-        if policy == "first" and self.attempts:
-            return self.attempts[0].reply
-        if policy == "best":
-            # As the runner: the newest judged reply no deterministic check failed.
-            clean = [
-                a for a in self.attempts if a.verdict is not None and not _check_failed(a.verdict)
-            ]
-            if clean:
-                return clean[-1].reply
-        return latest
-
-    def finish(
-        self,
-        status: Status,
-        delivered: Reply,
-        reason: Reason | None = None,
-        skip: SkipReason | None = None,
-    ) -> dict[str, Any]:
-        cost = self.judge_cost()
-        outcome = Outcome(
-            response=delivered.text,
-            status=status,
-            reason=reason,
-            attempts=tuple(self.attempts),
-            skip_reason=skip,
-            cost_usd=cost,
-            judge_cost_usd=cost,
-            latency_ms=(time.monotonic() - self.started) * 1000,
+    def retry_failed(self, exc: Exception) -> AIMessage:
+        """The final message when the model fails on a retry: the previous reply."""
+        self.events.warning(
+            "agent_retry_failed",
+            turn_id=self.turn.id,
+            attempt=len(self.attempts) + 1,
+            error=describe_error(exc, self.config.secrets()),
         )
-        level = _LEVELS.get(status, logging.DEBUG)
+        ending = Ending(Status.FAILED_OPEN, self.attempts[-1].reply, Reason.AGENT_ERROR)
+        outcome = self.outcome(ending)
+        return AIMessage(
+            outcome.response, response_metadata={METADATA_KEY: outcome.model_dump(mode="json")}
+        )
+
+    def outcome(self, ending: Ending) -> Outcome:
+        latency_ms = (time.monotonic() - self.started) * 1000
+        outcome = settled(ending, self.attempts, latency_ms)
+        level = _LEVELS.get(outcome.status, logging.DEBUG)
         if self.events.enabled(level):
             self.events.emit(
                 level,
-                str(status),
+                str(outcome.status),
                 turn_id=self.turn.id,
-                reason=reason,
-                skip_reason=skip,
+                reason=outcome.reason,
+                skip_reason=outcome.skip_reason,
                 attempts=len(self.attempts),
-                cost_usd=cost,
+                cost_usd=outcome.cost_usd,
             )
-        if status == Status.EXHAUSTED and self.config.on_exhausted == "raise":
-            raise VerificationExhausted(outcome, delivered)
+        return outcome
+
+    def finish(self, ending: Ending) -> dict[str, Any]:
+        outcome = self.outcome(ending)
+        if outcome.status == Status.EXHAUSTED and self.config.on_exhausted == "raise":
+            raise VerificationExhausted(outcome, ending.delivered)
         final = with_outcome(self.last, outcome)
-        if delivered.text != reply_of(self.last).text:
-            final = final.model_copy(update={"content": delivered.text})
+        if outcome.response != reply_of(self.last).text:
+            final = final.model_copy(update={"content": outcome.response})
         return {"messages": [final], "replyguard_turn": self.record()}

@@ -27,12 +27,14 @@ from typing import Any
 from replyguard.config._schema import VerifierConfig
 from replyguard.types import (
     Attempt,
+    CheckResult,
     Outcome,
     Reason,
     Reply,
     SkipReason,
     Status,
     TokenUsage,
+    ToolCallRecord,
     Verdict,
 )
 
@@ -91,6 +93,19 @@ def _spaced(text: str) -> str:
     return " ".join(text.split())
 
 
+def feedback_line(verdict: Verdict) -> str:
+    """How a FAIL is shown to the judge of a later attempt (its previous feedback)."""
+    category = f" [{verdict.category}]" if verdict.category is not None else ""
+    return f"FAIL{category}: {verdict.feedback or 'no details'}"
+
+
+def feedback_so_far(attempts: Sequence[Attempt]) -> tuple[str, ...]:
+    """The previous feedback the judge of the next attempt is shown."""
+    return tuple(
+        feedback_line(a.verdict) for a in attempts if a.verdict is not None and not a.verdict.passed
+    )
+
+
 # -- money --------------------------------------------------------------------------------------
 
 
@@ -99,6 +114,16 @@ def spent(attempts: Sequence[Attempt]) -> float:
     first reply was made before replyguard had a say)."""
     judged = sum(a.verdict.cost_usd for a in attempts if a.verdict is not None)
     return judged + sum(a.reply.meta.cost_usd or 0.0 for a in attempts[1:])
+
+
+def last_judge_cost(attempts: Sequence[Attempt]) -> float:
+    """What the newest judge call cost (a check's verdict calls no judge): the price of the
+    next judgement, as ``affordable`` reckons it."""
+    for attempt in reversed(attempts):
+        verdict = attempt.verdict
+        if verdict is not None and verdict.model is not None:
+            return verdict.cost_usd
+    return 0.0
 
 
 def affordable(ceiling: float | None, attempts: Sequence[Attempt], next_cost: float) -> bool:
@@ -236,3 +261,27 @@ def settled(ending: Ending, attempts: Sequence[Attempt], latency_ms: float) -> O
         usage=usage_of(attempts),
         latency_ms=latency_ms,
     )
+
+
+# -- what a door that drives its own attempts hands the verifier ---------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyStep:
+    """What a judgement knows of its turn: the earlier replies (their tool calls count), the
+    feedback given so far, the attempt's number and the turn's deadline (``time.monotonic``)."""
+
+    earlier: Sequence[Reply] = ()
+    feedback: Sequence[str] = ()
+    number: int = 1
+    deadline: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Assessed:
+    """One judgement: the verdict, the check results, the turn's tool ledger (side effects
+    settled)."""
+
+    verdict: Verdict
+    checks: tuple[CheckResult, ...]
+    tool_calls: tuple[ToolCallRecord, ...]

@@ -23,9 +23,15 @@ from replyguard.runner._assessment import Assessor, Profile, Reading, Step
 from replyguard.runner._family_guard import FamilyGuard
 from replyguard.runner._feedback import feedback_message
 from replyguard.runner._hooks import Hooks
-from replyguard.runner._policy import Ending, affordable, judged_ending, retry_ending, settled
+from replyguard.runner._policy import (
+    Ending,
+    feedback_line,
+    judged_ending,
+    last_judge_cost,
+    retry_ending,
+    settled,
+)
 from replyguard.runner._policy import delivery as delivered_reply
-from replyguard.runner._policy import spent as turn_spent
 from replyguard.runner._side_effects import SideEffects, done
 from replyguard.runner._threads import ThreadPool
 from replyguard.runner._turn_scope import agent_attempt
@@ -42,7 +48,6 @@ from replyguard.types import (
     Status,
     ToolCallRecord,
     Turn,
-    Verdict,
 )
 
 
@@ -90,11 +95,6 @@ def _sampled_in(sample_key: str, rate: float) -> bool:
     return draw / 2**64 < rate
 
 
-def _feedback_line(verdict: Verdict) -> str:
-    category = f" [{verdict.category}]" if verdict.category is not None else ""
-    return f"FAIL{category}: {verdict.feedback or 'no details'}"
-
-
 class _Run:
     """Everything about one turn: its attempts, its clock, its spend. Lives for one ``run``."""
 
@@ -120,7 +120,6 @@ class _Run:
         self.attempts: list[Attempt] = []
         self.deadline: float | None = None
         self.verified = False
-        self.last_judge_cost = 0.0
         self.tool_ledger: tuple[ToolCallRecord, ...] = ()
         """The turn's tool calls so far, every attempt's, side effects settled."""
         self.reading = reading
@@ -130,14 +129,6 @@ class _Run:
 
     def time_left(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.monotonic()
-
-    def spent(self) -> float:
-        """Judge spend plus what the agent reported for its retries (``_policy.spent``)."""
-        return turn_spent(self.attempts)
-
-    def can_afford_another(self) -> bool:
-        """Whether one more judgement, at the last judge call's cost, fits the ceiling."""
-        return affordable(self.config.max_cost_usd, self.attempts, self.last_judge_cost)
 
     # -- ending -----------------------------------------------------------------------------
 
@@ -302,8 +293,6 @@ class _Run:
             span.set({"replyguard.attempt": number})
             verdict, results = await self.v.assessor.assess(step)
             span.record(verdict_attributes, verdict, tracing.log_content)
-        if verdict.model is not None:
-            self.last_judge_cost = verdict.cost_usd
         return await self.record(
             Attempt(number=number, reply=reply, verdict=verdict, checks=results)
         )
@@ -333,7 +322,7 @@ class _Run:
             self.config,
             attempts,
             acted=bool(done(self.tool_ledger)),
-            next_cost=self.last_judge_cost,
+            next_cost=last_judge_cost(attempts),
         )
 
     async def feedback(self, attempt: Attempt, feedback_so_far: list[str]) -> str:
@@ -348,7 +337,7 @@ class _Run:
             done=notice,
             categories=self.config.categories,
         )
-        feedback_so_far.append(_feedback_line(verdict))
+        feedback_so_far.append(feedback_line(verdict))
         self.v.events.info(
             "retry",
             turn_id=self.turn.id,
