@@ -26,7 +26,6 @@ the tools the turn called.
 
 from __future__ import annotations
 
-import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
@@ -50,47 +49,23 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "pip install 'replyguard[langchain-agents]'"
     ) from exc
 
-from replyguard.adapters._shared import call_blocking, make_turn, turn_defaults
+from replyguard.adapters._shared import DrivenTurn, call_blocking, make_turn, turn_defaults
 from replyguard.adapters.langchain import METADATA_KEY, reply_of, with_outcome
 from replyguard.errors import VerificationExhausted
-from replyguard.gate._prechecks import skip_reason
-from replyguard.runner._feedback import feedback_message
-from replyguard.runner._policy import (
-    Assessed,
-    Ending,
-    PolicyStep,
-    delivery,
-    feedback_so_far,
-    judged_ending,
-    last_judge_cost,
-    retry_ending,
-    settled,
-)
-from replyguard.runner._side_effects import done
+from replyguard.runner._policy import Ending
 from replyguard.runner._verifier import Verifier
-from replyguard.telemetry._events import Events, describe_error
 from replyguard.types import (
     Attempt,
-    Outcome,
-    Reason,
     Reply,
     Status,
     ToolCallRecord,
     Turn,
-    Verdict,
 )
 
 __all__ = ["FEEDBACK_ID_PREFIX", "METADATA_KEY", "ReplyguardMiddleware", "ReplyguardState"]
 
 FEEDBACK_ID_PREFIX = "replyguard-feedback-"
 """The start of the id of every feedback message the middleware adds."""
-
-_LEVELS = {
-    Status.EXHAUSTED: logging.WARNING,
-    Status.FAILED_OPEN: logging.WARNING,
-    Status.PASSED: logging.INFO,
-    Status.FLAGGED: logging.INFO,
-}
 
 
 class ReplyguardState(AgentState[Any]):
@@ -220,122 +195,37 @@ class ReplyguardMiddleware(AgentMiddleware[ReplyguardState, Any, Any]):
 
 
 class _Judging:
-    """One after-model decision: the turn so far, the newest reply, what happens next; each
-    decision is ``runner._policy``'s, as ``Verifier.run``'s."""
+    """One after-model decision (a ``DrivenTurn``): the turn so far, the newest reply, what
+    happens next."""
 
     def __init__(
         self, verifier: Verifier, turn: Turn, record: dict[str, Any], last: AIMessage
     ) -> None:
-        self.verifier = verifier
-        self.turn = turn
-        self.config = verifier.config.for_run_kind(turn.run_kind)
-        self.started = float(record["started"])
-        self.attempts = [Attempt.model_validate(a) for a in record["attempts"]]
+        attempts = [Attempt.model_validate(a) for a in record["attempts"]]
+        self.turn = DrivenTurn(verifier, turn, attempts, float(record["started"]))
         self.last = last
-        self.events = Events(self.config.secrets())
 
     def record(self) -> dict[str, Any]:
-        attempts = [a.model_dump(mode="json") for a in self.attempts]
-        return {"started": self.started, "attempts": attempts}
-
-    def deadline(self) -> float | None:
-        budget = self.config.max_latency_ms
-        return None if budget is None else self.started + budget / 1000
+        attempts = [a.model_dump(mode="json") for a in self.turn.attempts]
+        return {"started": self.turn.started, "attempts": attempts}
 
     async def step(self, reply: Reply) -> dict[str, Any]:
-        number = len(self.attempts) + 1
-        ending = self.unjudged(reply, number)
-        if ending is not None:
-            return self.finish(ending)
-        earlier = [a.reply for a in self.attempts]
-        assessed = await self.assess(
-            reply, PolicyStep(earlier, feedback_so_far(self.attempts), number, self.deadline())
-        )
-        verdict = assessed.verdict
-        self.attempts.append(
-            Attempt(number=number, reply=reply, verdict=verdict, checks=assessed.checks)
-        )
-        acted = done(assessed.tool_calls)
-        ending = judged_ending(
-            self.config, self.attempts, acted=bool(acted), next_cost=last_judge_cost(self.attempts)
-        )
-        if ending is not None:
-            return self.finish(ending)
-        self.events.info("retry", turn_id=self.turn.id, attempt=number + 1)
-        message = feedback_message(
-            verdict,
-            heartbeat=self.turn.heartbeat,
-            done=acted if self.config.on_side_effects == "notice" else (),
-            categories=self.config.categories,
-        )
-        feedback = HumanMessage(message, id=FEEDBACK_ID_PREFIX + uuid.uuid4().hex)
+        decided = await self.turn.step(reply)
+        if isinstance(decided, Ending):
+            return self.finish(decided)
+        feedback = HumanMessage(decided, id=FEEDBACK_ID_PREFIX + uuid.uuid4().hex)
         return {"messages": [feedback], "jump_to": "model", "replyguard_turn": self.record()}
-
-    def unjudged(self, reply: Reply, number: int) -> Ending | None:
-        """How the turn ends before ``reply`` is judged (disabled, skipped, a broken or a
-        repeated retry, out of time), or None when it is judged."""
-        skip = skip_reason(reply)
-        if not self.verifier.config.enabled:
-            ending: Ending | None = Ending(Status.DISABLED, reply)
-        elif not self.attempts:
-            ending = None if skip is None else Ending(Status.SKIPPED, reply, skip=skip)
-        else:
-            previous = self.attempts[-1].reply
-            ending = retry_ending(self.config, self.attempts, reply, previous, skip)
-        if ending is not None:
-            self.attempts.append(Attempt(number=number, reply=reply, skip_reason=skip))
-            return ending
-        deadline = self.deadline()
-        if deadline is not None and time.monotonic() >= deadline:
-            latest = delivery(self.config.deliver, self.attempts, reply)
-            return Ending(Status.FAILED_OPEN, latest, Reason.LATENCY_BUDGET)
-        return None
-
-    async def assess(self, reply: Reply, step: PolicyStep) -> Assessed:
-        """The judgement of ``reply``; the verifier's own trouble is a fail-open verdict."""
-        try:
-            return await self.verifier._assess(self.turn, reply, step)
-        except Exception as exc:
-            error = describe_error(exc, self.config.secrets())
-            self.events.warning("middleware_verify_failed", error=error)
-            verdict = Verdict(
-                passed=True, readable=False, fail_open_reason=Reason.INTERNAL_ERROR, error=error
-            )
-            return Assessed(verdict, (), reply.meta.tool_calls)
 
     def retry_failed(self, exc: Exception) -> AIMessage:
         """The final message when the model fails on a retry: the previous reply."""
-        self.events.warning(
-            "agent_retry_failed",
-            turn_id=self.turn.id,
-            attempt=len(self.attempts) + 1,
-            error=describe_error(exc, self.config.secrets()),
-        )
-        ending = Ending(Status.FAILED_OPEN, self.attempts[-1].reply, Reason.AGENT_ERROR)
-        outcome = self.outcome(ending)
+        outcome = self.turn.outcome(self.turn.retry_failed(exc))
         return AIMessage(
             outcome.response, response_metadata={METADATA_KEY: outcome.model_dump(mode="json")}
         )
 
-    def outcome(self, ending: Ending) -> Outcome:
-        latency_ms = (time.monotonic() - self.started) * 1000
-        outcome = settled(ending, self.attempts, latency_ms)
-        level = _LEVELS.get(outcome.status, logging.DEBUG)
-        if self.events.enabled(level):
-            self.events.emit(
-                level,
-                str(outcome.status),
-                turn_id=self.turn.id,
-                reason=outcome.reason,
-                skip_reason=outcome.skip_reason,
-                attempts=len(self.attempts),
-                cost_usd=outcome.cost_usd,
-            )
-        return outcome
-
     def finish(self, ending: Ending) -> dict[str, Any]:
-        outcome = self.outcome(ending)
-        if outcome.status == Status.EXHAUSTED and self.config.on_exhausted == "raise":
+        outcome = self.turn.outcome(ending)
+        if outcome.status == Status.EXHAUSTED and self.turn.config.on_exhausted == "raise":
             raise VerificationExhausted(outcome, ending.delivered)
         final = with_outcome(self.last, outcome)
         if outcome.response != reply_of(self.last).text:
