@@ -165,6 +165,14 @@ def tool_ledger(messages: Sequence[ModelMessage]) -> tuple[ToolCallRecord, ...]:
     )
 
 
+def finish_reason(messages: Sequence[ModelMessage]) -> str | None:
+    """The finish reason of the newest model response (``error``: an error report)."""
+    for message in reversed(messages):
+        if isinstance(message, ModelResponse):
+            return message.finish_reason
+    return None
+
+
 def _usage(usage: object) -> dict[str, Any] | None:
     """Token counts of a run's usage (a property in pydantic-ai 2, a method before)."""
     counts = {
@@ -203,7 +211,8 @@ def judge_output_validator(
             return output
         earlier = [m for m in ctx.messages if m.run_id != ctx.run_id]
         this_run = [m for m in ctx.messages if m.run_id == ctx.run_id]
-        reply = Reply(text=output_text(output), meta=RunMeta(tool_calls=tool_ledger(this_run)))
+        meta = RunMeta(stop_reason=finish_reason(this_run), tool_calls=tool_ledger(this_run))
+        reply = Reply(text=output_text(output), meta=meta)
         key = ctx.run_id or ""
         if key not in runs:
             turn = make_turn(prompt_text(ctx.prompt), openai_messages(earlier), fields)
@@ -316,8 +325,11 @@ class VerifiedAgent(Generic[DepsT, OutputT]):
             if attempts:
                 prompt, before = retry_feedback(messages), attempts.last.all_messages()
             result = await self.agent.run(prompt, message_history=before, **run_kwargs)
+            new = result.new_messages()
             meta = RunMeta(
-                tool_calls=tool_ledger(result.new_messages()), usage=_usage(result.usage)
+                stop_reason=finish_reason(new),
+                tool_calls=tool_ledger(new),
+                usage=_usage(result.usage),
             )
             text = output_text(result.output)
             attempts.add(text, result)
