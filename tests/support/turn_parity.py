@@ -135,7 +135,9 @@ class Seen:
             if mine is None or theirs is None or name == "wrapped":
                 continue
             if name == "feedback" and self.wrapped:
-                inside = len(mine) == len(theirs) and all(t in m for m, t in zip(mine, theirs))
+                inside = len(mine) == len(theirs) and all(
+                    t in m for m, t in zip(mine, theirs, strict=True)
+                )
                 if not inside:
                     out.append(f"feedback: {theirs!r} not inside {mine!r}")
                 continue

@@ -4,9 +4,12 @@
 model call that ends the agent's turn (an ``AIMessage`` without tool calls) it judges the reply
 (checks and judge, as ``Verifier.verify``). On a FAIL it adds the feedback as a human message
 and jumps back to the model, up to ``maxAttempts`` replies in all; the retry sees every earlier
-reply and feedback, as they stay in the agent's messages. It delivers on a PASS, when the
-attempts run out (``exhausted``, the reply the ``deliver`` policy picks), and whenever the
-verification itself goes wrong (``failed_open``, the reply as it is). The turn's ``Outcome``
+reply and feedback, as they stay in the agent's messages. Each reply is decided as
+``Verifier.run`` decides it (``runner._policy``, through ``adapters._shared.DrivenTurn``): it
+delivers on a PASS, when the attempts run out (``exhausted``, the reply the ``deliver`` policy
+picks), when a retry is blank, an error report or the previous reply again, when the model
+fails on a retry (the previous reply, ``failed_open``), and whenever the verification itself
+goes wrong (``failed_open``). The turn's ``Outcome``
 (JSON, as ``Outcome.model_dump(mode="json")``) travels on the final message's
 ``response_metadata["replyguard"]``.
 
