@@ -15,16 +15,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agents import Agent as AgentsAgent
+from agents import OutputGuardrailTripwireTriggered, Runner
 
 from replyguard import Reply, Status, Turn, Verifier
 from replyguard._cli.turn_file import EvalRecord
 from replyguard.adapters._shared import acts_on
+from replyguard.adapters.openai_agents import judge_output_guardrail
 from replyguard.evaluation import judge_records
 from replyguard.runner._judgement import judge_one
 from support.turn_parity import (
     ASK,
     DOORS,
     TOOL,
+    AgentsModel,
     Purpose,
     Say,
     Scenario,
@@ -49,6 +53,11 @@ NO_AGENT_COST = (
     "and the turn goes on where run stops"
 )
 DECIDED = frozenset({"status", "reason", "response", "attempts", "feedback", "judge_tokens"})
+NO_FINISH_REASON = Purpose(
+    frozenset({"reason", "response"}),
+    "an Agents SDK run result carries no finish reason: an error report reads as an answer "
+    "and is judged",
+)
 CUT_SHORT = Purpose(
     frozenset({"agent_tokens"}),
     "a stream an incremental check cut short never reaches its usage report (the RunMeta "
@@ -100,6 +109,7 @@ SCENARIOS = [
                 frozenset({"response", "attempts", "feedback"}), NO_AGENT_COST
             ),
             "pydantic_verified_agent": Purpose(DECIDED, NO_AGENT_COST),
+            "agents_verified_runner": Purpose(DECIDED | {"agent_tokens"}, NO_AGENT_COST),
         },
     ),
     Scenario("judge_error", (A,), (RuntimeError("judge down"),)),
@@ -110,6 +120,7 @@ SCENARIOS = [
         "error_report_retry",
         (A, Say("Sorry, an error occurred.", error=True)),
         (FAIL,),
+        on_purpose={"agents_verified_runner": NO_FINISH_REASON},
     ),
     Scenario(
         "agent_error_on_retry",
@@ -235,3 +246,21 @@ async def test_a_guardrail_acts_on_a_fail_exactly_when_run_would_retry(
     assessed = await verifier._assess(Turn(user_message=ASK), Say(A.text, tool=acted).reply())
     expected = await via_run(scenario)
     assert acts_on(verifier, Turn(user_message=ASK), assessed) == (expected.attempts == 2)
+
+
+@pytest.mark.parametrize("mode", ["enforce", "shadow"])
+async def test_the_agents_sdk_guardrail_trips_exactly_when_run_would_retry(mode: str) -> None:
+    scenario = Scenario("guard", (A, B), (FAIL, "PASS"), {"mode": mode})
+    expected = await via_run(scenario)
+    verifier = Verifier(config_of(scenario), judge=scenario.judge())
+    guarded: AgentsAgent[Any] = AgentsAgent(
+        name="reporter",
+        model=AgentsModel(scenario),
+        output_guardrails=[judge_output_guardrail(verifier)],
+    )
+    try:
+        await Runner.run(guarded, ASK)
+        tripped = False
+    except OutputGuardrailTripwireTriggered:
+        tripped = True
+    assert tripped == (expected.attempts == 2)

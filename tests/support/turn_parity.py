@@ -15,10 +15,19 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from agents import Agent as AgentsAgent
+from agents import Model, function_tool
+from agents.items import ModelResponse as AgentsResponse
+from agents.usage import Usage as AgentsUsage
 from langchain.agents import create_agent
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.tools import tool
+from openai.types.responses import (
+    ResponseFunctionToolCall,
+    ResponseOutputMessage,
+    ResponseOutputText,
+)
 from pydantic import Field
 from pydantic_ai import Agent
 from pydantic_ai.messages import (
@@ -35,6 +44,7 @@ from pydantic_ai.usage import RequestUsage
 
 from replyguard import JudgeReply, Outcome, Reply, RunMeta, ToolCallRecord, Turn, Verifier
 from replyguard.adapters.langchain_agents import FEEDBACK_ID_PREFIX, ReplyguardMiddleware
+from replyguard.adapters.openai_agents import VerifiedRunner
 from replyguard.adapters.pydantic_ai import VerifiedAgent, judge_output_validator
 from replyguard.config import VerifierConfig
 from replyguard.testing import ScriptedAgent, ScriptedJudge, ScriptedStreamAgent
@@ -372,6 +382,67 @@ async def via_pydantic_verified_agent(scenario: Scenario) -> Seen:
     return replace(seen, agent_tokens=None)
 
 
+# -- the OpenAI Agents SDK: VerifiedRunner, on a scripted Model --------------------------------
+
+
+class AgentsModel(Model):
+    """An Agents SDK model answering from the scenario's replies."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.steps = list(scenario.replies)
+        self.inputs: list[Any] = []
+
+    async def get_response(
+        self, system_instructions: str | None, input: Any, *args: Any, **kwargs: Any
+    ) -> AgentsResponse:
+        items = list(input) if isinstance(input, list) else []
+        self.inputs.append(items)
+        after_tool = bool(items) and items[-1].get("type") == "function_call_output"
+        step = self.steps[0]
+        if not after_tool and isinstance(step, Say) and step.tool:
+            call = ResponseFunctionToolCall(
+                arguments='{"to": "team"}', call_id="call-1", name=TOOL, type="function_call"
+            )
+            return AgentsResponse(output=[call], usage=AgentsUsage(), response_id=None)
+        step = self.steps.pop(0)
+        if isinstance(step, BaseException):
+            raise step
+        text = ResponseOutputText(annotations=[], text=step.text, type="output_text")
+        message = ResponseOutputMessage(
+            id="msg-1", content=[text], role="assistant", status="completed", type="message"
+        )
+        prompt, completion = AGENT_TOKENS
+        usage = AgentsUsage(
+            requests=1,
+            input_tokens=prompt,
+            output_tokens=completion,
+            total_tokens=prompt + completion,
+        )
+        return AgentsResponse(output=[message], usage=usage, response_id=None)
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+
+async def via_agents_verified_runner(scenario: Scenario) -> Seen:
+    verifier = Verifier(config_of(scenario), judge=scenario.judge())
+    model = AgentsModel(scenario)
+
+    @function_tool
+    def send_email(to: str) -> str:
+        """Send the report."""
+        return "sent"
+
+    agent: AgentsAgent[Any] = AgentsAgent(name="reporter", model=model, tools=[send_email])
+    result = await VerifiedRunner(verifier).run(agent, ASK)
+    asked = [
+        str(item["content"])
+        for item in (model.inputs[-1] if model.inputs else [])
+        if isinstance(item, dict) and item.get("role") == "user"
+    ]
+    return seen_outcome(result.outcome, asked[1:])
+
+
 Door = Callable[[Scenario], Awaitable[Seen]]
 
 DOORS: dict[str, Door] = {
@@ -381,6 +452,7 @@ DOORS: dict[str, Door] = {
     "langchain_middleware": via_langchain_middleware,
     "pydantic_validator": via_pydantic_validator,
     "pydantic_verified_agent": via_pydantic_verified_agent,
+    "agents_verified_runner": via_agents_verified_runner,
 }
 """Every door played against ``run`` (``via_run``)."""
 
