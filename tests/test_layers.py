@@ -19,7 +19,7 @@ LEVELS: tuple[tuple[str, ...], ...] = (
     ("cli",),
     ("evaluation",),
     ("__init__", "adapters", "_cli"),
-    ("insights", "runner", "testing"),
+    ("_records", "insights", "runner", "testing"),
     ("checks", "gate", "judge"),
     ("state",),
     ("config", "_workspace"),

@@ -19,7 +19,7 @@ from agents import Agent as AgentsAgent
 from agents import OutputGuardrailTripwireTriggered, Runner
 
 from replyguard import Reply, Status, Turn, Verifier
-from replyguard._cli.turn_file import EvalRecord
+from replyguard._records import EvalRecord
 from replyguard.adapters._shared import acts_on
 from replyguard.adapters.openai_agents import judge_output_guardrail
 from replyguard.evaluation import judge_records

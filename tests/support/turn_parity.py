@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agents import Agent as AgentsAgent
-from agents import Model, function_tool
+from agents import Model, function_tool, set_tracing_disabled
 from agents.items import ModelResponse as AgentsResponse
 from agents.usage import Usage as AgentsUsage
 from langchain.agents import create_agent
@@ -48,6 +48,8 @@ from replyguard.adapters.openai_agents import VerifiedRunner
 from replyguard.adapters.pydantic_ai import VerifiedAgent, judge_output_validator
 from replyguard.config import VerifierConfig
 from replyguard.testing import ScriptedAgent, ScriptedJudge, ScriptedStreamAgent
+
+set_tracing_disabled(True)  # the Agents SDK's traces would go to OpenAI
 
 ASK = "Write the weekly report."
 TOOL = "send_email"

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from replyguard._cli.streams import discard_stdout
-from replyguard._cli.turn_file import RecordError, TurnRecord, read_record
+from replyguard._records import RecordError, TurnRecord, read_record
 from replyguard._workspace import Workspace
 from replyguard.checks.heartbeat import MAX_LISTED, is_acknowledgement, open_tasks
 from replyguard.checks.markdown import bulleted

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from replyguard._cli.turn_file import EvalRecord
+from replyguard._records import EvalRecord
 from replyguard.config._schema import VerifierConfig
 from replyguard.context._prompt import JudgePrompt
 from replyguard.evaluation.stats import FAIL, PASS, UNCATEGORISED
