@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -252,3 +253,12 @@ async def test_a_model_error_on_the_first_call_is_the_callers(make_config: Any) 
     agent = agent_for(model, Verifier(make_config(), judge=ScriptedJudge([])))
     with pytest.raises(RuntimeError, match="provider down"):
         await agent.ainvoke({"messages": [HumanMessage(ASK)]})
+
+
+async def test_max_latency_bounds_the_judge_call(make_config: Any) -> None:
+    judge = ScriptedJudge(["PASS"], delay=30)
+    agent = agent_for(fake_model(BAD), Verifier(make_config(maxLatencyMs=300), judge=judge))
+    state = await asyncio.wait_for(agent.ainvoke({"messages": [HumanMessage(ASK)]}), timeout=10)
+    outcome = outcome_of(state)
+    assert (outcome["status"], outcome["reason"]) == ("failed_open", "latency_budget")
+    assert state["messages"][-1].text == BAD
