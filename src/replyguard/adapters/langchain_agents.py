@@ -17,11 +17,11 @@ What it honours of the config: ``enabled``, ``mode`` (``"shadow"``: a FAIL is on
 ``maxAttempts``, ``deliver``, ``onExhausted`` (``"raise"`` raises ``VerificationExhausted``
 from the agent's ``invoke``), ``maxCostUsd`` (the judge's spend: LangChain reports no cost per
 reply), ``maxLatencyMs`` (from the agent's start; it bounds the judge call too),
-``onSideEffects``, ``sideEffectTools``, the run kind's profile and the pre-checks. Triggers, sampling, hooks and the ledger belong to
-``Verifier.run``, which drives an agent itself: use ``VerifiedRunnable`` for those. A feedback
-message carries an id starting with ``replyguard-feedback-``; the judge sees the turn's user
-message (the last human message that is not feedback), the messages before it as history, and
-the tools the turn called.
+``onSideEffects``, ``sideEffectTools``, the run kind's profile and the pre-checks. Triggers,
+sampling, hooks and the ledger belong to ``Verifier.run``, which drives an agent itself: use
+``VerifiedRunnable`` for those. A feedback message carries an id starting with
+``replyguard-feedback-``; the judge sees the turn's user message (the last human message that
+is not feedback), the messages before it as history, and the tools the turn called.
 
     agent = create_agent(model, tools, middleware=[ReplyguardMiddleware(verifier)])
     state = await agent.ainvoke({"messages": [HumanMessage("Summarise the ticket.")]})
