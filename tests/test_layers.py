@@ -20,7 +20,7 @@ LEVELS: tuple[tuple[str, ...], ...] = (
     ("cli",),
     ("evaluation",),
     ("__init__", "adapters", "_cli"),
-    ("insights", "runner", "testing"),
+    ("_records", "insights", "runner", "testing"),
     ("checks", "gate", "judge"),
     ("state",),
     ("config", "_workspace"),

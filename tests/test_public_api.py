@@ -42,6 +42,7 @@ EXPECTED = {
     "RunMeta",
     "SkipReason",
     "Status",
+    "TokenUsage",
     "ToolCallRecord",
     "Turn",
     "TurnContext",

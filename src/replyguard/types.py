@@ -326,6 +326,45 @@ class Attempt(_Frozen):
     """What each deterministic check found, in the order the checks were given."""
 
 
+class TokenUsage(_Frozen):
+    """The tokens one turn used, summed over every attempt: the agent's (from each reply's
+    ``RunMeta.usage``, where the agent reports it) and the judge's (from each verdict)."""
+
+    agent_prompt_tokens: int = 0
+    """Prompt (input) tokens of the agent's calls that reported usage."""
+    agent_completion_tokens: int = 0
+    """Completion (output) tokens of the agent's calls that reported usage."""
+    judge_prompt_tokens: int = 0
+    """Prompt tokens of every judge call of the turn."""
+    judge_completion_tokens: int = 0
+    """Completion tokens of every judge call of the turn."""
+
+    @property
+    def agent_tokens(self) -> int:
+        """The agent's prompt and completion tokens."""
+        return self.agent_prompt_tokens + self.agent_completion_tokens
+
+    @property
+    def judge_tokens(self) -> int:
+        """The judge's prompt and completion tokens."""
+        return self.judge_prompt_tokens + self.judge_completion_tokens
+
+    @property
+    def prompt_tokens(self) -> int:
+        """Prompt tokens, agent and judge."""
+        return self.agent_prompt_tokens + self.judge_prompt_tokens
+
+    @property
+    def completion_tokens(self) -> int:
+        """Completion tokens, agent and judge."""
+        return self.agent_completion_tokens + self.judge_completion_tokens
+
+    @property
+    def total_tokens(self) -> int:
+        """Every token of the turn, agent and judge."""
+        return self.agent_tokens + self.judge_tokens
+
+
 class Outcome(_Frozen):
     """The result of one verified turn."""
 
@@ -343,6 +382,8 @@ class Outcome(_Frozen):
     """Judge spend plus the agent's own spend where the agent reported it."""
     judge_cost_usd: float = 0.0
     """Judge spend alone."""
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    """Tokens of the whole turn, agent and judge, every attempt (``cost_usd``'s counterpart)."""
     latency_ms: float = 0.0
     """Wall time of the whole turn, agent calls included."""
     parsed: Any = None

@@ -37,6 +37,7 @@ from replyguard.checks.base import Check
 from replyguard.checks.running import checks_verdict
 from replyguard.errors import VerificationExhausted
 from replyguard.runner._agents import Agent, Messages, StreamingAgent
+from replyguard.runner._policy import Ending, settled
 from replyguard.runner._run import TurnParts, _sampled_in
 from replyguard.runner._stream_reading import AgentFailed, Reading, scanners
 from replyguard.runner._stream_run import StreamRun
@@ -371,16 +372,9 @@ class StreamTurn:
                 await self._close(reading)
         attempts = [a for a in run.attempts if a.number != reading.number]
         attempts.append(Attempt(number=reading.number, reply=collected.reply()))
-        yield Done(
-            Outcome(
-                response=text if fragment else collected.text,
-                status=Status.FAILED_OPEN,
-                reason=Reason.INTERNAL_ERROR,
-                attempts=tuple(attempts),
-                cost_usd=sum(a.reply.meta.cost_usd or 0.0 for a in attempts),
-                latency_ms=(time.perf_counter() - run.started) * 1000,
-            )
-        )
+        delivered = Reply(text=text if fragment else collected.text)
+        ending = Ending(Status.FAILED_OPEN, delivered, Reason.INTERNAL_ERROR)
+        yield Done(settled(ending, attempts, (time.perf_counter() - run.started) * 1000))
 
 
 def _loop_time(deadline: float) -> float:

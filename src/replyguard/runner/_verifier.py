@@ -44,6 +44,7 @@ from replyguard.runner._assessment import Assessor, Profile, Step
 from replyguard.runner._family_guard import FamilyGuard
 from replyguard.runner._hooks import Hook, Hooks
 from replyguard.runner._loop_ends import LoopEnds
+from replyguard.runner._policy import Assessed, PolicyStep
 from replyguard.runner._preflight import config_findings, state_findings
 from replyguard.runner._preload import judging, prepare_turn, start_preload
 from replyguard.runner._run import TurnParts, _Run
@@ -354,20 +355,32 @@ class Verifier:
         Never raises for the verifier's own trouble: a fail-open verdict (``passed=True``,
         ``fail_open_reason`` set) says what went wrong.
         """
+        return (await self._assess(turn, as_reply(reply))).verdict
+
+    async def _assess(self, turn: Turn, reply: Reply, step: PolicyStep | None = None) -> Assessed:
+        """``verify``, with what a door that drives its own attempts knows of the turn
+        (``step``: the earlier replies, feedback, attempt number and deadline): the verdict,
+        the check results and the turn's tool ledger, side effects settled, as ``run`` has
+        them."""
         self._entered(asyncio.get_running_loop())
-        checked, profile = as_reply(reply), self._profile(turn)
+        step = step or PolicyStep()
+        profile = self._profile(turn)
+        judged = self._parts.side_effects.with_turn_ledger(reply, step.earlier)
         if self._families.refused(profile, turn):
-            return Verdict(
+            refused = Verdict(
                 passed=True,
                 readable=False,
                 fail_open_reason=Reason.SAME_FAMILY,
                 error=f"judge and agent model {turn.agent_model!r} are of the same family",
             )
+            return Assessed(refused, (), judged.meta.tool_calls)
         with self._tracing.span("replyguard.verify") as span:
             span.record(turn_attributes, turn, profile.name, profile.config.mode)
-            verdict, _ = await self._assessor.assess(Step(profile, turn, checked, (), 1, None))
+            verdict, results = await self._assessor.assess(
+                Step(profile, turn, judged, step.feedback, step.number, step.deadline)
+            )
             span.record(verdict_attributes, verdict, self._tracing.log_content)
-        return verdict
+        return Assessed(verdict, results, judged.meta.tool_calls)
 
     def run_sync(self, agent: Agent, turn: Turn) -> Outcome:
         """``run`` for code without an event loop (safe from many threads at once)."""
