@@ -209,6 +209,8 @@ async def _disconnect(redis: Any) -> None:
             # own and may connect just after the first.
             for _ in range(2):
                 await redis.disconnect()
+                for pool in _cached_pools(redis):
+                    await pool.disconnect(inuse_connections=True)
                 await asyncio.sleep(0.01)
     close_sync = getattr(getattr(redis, "redis_client", None), "close", None)
     if callable(close_sync):  # its sync client's connection
@@ -217,6 +219,22 @@ async def _disconnect(redis: Any) -> None:
 
 
 _DISCONNECT_SECONDS = 2.0
+
+
+def _cached_pools(redis: Any) -> list[Any]:
+    """The connection pools of the async clients litellm cached for a Router's Redis on the
+    running loop: one for each client scope its calls ran in, and one for its own tasks
+    (``usage-based-routing-v2``'s sync of its counters). ``RedisCache.disconnect`` reaches
+    only the last pool made, so the others' connections stayed open in litellm's cache."""
+    cache = getattr(sys.modules.get("litellm"), "in_memory_llm_clients_cache", None)
+    cache_key = getattr(redis, "_get_async_client_cache_key", None)
+    if cache is None or not callable(cache_key):
+        return []
+    base = str(cache.update_cache_key_with_event_loop(cache_key()))
+    clients = getattr(cache, "cache_dict", {})
+    found = (c for k, c in list(clients.items()) if k == base or str(k).startswith(f"{base}#"))
+    pools = (getattr(client, "connection_pool", None) for client in found)
+    return [pool for pool in dict.fromkeys(pools) if pool is not None]
 
 
 def _routing_redis(router: Any) -> Any:
