@@ -13,9 +13,12 @@ to that bound shows as ``judge_timeout``, and well above what the bounded calls 
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import logging
+import os
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -229,3 +232,70 @@ async def test_a_redis_that_hangs_during_a_routed_judgement_holds_it_timeoutms_a
     assert [judged(o) for o in outcomes[2:]] == [PASSED_DEGRADED] * 2
     assert outcomes[3].latency_ms < TIMEOUT_MS
     assert len(provider.seen) == 4
+
+
+def open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def _connected(redis: RedisServer) -> int:
+    import redis as redis_py
+
+    client = redis_py.Redis.from_url(redis.url())
+    try:
+        return int(client.info("clients")["connected_clients"]) - 1  # not this one
+    finally:
+        client.close()
+
+
+async def redis_connections(redis: RedisServer, *, within: float = 10.0) -> int:
+    """The connections the Redis serves (this test's own aside), once none is left or
+    ``within`` seconds have passed (a paused Redis sees a close once it runs again)."""
+    until = time.monotonic() + within
+    connected = await asyncio.to_thread(_connected, redis)
+    while connected and time.monotonic() < until:
+        await asyncio.sleep(0.05)
+        connected = await asyncio.to_thread(_connected, redis)
+    return connected
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts /proc/self/fd")
+async def test_a_long_pause_under_concurrent_turns_leaves_no_connection_behind(
+    own_redis: RedisServer, answering: ProviderServer, tmp_path: Path
+) -> None:
+    """Turns 20 at a time while Redis stays paused: the fleet's Router, left alone meanwhile
+    (litellm's own background work still tries Redis, and gives up after ``timeoutMs``), does
+    not pile up connections, and ``aclose`` closes every Redis connection the verifier's
+    Routers and shared state opened (``usage-based-routing-v2`` keeps a client of its own)."""
+    config = routed_config(own_redis, answering, tmp_path, "usage-based-routing-v2")
+    verifier = Verifier(config)
+
+    async def batches(count: int) -> list[Outcome]:
+        outcomes: list[Outcome] = []
+        for _ in range(count):
+            outcomes += await asyncio.gather(*(run_turn(verifier) for _ in range(20)))
+        return outcomes
+
+    try:
+        warm = await batches(2)  # on Redis (a loaded machine may miss timeoutMs in a few)
+        assert {o.status for o in warm} == {Status.PASSED}
+        assert PASSED_SHARED in {judged(o) for o in warm}
+        own_redis.pause()
+        try:
+            first = await batches(5)  # the local Router's connections to the provider
+            during = open_descriptors()
+            later = await batches(10)
+            after = open_descriptors()
+        finally:
+            own_redis.resume()
+    finally:
+        await verifier.aclose()
+    assert {judged(o) for o in first + later} == {PASSED_DEGRADED}, Counter(map(judged, later))
+    assert len(answering.seen) == 40 + 300
+    # A descriptor a turn would be 200 more here; litellm's retries of Redis in the
+    # background hold a few at any moment.
+    assert after - during <= 4, (during, after)
+    # litellm's native Redis client (the Router's counters) has no close of its own: its
+    # connection goes when the retired Router is collected.
+    gc.collect()
+    assert await redis_connections(own_redis) == 0
