@@ -14,6 +14,9 @@ to the Router carry no key (the Router logs them at DEBUG): each names a credent
 module registers in ``litellm.credential_list``. ``Verifier.aclose`` retires the Router, its
 strategy's callbacks and tasks, and those credentials: call it after the last turn, since a
 judgement still running then would find its credential gone.
+
+With ``state`` the Router keeps its routing state on the fleet's Redis, and a second, local
+Router serves the judgements made while Redis is known down (see ``JudgeRouter``).
 """
 
 from __future__ import annotations
