@@ -30,7 +30,7 @@ from replyguard import Outcome, Status, Turn, Verifier, VerifierConfig
 from replyguard.state import _shared
 from replyguard.testing import ScriptedAgent, capture_events
 from support.provider_server import ProviderServer, Seen, Step
-from support.redis_server import REDIS_PASSWORD, RedisServer
+from support.redis_server import REDIS_PASSWORD, RedisServer, redis_server
 
 TIMEOUT_MS = 800
 """``state.timeoutMs``: the least a call to the paused Redis takes, and the most it may."""
@@ -41,12 +41,9 @@ STRATEGIES = ("simple-shuffle", "usage-based-routing-v2")
 
 @pytest.fixture
 def own_redis() -> Iterator[RedisServer]:
-    """A redis-server of this test's own, to pause (and resume: ``stop`` sends SIGCONT)."""
-    server = RedisServer(REDIS_PASSWORD)
-    try:
-        yield server.start()
-    finally:
-        server.stop()
+    """A redis-server of this test's own, to pause (``stop`` resumes it first)."""
+    with redis_server(REDIS_PASSWORD) as server:
+        yield server
 
 
 @pytest.fixture(autouse=True)
