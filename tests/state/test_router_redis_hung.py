@@ -286,11 +286,13 @@ async def test_a_long_pause_under_concurrent_turns_leaves_no_connection_behind(
             own_redis.resume()
     finally:
         await verifier.aclose()
-    assert {judged(o) for o in first + later} == {PASSED_DEGRADED}, Counter(map(judged, later))
+    paused = Counter(judged(o) for o in first + later)
+    assert set(paused) == {PASSED_DEGRADED}, paused
     assert len(answering.seen) == 40 + 300
-    # A descriptor a turn would be 200 more here; litellm's retries of Redis in the
-    # background hold a few at any moment.
-    assert after - during <= 4, (during, after)
+    # A descriptor a turn (or one every 20 turns) would be 200 (10) more here; litellm's
+    # retries of Redis in the background and the provider's connections hold a few at any
+    # moment.
+    assert after - during < 10, (during, after)
     # litellm's native Redis client (the Router's counters) has no close of its own: its
     # connection goes when the retired Router is collected.
     gc.collect()
