@@ -203,7 +203,8 @@ async def test_the_router_gets_the_fleets_redis_without_logging_its_password(
         {
             "router": {"deployments": [{"modelName": "judge", "model": "openai/gpt-4o-mini"}]},
             "model": "judge",
-            "state": {"redisUrl": redis.url()},
+            # Generous: the Router's Redis calls (its first connection too) end at timeoutMs.
+            "state": {"redisUrl": redis.url(), "timeoutMs": 3000},
         }
     )
     logger = logging.getLogger("LiteLLM")

@@ -177,8 +177,13 @@ class Verifier:
         if config.router is not None and not judge:
             from replyguard.judge._router import JudgeRouter
 
-            fleet = config.state.resolve_url() if config.state is not None else None
-            router = JudgeRouter(config.router, redis_url=fleet)
+            state = config.state
+            router = JudgeRouter(
+                config.router,
+                redis_url=state.resolve_url() if state is not None else None,
+                redis_timeout=state.timeout_ms / 1000 if state is not None else None,
+                redis_down=shared.redis_down if shared is not None else None,
+            )
         kinds = [config.for_run_kind(name) for name in config.run_kinds]
         longest = max(c.timeout_seconds for c in (config, *kinds))
         clients = ClientScope(events, drain_seconds=longest + _DRAIN_MARGIN)
