@@ -103,8 +103,14 @@ class MissingCredentials:
     ``panel.models``, ``router.deployments.3``, ..."""
     alternatives: tuple[tuple[str, ...], ...]
     """The environment variables that would give it one: any one tuple, every variable set."""
-    from_api_key: bool = False
-    """True when it is the config's ``apiKey`` (``env:NAME``) whose variable is unset."""
+    api_key: str | None = None
+    """The config key of the ``apiKey`` (``env:NAME``) whose variable is unset, when that is
+    what it lacks (``apiKey``, ``router.deployments.0.apiKey``)."""
+
+    @property
+    def from_api_key(self) -> bool:
+        """Whether it lacks the variable a configured ``apiKey`` reads."""
+        return self.api_key is not None
 
     @property
     def variables(self) -> tuple[str, ...]:
@@ -115,8 +121,11 @@ class MissingCredentials:
     def message(self) -> str:
         """For a person: the model and the variable, never a value."""
         names = " and ".join(self.variables)
-        if self.from_api_key:
-            return f"judge model {self.model!r} has no key: apiKey reads {names}, which is unset"
+        if self.api_key is not None:
+            return (
+                f"judge model {self.model!r} has no key: environment variable {names} is not "
+                f"set ({self.api_key})"
+            )
         others = ", ".join(" and ".join(names) for names in self.alternatives[1:])
         instead = f" (or {others})" if others else ""
         return (
@@ -130,15 +139,16 @@ class MissingCredentials:
 
 
 def _lacking(
-    model: str, key: str, api_key: SecretStr | None, api_base: str | None
+    model: str, key: str, api_key: SecretStr | None, api_base: str | None, api_key_key: str
 ) -> MissingCredentials | None:
-    """What ``model`` lacks when its call passes ``api_key`` and ``api_base``, if anything."""
+    """What ``model`` lacks when its call passes ``api_key`` (the config's key
+    ``api_key_key``) and ``api_base``, if anything."""
     if api_key is not None:
         raw = api_key.get_secret_value()
         name = raw[len(ENV_PREFIX) :].strip() if raw.startswith(ENV_PREFIX) else ""
         if not name or os.environ.get(name):
             return None
-        return MissingCredentials(model, key, ((name,),), from_api_key=True)
+        return MissingCredentials(model, key, ((name,),), api_key=api_key_key)
     route = provider(model)
     if route is None or route in KEYLESS or (api_base is not None and route not in KEY_ALWAYS):
         return None
@@ -172,12 +182,14 @@ def model_lacks(
         for index, deployed in _deployments(config, model):
             deployment = router.deployments[index]
             where = f"router.deployments.{index}"
-            missing = _lacking(deployed, where, deployment.api_key, deployment.api_base)
+            missing = _lacking(
+                deployed, where, deployment.api_key, deployment.api_base, f"{where}.apiKey"
+            )
             found += [missing] if missing is not None else []
         return found
     own = config.api_base is not None or _route(model) == _route(owner)
     missing = _lacking(
-        model, key, config.api_key if own else None, config.api_base if own else None
+        model, key, config.api_key if own else None, config.api_base if own else None, "apiKey"
     )
     return [missing] if missing is not None else []
 

@@ -132,7 +132,7 @@ def test_an_unset_key_variable_fails_open_at_once_and_points_at_check_config(
     assert err.count("\n") == 1
     assert err.startswith("replyguard verify: failed open (missing_credentials, ")
     assert "run replyguard check-config" in err
-    assert "apiKey reads REPLYGUARD_TEST_NEVER_SET, which is unset" in err
+    assert "REPLYGUARD_TEST_NEVER_SET is not set (apiKey)" in err
     assert provider.seen == []
 
 
