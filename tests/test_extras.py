@@ -30,8 +30,8 @@ PROMISES: dict[str, tuple[str, ...]] = {
     "openai-agents": ("replyguard.adapters.openai_agents", "agents"),
     "langchain": ("replyguard.adapters.langchain", "langchain_core"),
     "langchain-agents": ("replyguard.adapters.langchain_agents", "langchain", "langchain_core"),
-    "otel": ("opentelemetry.trace",),
-    "redis": ("redis.asyncio",),
+    "otel": ("opentelemetry", "opentelemetry.trace"),
+    "redis": ("redis", "redis.asyncio"),
     "fastapi": ("fastapi", "fastapi.sse", "uvicorn"),
     "docs": ("mkdocs", "material", "mkdocstrings"),
     "dev": ("pytest", "respx", "hypothesis", "fastapi", "uvicorn", "redis"),
@@ -55,9 +55,21 @@ def declared_extras() -> dict[str, list[str]]:
     return extras
 
 
+_TABLE_ROW = re.compile(r"^\| `([a-z0-9-]+)` \| [^|]+ \| (`[^|]+`) \|$", re.MULTILINE)
+
+
+def extras_table() -> dict[str, set[str]]:
+    """The getting-started page's table of extras: each extra, and the modules it brings."""
+    text = (ROOT / "docs" / "getting-started.md").read_text(encoding="utf-8")
+    return {
+        extra: set(re.findall(r"`([a-z_.]+)`", brings))
+        for extra, brings in _TABLE_ROW.findall(text)
+    }
+
+
 def documented_extras() -> set[str]:
-    """Every extra a page names, in either form."""
-    found: set[str] = set()
+    """Every extra a page names, in either install form, or in the table of extras."""
+    found: set[str] = set(extras_table())
     for page in PAGES:
         text = page.read_text(encoding="utf-8")
         found |= _named(_REGISTRY, text) | _named(_CLONE, text)
@@ -66,9 +78,16 @@ def documented_extras() -> set[str]:
 
 def test_every_documented_extra_is_declared_and_promises_something() -> None:
     documented = documented_extras()
-    assert {"redis", "fastapi", "otel", "pydantic-ai"} <= documented
+    assert {"redis", "fastapi", "otel", "pydantic-ai", "langchain-agents"} <= documented
     assert documented <= set(declared_extras())
     assert set(declared_extras()) == set(PROMISES)
+
+
+def test_the_table_of_extras_promises_what_the_install_test_imports() -> None:
+    table = extras_table()
+    assert set(table) == set(declared_extras()) - {"bench"}
+    for extra, brings in table.items():
+        assert brings <= set(PROMISES[extra]), (extra, brings)
 
 
 def test_a_page_naming_the_registry_form_gives_the_clone_form_too() -> None:
