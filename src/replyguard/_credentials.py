@@ -4,7 +4,7 @@ litellm finds a model's key in what the call passes (the config's ``apiKey`` and
 or a router deployment's) or else in its provider's environment variables. ``PROVIDER_KEYS``
 is our own table of those variables, by provider (a test checks it against litellm's own
 ``validate_environment``), so ``replyguard check-config`` and a ``Verifier`` can tell a judge
-that would fail every call for want of a key in microseconds, not after litellm's import and
+that would fail every call for want of a key in under a millisecond, not after litellm's import and
 an HTTP error.
 
 A model has credentials when any of these holds:
