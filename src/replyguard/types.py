@@ -64,6 +64,7 @@ class Reason(StrEnum):
     STAGNANT = "stagnant"
     SAMPLED_OUT = "sampled_out"
     SIDE_EFFECTS = "side_effects"
+    MISSING_CREDENTIALS = "missing_credentials"
 
 
 class _Factory:

@@ -125,8 +125,9 @@ def fail_open_notice(command: str, judgement: Judgement) -> str | None:
     """The one stderr line for a judgement that failed open, or None when it did not.
 
     A judge configuration error (bad or missing key, unknown model, bad request: the provider
-    refused the call as misconfigured) says so and points at ``check-config``; any other
-    fail-open names its reason. The error text is already redacted.
+    refused the call as misconfigured) says so and points at ``check-config``, and so does a
+    judge model without a key (``missing_credentials``); any other fail-open names its
+    reason. The error text is already redacted.
     """
     verdict = judgement.verdict
     if judgement.status != FAILED_OPEN or verdict is None:
@@ -139,6 +140,8 @@ def fail_open_notice(command: str, judgement: Judgement) -> str | None:
             f"replyguard {command}: judge configuration error ({delivered}; check the model, "
             f"key and apiBase, or run replyguard check-config): {error}"
         )
+    if verdict.fail_open_reason == Reason.MISSING_CREDENTIALS:
+        delivered += "; run replyguard check-config"
     detail = f": {error}" if error else ""
     return f"replyguard {command}: failed open ({judgement.reason}, {delivered}){detail}"
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import logging
 import time
@@ -17,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from replyguard._credentials import CredentialGate
 from replyguard._workspace import Workspace
 from replyguard.checks.base import Check
 from replyguard.checks.running import checks_verdict, decisive_pass, merged_feedback, run_checks
@@ -67,6 +69,13 @@ class Profile:
     """The judge's system message: the built-in rubric, the operator's criteria, categories."""
     panel: Panel | None = None
     """The judge panel that judges in place of ``judge``, when the config names one."""
+    credentials: CredentialGate | None = None
+    """Its judge models found without a key (replyguard's own judge only), else None."""
+
+    def with_credentials(self, owner: str) -> Profile:
+        """This profile, its judge models' credentials checked (``owner``: the verifier's
+        ``model``, whose provider its ``apiKey`` is for)."""
+        return dataclasses.replace(self, credentials=CredentialGate.build(self.config, owner))
 
     @property
     def judges(self) -> tuple[Judge, ...]:
@@ -279,6 +288,9 @@ class Assessor:
 
         if config.max_cost_usd == 0:
             return failed(Reason.COST_BUDGET, "maxCostUsd is 0: no judge spend is allowed")
+        lacking = profile.credentials.blocking() if profile.credentials is not None else None
+        if lacking is not None:  # before litellm's import: no judge model can be called
+            return failed(Reason.MISSING_CREDENTIALS, lacking.message)
         for judge in profile.judges:
             setup_failed = await self._setup(judge, step)
             if setup_failed is not None:
@@ -376,6 +388,10 @@ class Assessor:
         def failed(reason: Reason, error: str) -> Verdict:
             return _fail_open(reason, error, started, ticket)
 
+        credentials = step.profile.credentials
+        lacking = credentials.lacking(config.model) if credentials is not None else None
+        if lacking is not None:  # a panel member without a key, the others with one
+            return failed(Reason.MISSING_CREDENTIALS, lacking.message)
         gate = self._state
         answer: JudgeReply | None = None
         try:

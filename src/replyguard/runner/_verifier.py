@@ -225,6 +225,8 @@ class Verifier:
         profiles: dict[str | None, Profile] = {None: profile_for(None, config)}
         for name in config.run_kinds:
             profiles[name] = profile_for(name, config.for_run_kind(name))
+        if judge is None:  # replyguard's own judge: a turn without a key fails open at once
+            profiles = {name: p.with_credentials(config.model) for name, p in profiles.items()}
         set_ = object.__setattr__
         set_(self, "_config", config)
         set_(self, "_events", events)
@@ -259,7 +261,7 @@ class Verifier:
                 SideEffects(config.side_effect_tools),
             ),
         )
-        for finding in config_findings(config):  # what `replyguard check-config` reports
+        for finding in config_findings(config, credentials=judge is None):  # check-config's
             if finding.refusal is not None:
                 raise finding.refusal
             if finding.log_level >= logging.WARNING:
