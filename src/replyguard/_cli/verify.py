@@ -45,7 +45,7 @@ from replyguard.runner._feedback import feedback_message
 from replyguard.runner._judgement import FAILED, FAILED_OPEN, Judgement, decide, judge_one
 from replyguard.runner._verifier import Verifier
 from replyguard.telemetry._events import Events, describe_error
-from replyguard.types import FailCategory, Reply, SkipReason, Turn, Verdict
+from replyguard.types import FailCategory, Reason, Reply, SkipReason, Turn, Verdict
 
 STDIN = "<stdin>"
 """How stdin is named in messages."""
