@@ -70,6 +70,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import NamedTuple
 
 from replyguard.checks.base import CheckResult, failed, passed
+from replyguard.checks.claim_plain import PlainClaims
 from replyguard.checks.claim_tools import DEFAULT_CLAIMS, ToolMatcher
 from replyguard.checks.markdown import bulleted, prose_lines
 from replyguard.types import FailCategory, Reply, ToolCallRecord, Turn
@@ -129,6 +130,18 @@ _IDIOMS = {  # verb form: what makes it no claim when it follows
     "paid": r"\s+(?:\w+\s+)?(?:attention|heed|tribute|respects?|compliments?|a\s+visit)\b",
     "pushed": r"\s+back\b",
     "ordered": r"(?:\s+\S+){0,3}?\s+(?:by|alphabetically|chronologically|numerically)\b",
+    "sent": (  # "Sent from my iPhone", "Sent with love"
+        r"\s+(?:from\s+(?:my|outlook|gmail|yahoo|mail|proton\w*)\b|with\s+(?:love|thanks|care)\b)"
+    ),
+    "filed": r"\s+under\s*:",
+}
+_IDIOMS |= {  # the same idioms, said of an action under way ("saving you time", "running late")
+    **dict.fromkeys(("save", "saving"), _IDIOMS["saved"]),
+    **dict.fromkeys(("spare", "sparing"), _BENEFIT),
+    **dict.fromkeys(("pay", "paying"), _IDIOMS["paid"]),
+    **dict.fromkeys(("push", "pushing"), _IDIOMS["pushed"]),
+    **dict.fromkeys(("order", "ordering"), _IDIOMS["ordered"]),
+    "running": _RUN_IDIOM,
 }
 _BLOCKER = (
     r"\b(?:once|after|when|whenever|if|before|until|till|unless|whether|soon|suppose|"
@@ -182,15 +195,26 @@ class ClaimCheck:
         tools: dict[str, list[str]] = {}
         past: set[str] = set()
         participles: set[str] = set()
+        lemmas: set[str] = set()
+        ings: set[str] = set()
         for verb, patterns in (DEFAULT_CLAIMS if claims is None else claims).items():
             verb_past, verb_participles = _forms(verb)
+            verb_lemmas, verb_ings = _present_forms(verb)
             past |= verb_past
             participles |= verb_participles
-            for form in verb_past | verb_participles:
+            lemmas |= verb_lemmas
+            ings |= verb_ings
+            for form in verb_past | verb_participles | verb_lemmas | verb_ings:
                 tools.setdefault(form, []).extend(patterns)
         self._tools = {form: ToolMatcher(patterns) for form, patterns in tools.items()}
         self._any_verb = re.compile(r"\b" + _verbs(tools), re.IGNORECASE)
         self._events = _events_pattern(past, participles)
+        self._plain = PlainClaims(
+            bare=_verbs(past | participles),
+            participle=_verbs(participles),
+            lemma=_verbs(lemmas),
+            ing=_verbs(ings),
+        )
 
     def find_claims(self, text: str) -> list[Claim]:
         """Every claimed action in ``text``, in order."""
@@ -206,6 +230,8 @@ class ClaimCheck:
             # A cheap search first: most sentences hold no claimed verb at all.
             if "?" in text.rstrip()[-3:] or not self._any_verb.search(text):
                 continue
+            offset = sentence.start()
+            found = {(start, end): verb for verb, start, end in self._plain.find(text)}
             blocked = False  # a subordinating word came earlier in this clause
             negated = False  # so did a negative subject ("no emails", "nothing")
             for event in self._events.finditer(text):
@@ -215,11 +241,13 @@ class ClaimCheck:
                     blocked = True
                 elif event["neg"] is not None:
                     negated = True
-                elif not blocked and sentence.start() + event.start() > last_pointer:
+                elif not blocked:
                     group = next(g for g in _VERB_GROUPS if event[g] is not None)
                     if not (negated and group in _PASSIVE):
-                        verb = " ".join(event[group].lower().split())
-                        yield Claim(verb, _excerpt(text, event.span()))
+                        found[event.span()] = " ".join(event[group].lower().split())
+            for (start, end), verb in sorted(found.items()):
+                if offset + start > last_pointer:
+                    yield Claim(verb, _excerpt(text, (start, end)))
 
     async def check(self, turn: Turn, reply: Reply) -> CheckResult:
         """Fail ``reply`` when one of its claims has no successful matching tool call."""
@@ -251,6 +279,34 @@ def _forms(verb: str) -> tuple[set[str], set[str]]:
         past = participle = _regular_past(head)
     tail = "".join(f" {word}" for word in rest)
     return {form + tail for form in past}, {form + tail for form in participle}
+
+
+def _present_forms(verb: str) -> tuple[set[str], set[str]]:
+    """The plain forms ("send") and the -ing forms ("sending") of ``verb``. A past form's
+    stem is ambiguous ("saved": "save"; "posted": "post"), so every candidate is kept: the
+    wrong ones ("sav", "poste") are not words a reply holds."""
+    head, *rest = verb.lower().split()
+    lemma = _LEMMA_OF.get(head)
+    if lemma is not None:
+        lemmas = {lemma}
+    elif head.endswith("ied"):
+        lemmas = {head[:-3] + "y"}
+    elif head.endswith("ed"):
+        stem = head[:-2]
+        lemmas = {stem, stem + "e"} | ({stem[:-1]} if stem[-1:] == stem[-2:-1] else set())
+    else:
+        lemmas = {head}
+    ings = {_ing(form) for form in lemmas}
+    if lemma is not None or not head.endswith("ed"):
+        ings |= {form + form[-1] + "ing" for form in lemmas if _regular_past(form) != {form + "ed"}}
+    tail = "".join(f" {word}" for word in rest)
+    return {form + tail for form in lemmas}, {form + tail for form in ings}
+
+
+def _ing(lemma: str) -> str:
+    if lemma.endswith("e") and not lemma.endswith("ee"):
+        return lemma[:-1] + "ing"
+    return lemma + "ing"
 
 
 def _regular_past(lemma: str) -> set[str]:
