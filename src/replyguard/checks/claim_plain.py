@@ -32,12 +32,15 @@ from collections.abc import Iterator
 
 _PREFIX = r"(?:[^\w\s\u2026]{1,4}\s*|\d{1,3}[.)]\s+)?"  # a bullet, an emoji, "1."
 _INTERJECTION = (
-    r"(?:(?:all\s+done|all\s+set|done|okay|ok|great\s+news|good\s+news|great|sure\s+thing|sure|"
+    r"(?P<interjection>(?:all\s+done|right|cool|will\s+do|understood|all\s+set|done|okay|ok|great\s+news|good\s+news|great|sure\s+thing|sure|"
     r"perfect|yes|yep|alright|all\s+right|on\s+it|got\s+it|thank\s+you|thanks)"
     r"[\s,:;!.\u2013\u2014-]{1,4})?"
 )
 _TOKEN = r"[^\s,;:!?()\[\]]{1,60}"
-_LEADING_ADVERBS = r"(?:(?:just|already|now|successfully|all|both)\s+){0,2}"
+_LEADING_ADVERBS = r"(?:(?:just|already|now|successfully|all|both|also|finally)\s+){0,2}"
+_STATE = r"(?:(?P<state>is|are)\s+(?P<now>now\s+)?)?"  # "Done, the doc is saved."
+# "Created at: 2024-05-01", "Filed under: misc": a field's label, not a claim
+_LABEL = re.compile(r"\s+(?:at|on|in|under|by|to|from|for)\s*:")
 _WORD = re.compile(r"[\w'-]+")
 _BREAK = re.compile(r"[,;:()\[\]\u2013\u2014]|\s-\s|\bbut\b", re.IGNORECASE)
 _BY_OTHERS = re.compile(
@@ -59,7 +62,7 @@ _NOT_SUBJECT = frozenset(
     | {"none", "nobody", "neither", "nor", "zero", "0", "maybe", "perhaps", "probably"}
     | {"possibly", "likely", "apparently", "supposedly", "hopefully", "time", "money"}
     | {"last", "first", "recently", "previously", "i'm", "i've", "it's", "that's", "you're"}
-    | {"we're", "they're", "you've", "we've", "they've", "let", "please"}
+    | {"we're", "they're", "you've", "we've", "they've", "let", "please", "well", "nicely"}
 )
 """Words that make the words before a participle no subject of a terse claim."""
 
@@ -80,7 +83,8 @@ _FINITE = frozenset(
     | {"remain", "remains", "show", "shows", "sync", "syncs", "look", "looks", "seem"}
     | {"seems", "include", "includes", "mean", "means", "bounce", "bounces", "expire"}
     | {"expires", "apply", "applies", "work", "works", "fail", "fails", "happen", "happens"}
-    | {"deploys", "sends", "runs", "saves", "lands", "land", "live", "lives"}
+    | {"deploys", "sends", "runs", "saves", "lands", "land", "live", "lives", "that's"}
+    | {"it's", "there's", "here's", "itself", "themselves", "own", "or"}
 )
 """Finite verbs: a clause that goes on with one used the participle as an adjective."""
 
@@ -88,6 +92,7 @@ _AFTER_PASSIVE = frozenset(
     {"to", "for", "in", "on", "at", "via", "with", "into", "onto", "from", "as", "through"}
     | {"successfully", "just", "now", "already", "and", "too", "again", "correctly", "fine"}
     | {"ok", "okay", "without", "over", "right", "immediately", "across", "under", "by"}
+    | {"cleanly", "smoothly", "properly", "perfectly"}
 )
 """Words that may follow a terse passive: "Email sent to Ada", "Deployed successfully"."""
 
@@ -111,7 +116,8 @@ class PlainClaims:
     def __init__(self, *, bare: str, participle: str, lemma: str, ing: str) -> None:
         start = rf"^{_PREFIX}{_INTERJECTION}"
         self._terse = re.compile(
-            rf"{start}(?P<subject>(?:{_TOKEN}\s+){{0,4}}?){_LEADING_ADVERBS}(?P<verb>{bare})",
+            rf"{start}(?P<subject>(?:{_TOKEN}\s+){{0,4}}?){_STATE}{_LEADING_ADVERBS}"
+            rf"(?P<verb>{bare})",
             re.IGNORECASE,
         )
         self._ing_start = re.compile(rf"{start}(?:(?:now|just)\s+)?(?P<verb>{ing})", re.IGNORECASE)
@@ -158,10 +164,13 @@ def _terse_ok(found: re.Match[str], sentence: str) -> bool:
     subject = [w.lower().strip(".'\"") for w in found["subject"].split()]
     if any(w in _NOT_SUBJECT or w in _BLOCKERS or w.endswith("n't") for w in subject):
         return False
+    if found["state"] and not (found["interjection"] or found["now"]):
+        return False  # "The file is saved in UTF-8" describes; "Done, the file is saved" claims
     rest = sentence[found.end() :]
-    if not _follows_claim(rest, with_object=not subject):
+    if not _follows_claim(rest, with_object=not subject) or _LABEL.match(rest):
         return False
-    clause = _BREAK.split(rest, maxsplit=1)[0]
+    # "Booked, pending or cancelled: the statuses": a list of states goes on past the comma
+    clause = rest if rest.startswith(",") else _BREAK.split(rest, maxsplit=1)[0]
     if _BY_OTHERS.search(clause):
         return False
     return not any(_ends_claim(w.lower()) for w in _WORD.findall(clause))
