@@ -259,7 +259,7 @@ class ClaimCheck:
         for claim in claims:
             matching = [c for c in reply.meta.tool_calls if self._tools[claim.verb].backs(c.name)]
             if claim.quote not in problems and not any(c.succeeded for c in matching):
-                problems[claim.quote] = _problem(claim.quote, matching)
+                problems[claim.quote] = _problem(claim, matching)
         if not problems:
             return passed(self.name)
         return failed(self.name, FailCategory.INCOMPLETE, _feedback(list(problems.values())))
@@ -381,12 +381,13 @@ def _excerpt(sentence: str, span: tuple[int, int]) -> str:
     return f"{head}{sentence[start:end].strip()}{tail}"
 
 
-def _problem(quote: str, matching: Sequence[ToolCallRecord]) -> str:
+def _problem(claim: Claim, matching: Sequence[ToolCallRecord]) -> str:
+    said = f'"{claim.quote}" claims "{claim.verb}"'
     if not matching:
-        return f'"{quote}": no matching tool call was made this turn.'
+        return f"{said}, but no matching tool call was made this turn."
     names = ", ".join(dict.fromkeys(f"'{call.name}'" for call in matching))
     calls = "call" if len(matching) == 1 else "calls"
-    return f'"{quote}": the matching tool {calls} ({names}) failed.'
+    return f"{said}, but the matching tool {calls} ({names}) failed."
 
 
 def _feedback(problems: list[str]) -> str:
