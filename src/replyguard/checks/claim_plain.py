@@ -145,13 +145,15 @@ class PlainClaims:
         started = self._ing_start.match(sentence)
         if started is not None and _ing_start_ok(started, sentence):
             yield _verb(started)
+        # Where the last "now" and the last "by someone" end: each is looked for once.
+        last_now = max((m.end() for m in _IMMEDIATE.finditer(sentence)), default=-1)
+        last_by = max((m.end() for m in _BY_OTHERS.finditer(sentence)), default=-1)
         for found in self._announced.finditer(sentence):
             group = next(g for g in ("progressive", "will", "let", "being") if found[g])
-            rest = sentence[found.end() :]
             needs_now = group == "will" or found["going"] is not None
-            if needs_now and not _IMMEDIATE.search(sentence, found.start()):
+            if needs_now and last_now <= found.start():
                 continue
-            if group == "being" and _BY_OTHERS.search(rest):
+            if group == "being" and last_by > found.end():
                 continue
             yield " ".join(found[group].lower().split()), found.start(), found.end()
 
