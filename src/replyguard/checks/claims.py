@@ -36,6 +36,11 @@ one fails a good reply):
   successfully", "were just deployed". A bare "was sent" usually reports history ("it was
   sent by the customer", "the order was placed last week"), so it is not a claim.
 - ``is now live`` and other states are not actions; they are left to the judge.
+- terse and passive claims without "I" ("Email sent.", "Done. Note posted.", "Deployed.",
+  "Sent the invoice to Ada.") and actions announced as under way at the end of the turn
+  ("Sending the report now.", "I'll send it right away.", "Let me deploy the fix."): see
+  ``replyguard.checks.claim_plain``. Their plain and -ing forms ("send", "sending") come from
+  the map's verbs, and back up with the same tools.
 
 **What never counts:** negations and modals ("I haven't sent", "I have not deployed", "I
 didn't send", "I will send", "I can send", "I'd send"; only the fixed adverbs may stand between
@@ -175,7 +180,8 @@ class Claim(NamedTuple):
     """One claimed action found in a reply."""
 
     verb: str
-    """The claimed verb as written, lower-cased, spaces collapsed ("sent", "backed up")."""
+    """The claimed verb as written, lower-cased, spaces collapsed ("sent", "backed up",
+    "sending", "send")."""
     quote: str
     """The sentence making the claim (a window of it when long)."""
 
