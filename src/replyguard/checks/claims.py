@@ -27,7 +27,8 @@ one fails a good reply):
   "I have deployed", "I had sent", "I'd sent"; with up to three adverbs from a fixed list
   between: "I just emailed", "I've successfully created", "I only ran", "I went ahead and
   booked". Markdown emphasis is read through: "I've **sent**", "I *just* sent";
-- passive present perfect: "has been deployed", "have all been sent", unless another agent is
+- passive present perfect: "has been deployed", "have all been sent", "the sheet's been
+  updated" (not "she's been sent", where she receives), unless another agent is
   named ("has been sent by the customer"; "by me", "by email" do not count as another agent),
   the subject is negative ("no emails have been sent", "nothing has been deleted", "none of
   the files have been uploaded"; a ``no``, ``nothing``, ``none``, ``neither``, ``nor`` or
@@ -350,7 +351,7 @@ def _events_pattern(past: Iterable[str], participles: Iterable[str]) -> re.Patte
         (
             rf"{_SUBJECT}{_ADVERB}{{0,3}}\s+(?P<past>{simple})",
             rf"{_SUBJECT}(?:'ve|'d|\s+have|\s+had){_ADVERB}{{0,3}}\s+(?P<perfect>{perfect})",
-            rf"{_NOT_HYPOTHETICAL}\b(?:has|have)"
+            rf"(?:{_NOT_HYPOTHETICAL}\b(?:has|have)|(?<=\w)(?<!\bhe)(?<!\bshe)(?<!\bwho)'s)"
             rf"(?:\s+(?:all|both|just|already|now|also|finally|successfully)){{0,2}}"
             rf"\s+been{_ADVERB}{{0,2}}\s+(?P<passive>{perfect}){_NOT_BY_OTHERS}{_NOT_YET}",
             rf"\b(?:was|were)\s+(?:successfully|just)(?:\s+(?:now|already))?"
@@ -359,11 +360,11 @@ def _events_pattern(past: Iterable[str], participles: Iterable[str]) -> re.Patte
             rf"{_NOT_BY_OTHERS}{_NOT_YET}",
         )
     )
-    # Every claim starts with I, we, has, have, was or were: the lookahead spares all other
+    # Every claim starts with I, we, has, have, 's, was or were: the lookahead spares all other
     # positions the claim's lookbehinds.
     return re.compile(
         rf"(?P<brk>{_BREAK})|(?P<blk>{_BLOCKER})|(?P<neg>{_NEGATIVE_SUBJECT})"
-        rf"|(?P<claim>(?=[hiw]){claim})",
+        rf"|(?P<claim>(?=[hiw']){claim})",
         re.IGNORECASE,
     )
 
