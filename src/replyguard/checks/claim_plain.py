@@ -32,7 +32,7 @@ from collections.abc import Iterator
 
 _PREFIX = r"(?:[^\w\s\u2026]{1,4}\s*|\d{1,3}[.)]\s+)?"  # a bullet, an emoji, "1."
 _INTERJECTION = (
-    r"(?P<interjection>(?:all\s+done|right|cool|will\s+do|understood|all\s+set|done|okay|ok|great\s+news|good\s+news|great|sure\s+thing|sure|"
+    r"(?P<interjection>(?:(?:quick\s+|status\s+)?update|all\s+done|right|cool|will\s+do|understood|all\s+set|done|okay|ok|great\s+news|good\s+news|great|sure\s+thing|sure|"
     r"perfect|yes|yep|alright|all\s+right|on\s+it|got\s+it|thank\s+you|thanks)"
     r"[\s,:;!.\u2013\u2014-]{1,4})?"
 )
@@ -40,7 +40,12 @@ _TOKEN = r"[^\s,;:!?()\[\]]{1,60}"
 _LEADING_ADVERBS = r"(?:(?:just|already|now|successfully|all|both|also|finally)\s+){0,2}"
 _STATE = r"(?:(?P<state>is|are)\s+(?P<now>now\s+)?)?"  # "Done, the doc is saved."
 # "Created at: 2024-05-01", "Filed under: misc": a field's label, not a claim
-_LABEL = re.compile(r"\s+(?:at|on|in|under|by|to|from|for)\s*:")
+_LABEL = re.compile(r"\s+(?:at|on|in|under|by|to|from|for)(?:\s+[^\W\d]+)?\s*:")
+# "Say the word and I'll send it now": an offer that waits for the user
+_WAITS_FOR_USER = re.compile(
+    r"\b(?:say\s+the\s+word|let\s+me\s+know|tell\s+me|just\s+ask|give\s+me\s+the\s+go)\b",
+    re.IGNORECASE,
+)
 _WORD = re.compile(r"[\w'-]+")
 _BREAK = re.compile(r"[,;:()\[\]\u2013\u2014]|\s-\s|\bbut\b", re.IGNORECASE)
 _BY_OTHERS = re.compile(
@@ -138,7 +143,7 @@ class PlainClaims:
         if terse is not None and _terse_ok(terse, sentence):
             yield _verb(terse)
         words = [word.lower() for word in _WORD.findall(sentence)]
-        if any(
+        if _WAITS_FOR_USER.search(sentence) or any(
             w in _BLOCKERS or w in _NEGATIONS or w in _FUTURE or w.endswith("n't") for w in words
         ):
             return
