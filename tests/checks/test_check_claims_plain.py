@@ -101,6 +101,37 @@ async def test_near_misses_pass(text: str) -> None:
     assert await feedback(text) is None
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Run the tests before you merge.",  # an imperative: "run" is also the participle
+        "Set the flag to true.",
+        "The previous run's output is kept.",
+        "The options sent.",  # a noun phrase
+        "A long line of prose that a writer wrapped by hand at seventy characters,\n"
+        "sent again after the reservation expired.",
+        "the reply is\nsent to the judge with the rubric.",
+    ],
+    ids=repr,
+)
+def test_imperatives_noun_phrases_and_wrapped_lines_are_no_terse_claims(text: str) -> None:
+    assert DEFAULTS.find_claims(text) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Status update\nEmail sent to Ada.",
+        "## Done\nInvoice paid.",
+        "All good.\nDeployed.",
+        "Here is what I did:\n- Email sent\n- Fix deployed",
+    ],
+    ids=repr,
+)
+def test_a_terse_claim_at_the_start_of_a_line_after_a_title_or_a_stop_counts(text: str) -> None:
+    assert DEFAULTS.find_claims(text) != []
+
+
 def test_a_custom_lemma_claims_its_terse_and_announced_forms() -> None:
     check = ClaimCheck(claims={"deploy": ["deploy*"]})
     assert [c.verb for c in check.find_claims("Deployed. Deploying v2 now.")] == [

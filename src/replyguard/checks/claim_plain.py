@@ -137,9 +137,10 @@ class PlainClaims:
             re.IGNORECASE,
         )
 
-    def find(self, sentence: str) -> Iterator[tuple[str, int, int]]:
-        """Each claim in ``sentence``: the verb as written, and the span of the claim."""
-        terse = self._terse.match(sentence)
+    def find(self, sentence: str, *, starts: bool = True) -> Iterator[tuple[str, int, int]]:
+        """Each claim in ``sentence``: the verb as written, and the span of the claim. Unless
+        ``sentence`` ``starts`` a sentence, the forms that open one are not looked for."""
+        terse = self._terse.match(sentence) if starts else None
         if terse is not None and _terse_ok(terse, sentence):
             yield _verb(terse)
         words = [word.lower() for word in _WORD.findall(sentence)]
@@ -147,7 +148,7 @@ class PlainClaims:
             w in _BLOCKERS or w in _NEGATIONS or w in _FUTURE or w.endswith("n't") for w in words
         ):
             return
-        started = self._ing_start.match(sentence)
+        started = self._ing_start.match(sentence) if starts else None
         if started is not None and _ing_start_ok(started, sentence):
             yield _verb(started)
         # Where the last "now" and the last "by someone" end: each is looked for once.
@@ -174,6 +175,8 @@ def _terse_ok(found: re.Match[str], sentence: str) -> bool:
     if found["state"] and not (found["interjection"] or found["now"]):
         return False  # "The file is saved in UTF-8" describes; "Done, the file is saved" claims
     rest = sentence[found.end() :]
+    if subject[:1] in (["the"], ["a"], ["an"]) and not _WORD.search(rest):
+        return False  # "The options sent.": a noun phrase, a heading
     if not _follows_claim(rest, with_object=not subject) or _LABEL.match(rest):
         return False
     # "Booked, pending or cancelled: the statuses": a list of states goes on past the comma
@@ -194,6 +197,8 @@ def _follows_claim(rest: str, *, with_object: bool) -> bool:
     """Whether ``rest`` may follow a claimed verb: the end, punctuation, a word that follows a
     passive, or (``with_object``) the start of an object."""
     text = rest.lstrip()
+    if text[:1] in ("'", "-") and text[1:2].isalnum():
+        return False  # "the run's input", "run-to-run": the verb was part of a longer word
     if not text or not (text[0].isalnum() or text[0] == "_"):
         return True
     word = _WORD.match(text)

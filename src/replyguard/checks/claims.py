@@ -167,6 +167,7 @@ _SENTENCE = re.compile(r"\S(?:[^.!?]++|[.!?]++(?=\S))*+[.!?]*+")
 _EMPHASIS = re.compile(r"\*+|(?<!\w)_+|_+(?!\w)")
 _POINTS_AT_REPLY = re.compile(r"\b(?:below|above|the\s+following)\b|:\s*$", re.IGNORECASE)
 _BLOCK_QUOTE = re.compile(r"\s*>")
+_LIST_ITEM = re.compile(r"[-*+#|>]|\d{1,3}[.)]\s")
 # Inline code, "double" and 'single' quotations. Inside single quotes an apostrophe between
 # letters (I've) is text; any other one ends the quotation, so each scan stops at the next one.
 _QUOTED = re.compile(r"`[^`]*`|\"[^\"]*\"|(?<!\w)'(?=\S)(?:[^']|\b'\b)*(?<=\S)'(?!\w)")
@@ -217,7 +218,7 @@ class ClaimCheck:
         self._any_verb = re.compile(r"\b" + _verbs(tools), re.IGNORECASE)
         self._events = _events_pattern(past, participles)
         self._plain = PlainClaims(
-            bare=_verbs(past | participles),
+            bare=_verbs((past | participles) - lemmas),  # "Run the tests" is no claim
             participle=_verbs(participles),
             lemma=_verbs(lemmas),
             ing=_verbs(ings),
@@ -225,9 +226,13 @@ class ClaimCheck:
 
     def find_claims(self, text: str) -> list[Claim]:
         """Every claimed action in ``text``, in order."""
-        return [claim for line in _claim_lines(text) for claim in self._in_line(line)]
+        return [
+            claim
+            for line, continues in _claim_lines(text)
+            for claim in self._in_line(line, continues)
+        ]
 
-    def _in_line(self, line: str) -> Iterator[Claim]:
+    def _in_line(self, line: str, continues: bool = False) -> Iterator[Claim]:
         # A claim made before "below", "the following" or a colon ending the line introduces
         # content shown in the reply itself ("I've updated the code below").
         pointers = [found.start() for found in _POINTS_AT_REPLY.finditer(line)]
@@ -238,7 +243,10 @@ class ClaimCheck:
             if "?" in text.rstrip()[-3:] or not self._any_verb.search(text):
                 continue
             offset = sentence.start()
-            found = {(start, end): verb for verb, start, end in self._plain.find(text)}
+            # A hard-wrapped line does not start a sentence: "sent again (the reservation"
+            starts = not (continues and offset == 0)
+            plain = self._plain.find(text, starts=starts)
+            found = {(start, end): verb for verb, start, end in plain}
             blocked = False  # a subordinating word came earlier in this clause
             negated = False  # so did a negative subject ("no emails", "nothing")
             for event in self._events.finditer(text):
@@ -369,13 +377,23 @@ def _events_pattern(past: Iterable[str], participles: Iterable[str]) -> re.Patte
     )
 
 
-def _claim_lines(text: str) -> Iterator[str]:
+def _claim_lines(text: str) -> Iterator[tuple[str, bool]]:
     """The reply's own prose, line by line: no code, comments, block quotes, quotations or
-    emphasis marks."""
+    emphasis marks; with each line, whether it goes on with the sentence of the line before
+    (hard-wrapped prose: that line is long or this one starts in lower case, and that line
+    ends with no stop, colon or heading mark)."""
+    before = ""
     for line in prose_lines(text):
         if not _BLOCK_QUOTE.match(line):
             plain = _EMPHASIS.sub("", line.translate(_QUOTE_MARKS))
-            yield _QUOTED.sub(_PLACEHOLDER, plain)
+            yield _QUOTED.sub(_PLACEHOLDER, plain), _continues(before, line.strip())
+        before = line.strip()
+
+
+def _continues(before: str, line: str) -> bool:
+    if not before or not line or before[-1] in ".!?:\u2026" or before[0] in "#|":
+        return False
+    return not _LIST_ITEM.match(line) and (len(before) >= 60 or line[0].islower())
 
 
 def _excerpt(sentence: str, span: tuple[int, int]) -> str:
