@@ -2,7 +2,8 @@
 
 **Terse and passive** ("Email sent.", "Done. Note posted.", "PDF saved to reports/q3.pdf.",
 "Deployed.", "All set: invoice emailed to Ada.", "Sent the invoice to Ada."): at the start of
-a sentence (after a bullet, an emoji or a "Done", "All set", "OK" of its own), up to four words
+a sentence (after a bullet, an emoji or a "Done", "All set", "OK" of its own; not at the
+start of a hard-wrapped line that goes on with a sentence), up to four words
 of subject and a claimed participle. The subject must hold no pronoun, auxiliary, negation,
 hedge or subordinating word ("Not sent yet.", "If it's sent", "Maybe it was sent", "Emails
 you sent"). What follows the participle must be what follows a passive: the end, a
