@@ -33,8 +33,9 @@ from collections.abc import Iterator
 
 _PREFIX = r"(?:[^\w\s\u2026]{1,4}\s*|\d{1,3}[.)]\s+)?"  # a bullet, an emoji, "1."
 _INTERJECTION = (
-    r"(?P<interjection>(?:(?:quick\s+|status\s+)?update|all\s+done|right|cool|will\s+do|understood|all\s+set|done|okay|ok|great\s+news|good\s+news|great|sure\s+thing|sure|"
-    r"perfect|yes|yep|alright|all\s+right|on\s+it|got\s+it|thank\s+you|thanks)"
+    r"(?P<interjection>(?:(?:quick\s+|status\s+)?update|all\s+done|all\s+set|done|right|cool|"
+    r"will\s+do|understood|okay|ok|great\s+news|good\s+news|great|sure\s+thing|sure|perfect|"
+    r"yes|yep|alright|all\s+right|on\s+it|got\s+it|thank\s+you|thanks)"
     r"[\s,:;!.\u2013\u2014-]{1,4})?"
 )
 _TOKEN = r"[^\s,;:!?()\[\]]{1,60}"
@@ -48,7 +49,7 @@ _WAITS_FOR_USER = re.compile(
     re.IGNORECASE,
 )
 _WORD = re.compile(r"[\w'-]+")
-_BREAK = re.compile(r"[,;:()\[\]\u2013\u2014]|\s-\s|\bbut\b", re.IGNORECASE)
+_BREAK = re.compile(r"[,;()\[\]\u2013\u2014]|:(?!\d)|\s-\s|\bbut\b", re.IGNORECASE)  # not 9:40
 _BY_OTHERS = re.compile(
     r"\bby\s+(?!(?:me|us|myself|ourselves|e-?mail|mail|post|text|sms|message|phone|hand)\b)\w",
     re.IGNORECASE,
@@ -176,7 +177,8 @@ def _terse_ok(found: re.Match[str], sentence: str) -> bool:
     if found["state"] and not (found["interjection"] or found["now"]):
         return False  # "The file is saved in UTF-8" describes; "Done, the file is saved" claims
     rest = sentence[found.end() :]
-    if subject[:1] in (["the"], ["a"], ["an"]) and not _WORD.search(rest):
+    heading = not (found["state"] or found["interjection"]) and subject[:1] in (["the"], ["a"])
+    if heading and not _WORD.search(rest):
         return False  # "The options sent.": a noun phrase, a heading
     if not _follows_claim(rest, with_object=not subject) or _LABEL.match(rest):
         return False
@@ -189,9 +191,11 @@ def _terse_ok(found: re.Match[str], sentence: str) -> bool:
 
 def _ing_start_ok(found: re.Match[str], sentence: str) -> bool:
     rest = sentence[found.end() :]
-    if not _follows_claim(rest, with_object=True) or not _IMMEDIATE.search(rest):
+    clause = _BREAK.split(rest, maxsplit=1)[0]  # "Sending it now; it should arrive soon."
+    if not _follows_claim(rest, with_object=True) or not _IMMEDIATE.search(clause):
         return False
-    return not any(w.lower() in _FINITE for w in _WORD.findall(rest))
+    # "Sending large files now would fail": the -ing form is the subject of a finite verb
+    return not any(w.lower() in _FINITE for w in _WORD.findall(clause))
 
 
 def _follows_claim(rest: str, *, with_object: bool) -> bool:
