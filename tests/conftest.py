@@ -52,6 +52,7 @@ KNOWN_KEYS: tuple[str, ...] = (
     "router-deployment-value-0001",  # test_judge_answer_secrets, a router deployment's key
     "fleet-redis-password-0001",  # tests/state, the Redis password in state.redisUrl
     "fleet-wrong-password-0002",  # tests/state, a wrong Redis password
+    "sk-example-placeholder",  # test_example_offline, both provider keys set
 )
 
 

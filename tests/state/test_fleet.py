@@ -78,12 +78,13 @@ def test_after_the_cooldown_one_probe_goes_for_the_whole_fleet(
 ) -> None:
     failing = Step(text=None, status=503, body=b'{"error": "down"}')
     # The probe's answer takes longer than the judgement may: it is still in flight while
-    # every other judgement of the fleet asks, then fails and re-opens the circuit.
-    with ProviderServer([failing], default=Step(text="PASS", delay=5.0)) as server:
+    # every other judgement of the fleet asks, then fails and re-opens the circuit. It stays
+    # in flight 4 s, so an instance that a busy machine starts late still finds it there.
+    with ProviderServer([failing], default=Step(text="PASS", delay=30.0)) as server:
         config = fleet_config(
             redis,
             server,
-            timeoutSeconds=1.5,
+            timeoutSeconds=4,
             circuitBreaker={"failureThreshold": 1, "cooldownSeconds": 0.3},
         )
         fleet[0].send(config, turns=1)
