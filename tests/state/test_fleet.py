@@ -33,9 +33,15 @@ def redis() -> Iterator[RedisServer]:
 
 
 @pytest.fixture(scope="module")
-def fleet() -> Iterator[list[Instance]]:
-    """Three instances, each its own OS process."""
-    with fleet_of(3) as instances:
+def fleet(redis: RedisServer) -> Iterator[list[Instance]]:
+    """Three instances, each its own OS process, each warmed up by one judged turn (litellm
+    imported, its first call made), so that no test's timing depends on whether an earlier
+    test warmed them: a cold instance judges seconds later than a warm one."""
+    with fleet_of(3) as instances, ProviderServer(default=Step(text="PASS")) as server:
+        for instance in instances:
+            instance.send(fleet_config(redis, server), turns=1)
+        for instance in instances:
+            assert [v["reason"] for v in instance.answer()] == [None]
         yield instances
 
 
