@@ -22,7 +22,7 @@ LEVELS: tuple[tuple[str, ...], ...] = (
     ("__init__", "adapters", "_cli"),
     ("_records", "insights", "runner", "testing"),
     ("checks", "gate", "judge"),
-    ("state",),
+    ("state", "_credentials"),
     ("config", "_workspace"),
     ("context", "errors", "telemetry"),
     (
