@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 pytest_plugins = ["pytester"]
+# Fresh interpreters, each importing litellm (3-8 s a test): `.ci/run` runs them in its slow step.
+pytestmark = pytest.mark.slow
 
 TESTS = Path(__file__).resolve().parents[1]
 

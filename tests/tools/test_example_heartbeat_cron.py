@@ -22,6 +22,10 @@ import pytest
 from conftest import API_KEY
 from support.provider_server import ANTHROPIC, ProviderServer, Step
 
+# The cron script runs the replyguard command, a fresh interpreter a turn (4-6 s a test):
+# `.ci/run` runs these in its slow step.
+pytestmark = pytest.mark.slow
+
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "heartbeat_cron"
 SCRIPT = EXAMPLE / "heartbeat.sh"  # run with `sh`, so POSIX sh (dash on Debian) is what runs it
 REPLYGUARD = Path(sys.executable).parent / "replyguard"

@@ -72,6 +72,7 @@ def text_after_last_retract(events: list[tuple[str, Any]]) -> str:
     return shown
 
 
+@pytest.mark.slow  # the example's first turn imports litellm (about 7 s)
 async def test_offline_mode_fails_withdraws_and_retries_with_no_key(
     no_keys: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -218,6 +219,7 @@ def port() -> int:
     return free
 
 
+@pytest.mark.slow  # uvicorn in a fresh interpreter (about 6 s)
 def test_the_readmes_offline_command_works_from_the_repository_root(port: int) -> None:
     assignment, program, *arguments = readme_command()
     name, value = assignment.split("=", 1)
