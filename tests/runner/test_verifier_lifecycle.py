@@ -456,7 +456,7 @@ def test_a_loops_shutdown_waits_for_a_verifiers_clients_there_only_so_long(
 ) -> None:
     """Closing a verifier's clients of a loop that ends (a Redis server or provider that
     stopped answering) holds up the host's ``asyncio.run`` at most ``CLOSE_SECONDS``."""
-    from replyguard.runner import _loop_ends
+    from replyguard import _loop_ends
 
     monkeypatch.setattr(_loop_ends, "CLOSE_SECONDS", 0.2)
     closing = []

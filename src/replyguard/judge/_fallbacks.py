@@ -65,6 +65,7 @@ from replyguard.judge._answer_cap import (
     capped_call,
     is_too_large,
 )
+from replyguard.judge._base import BaseJudge
 from replyguard.judge._breaker import CircuitBreaker
 from replyguard.judge._clients import ClientScope
 from replyguard.judge._litellm import (
@@ -76,6 +77,7 @@ from replyguard.judge._litellm import (
     read_response,
     supports_structured_verdict,
 )
+from replyguard.judge._owned import JudgeParts
 from replyguard.judge._prompt_cache import with_cached_system
 from replyguard.judge._protocol import JudgeReply, verdict_format
 from replyguard.telemetry._events import Events, describe_error
@@ -107,13 +109,17 @@ _OPTIONAL = ("temperature", "response_format", "output_format")
 _FORMAT_OPTIONS = frozenset({"response_format", "output_format"})
 
 
-class LiteLLMJudge:
+class LiteLLMJudge(BaseJudge):
     """The judge through litellm: the configured model, then each fallback (see module doc).
 
     ``apiKey`` (and ``apiBase``) belong to the primary model's provider: a fallback on another
     provider gets them only when ``apiBase`` is set (a proxy serving every model); otherwise
     litellm reads that provider's own environment variables, and the key never leaves for a
     provider it was not issued by.
+
+    It holds its own share of litellm's HTTP clients, its byte-capped answer sessions and its
+    Router (``replyguard.judge._owned``), shared with the judges it makes for run kinds and
+    panel members (``sibling``), and closed by its ``aclose``.
     """
 
     def __init__(
@@ -128,20 +134,47 @@ class LiteLLMJudge:
         clients: ClientScope | None = None,
         sessions: AnswerSessions | None = None,
     ) -> None:
-        """``key_owner``: the model whose provider issued ``apiKey`` (default: ``config.model``;
-        a run kind's judge passes the verifier's own model, since the key is the verifier's).
-        ``router``: the verifier's Router, for the models that name one of its groups (each
-        deployment brings its own endpoint and key). ``clients``: the verifier's own share of
-        litellm's HTTP clients, which its ``aclose`` closes (without one, litellm's shared ones).
-        ``sessions``: the verifier's byte-capped aiohttp sessions (``_answer_cap``), handed to
-        litellm on every call (without them, answers are read uncapped)."""
+        """``key_owner``: the model whose provider issued ``apiKey`` (default: ``config.model``).
+        ``router``, ``clients``, ``sessions``: a Router, a share of litellm's HTTP clients and
+        byte-capped aiohttp sessions (``_answer_cap``) to use and leave open; without them the
+        judge builds its own (the Router when the config names router groups), and its
+        ``aclose`` closes them."""
+        parts = JudgeParts(config, events, router=router, clients=clients, sessions=sessions)
+        self._configure(config, events, breaker, key_owner, tracing, parts)
+        parts.released_with(self)
+
+    @classmethod
+    def for_verifier(
+        cls, config: VerifierConfig, events: Events, *, tracing: Tracing = NO_TRACING
+    ) -> LiteLLMJudge:
+        """The judge a ``Verifier`` builds for itself, with the config's circuit breaker
+        (kept in the fleet's shared state when ``state`` is configured)."""
+        if config.state is not None:
+            from replyguard.judge._fleet_breaker import FleetBreaker
+
+            breaker: CircuitBreaker = FleetBreaker.from_config(config.circuit_breaker)
+        else:
+            breaker = CircuitBreaker.from_config(config.circuit_breaker)
+        return cls(config, events, breaker=breaker, key_owner=config.model, tracing=tracing)
+
+    def _configure(
+        self,
+        config: VerifierConfig,
+        events: Events,
+        breaker: CircuitBreaker | None,
+        key_owner: str | None,
+        tracing: Tracing,
+        parts: JudgeParts,
+    ) -> None:
         self._config = config
-        self._sessions = sessions
-        self._clients = clients
+        self._parts = parts
+        self._sessions = parts.sessions
+        self._clients = parts.clients
         self._events = events
         self._breaker = breaker
         self._tracing = tracing
-        self._router = router
+        self._router = router = parts.router
+        self._key_owner = key_owner
         self._models = config.judge_models
         self._structured: dict[str, bool] = {}  # per model, asked of litellm once
         self._formats: dict[str, dict[str, Any]] = {}  # the schema's option, per model
@@ -158,6 +191,21 @@ class LiteLLMJudge:
             for model in self._models
         }
 
+    def sibling(self, config: VerifierConfig) -> LiteLLMJudge:
+        """The judge of a run kind's or a panel member's ``config``, on this judge's clients,
+        sessions, Router and breaker (this judge's ``aclose`` closes them; the sibling's closes
+        nothing). The ``apiKey`` stays this judge's model's provider's."""
+        if config is self._config:
+            return self
+        judge = LiteLLMJudge.__new__(LiteLLMJudge)
+        key_owner = self._key_owner or self._config.model
+        judge._configure(config, self._events, self._breaker, key_owner, self._tracing, self._parts)
+        judge._owner = self
+        return judge
+
+    _owner: LiteLLMJudge | None = None
+    """The judge whose parts a sibling shares (None: its own)."""
+
     @property
     def ready(self) -> bool:
         """True once ``warmup`` has nothing left to do (litellm imported, no Router to build),
@@ -165,11 +213,23 @@ class LiteLLMJudge:
         return self._litellm is not None and not self._routed
 
     async def warmup(self) -> None:
-        """Import litellm and build the Router (off the loop), so the first judgement's
-        deadline is not spent on them."""
+        """Import litellm, load what the first call to each judge model's route would, and
+        build the Router (off the loop), so the first judgement's deadline is not spent on
+        them."""
         self._litellm = await import_litellm()
-        if self._routed and self._router is not None:
-            await self._router.router()
+        await self._parts.warmup()
+
+    async def aclose(self) -> None:
+        """Close what this judge built: its Router, its clients and sessions of the running
+        loop (once the calls in flight there have finished), and litellm's logging worker
+        there. A sibling closes nothing: the judge it came from does."""
+        if self._owner is None:
+            await self._parts.aclose()
+
+    def close(self) -> None:
+        """Discard the Router this judge built (its clients need a loop: ``aclose``)."""
+        if self._owner is None:
+            self._parts.close()
 
     async def _caller(self, litellm: Any, model: str) -> Any:
         """What sends ``model``'s request: the Router for a router group, else litellm."""
@@ -221,8 +281,9 @@ class LiteLLMJudge:
         """
         litellm = self._litellm or await import_litellm()
         self._litellm = litellm
-        api_key = self._api_key()
         loop = asyncio.get_running_loop()
+        self._parts.watch(loop)
+        api_key = self._api_key()
         deadline = loop.time() + time_left - min(_DEADLINE_GUARD, time_left / 100)
         spent: JudgeReply | None = None  # the earlier answers, what they cost together
         unreadable: JudgeReply | None = None
@@ -249,7 +310,7 @@ class LiteLLMJudge:
                 if tracing.enabled
                 else None
             )
-            if self._sessions is not None and model not in self._routed:
+            if model not in self._routed:
                 self._capped(litellm, model, params)
             oversized: JudgeReply | None = None
             with (
@@ -333,7 +394,7 @@ class LiteLLMJudge:
         """One model's call within its share (ending at loop time ``until``), on the
         verifier's own clients."""
         async with asyncio.timeout_at(until):
-            with self._own_clients(litellm):
+            with self._clients.using(litellm):
                 return await self._send(call, model, params)
 
     async def _send(self, call: Any, model: str, params: dict[str, Any]) -> Any:
@@ -354,7 +415,6 @@ class LiteLLMJudge:
 
     def _capped(self, litellm: Any, model: str, params: dict[str, Any]) -> None:
         """Have ``params`` read the answer through the byte-capped session (``answer_cap``)."""
-        assert self._sessions is not None
         session = self._sessions.session(litellm)
         if session is None:
             return
@@ -363,12 +423,6 @@ class LiteLLMJudge:
             handler = self._sessions.handler(litellm, self.client_timeout)
             if handler is not None:
                 params["client"] = handler
-
-    def _own_clients(self, litellm: Any) -> contextlib.AbstractContextManager[Any]:
-        """The verifier's own clients for one call (litellm's shared ones without a scope)."""
-        if self._clients is None:
-            return contextlib.nullcontext()
-        return self._clients.using(litellm)
 
     def _secrets(self, api_key: str | None) -> tuple[str, ...]:
         """What a failure's description must not show: the configured secrets and every key

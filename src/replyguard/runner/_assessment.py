@@ -35,6 +35,7 @@ from replyguard.context._prompt import (
 )
 from replyguard.errors import CircuitOpenError, JudgeConfigError
 from replyguard.gate._triggers import TriggerMatcher
+from replyguard.judge._base import BaseJudge, as_base_judge
 from replyguard.judge._limiter import ConcurrencyLimiter
 from replyguard.judge._prices import call_estimate
 from replyguard.judge._protocol import Judge, JudgeReply
@@ -60,7 +61,7 @@ class Profile:
 
     name: str | None
     config: VerifierConfig
-    judge: Judge
+    judge: BaseJudge
     triggers: TriggerMatcher
     limits: ContextLimits
     rubric: Rubric = DEFAULT_RUBRIC
@@ -69,7 +70,7 @@ class Profile:
     """The judge panel that judges in place of ``judge``, when the config names one."""
 
     @property
-    def judges(self) -> tuple[Judge, ...]:
+    def judges(self) -> tuple[BaseJudge, ...]:
         """Every judge a judgement may call: the panel's members, or the one judge."""
         if self.panel is None:
             return (self.judge,)
@@ -80,7 +81,7 @@ class Profile:
         cls,
         name: str | None,
         config: VerifierConfig,
-        judge: Judge,
+        judge: BaseJudge,
         criteria: str = "",
         panel: Panel | None = None,
     ) -> Profile:
@@ -98,6 +99,42 @@ class Profile:
             else DEFAULT_RUBRIC
         )
         return cls(name, config, judge, TriggerMatcher(config), limits, rubric, panel)
+
+
+def build_profiles(
+    config: VerifierConfig,
+    judge: BaseJudge,
+    sibling: Callable[[VerifierConfig], BaseJudge] | None = None,
+) -> dict[str | None, Profile]:
+    """The verifier's profile (``None``) and each run kind's, judged by ``judge``.
+
+    ``sibling``: the judge of a run kind's or a panel member's config (the litellm judge's
+    own, sharing its clients); without it, ``judge`` judges every run kind, and each panel
+    member gets the judge ``judge.member(model)`` gives.
+    """
+    criteria = config.operator_rubric()  # read once: the rubric stays the same every call
+
+    def member_judge(member_config: VerifierConfig) -> BaseJudge:
+        if sibling is not None:
+            return sibling(member_config)
+        return as_base_judge(judge.member(member_config.model))
+
+    def profile_for(name: str | None, profile_config: VerifierConfig) -> Profile:
+        own = sibling(profile_config) if sibling is not None else judge
+        spec = profile_config.panel
+        if spec is None:
+            return Profile.build(name, profile_config, own, criteria)
+        from replyguard.judge._panel import Panel
+
+        configs = [profile_config.member_config(m) for m in spec.members]
+        members = tuple((c.model, member_judge(c), c) for c in configs)
+        panel = Panel(members, spec.rule, spec.min_answers)
+        return Profile.build(name, profile_config, members[0][1], criteria, panel)
+
+    profiles: dict[str | None, Profile] = {None: profile_for(None, config)}
+    for name in config.run_kinds:
+        profiles[name] = profile_for(name, config.for_run_kind(name))
+    return profiles
 
 
 @dataclass(frozen=True)
@@ -444,18 +481,17 @@ class Assessor:
             return await asyncio.to_thread(redacted_verdict, verdict, secrets)
         return redacted_verdict(verdict, secrets)
 
-    async def _setup(self, judge: Judge, step: Step) -> tuple[Reason, str] | None:
+    async def _setup(self, judge: BaseJudge, step: Step) -> tuple[Reason, str] | None:
         """One-time setup, off the event loop: the judge's ``warmup`` (litellm's import)
         unless it says it is ``ready``. Not judgement time, but it counts against the turn's
         own deadline; once done it costs nothing (no await, no timeout). Returns why it
         failed, if it did. The tokenizer is not waited for here: only a prompt that needs
         tokens loads it (``_build_inline``)."""
-        warmup = getattr(judge, "warmup", None)
-        if warmup is None or getattr(judge, "ready", False):
+        if judge.ready:
             return None
         try:
             async with _until(step.left()):
-                await warmup()
+                await judge.warmup()
         except TimeoutError:
             return Reason.LATENCY_BUDGET, "the turn's deadline passed during warm-up"
         except Exception as exc:
