@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import pydantic_core
 
 from replyguard.gate._prechecks import skip_reason
-from replyguard.runner._sync import blocked_context
+from replyguard.runner import blocked_context
 from replyguard.telemetry._events import Events, describe_error
 from replyguard.types import Outcome, Reply, StreamEvent, Turn, Verdict
 

@@ -22,7 +22,7 @@ from replyguard.checks.base import Check
 from replyguard.checks.running import checks_verdict, decisive_pass, merged_feedback, run_checks
 from replyguard.config._schema import VerifierConfig
 from replyguard.context import _tokens as tokens
-from replyguard.context._build import judge_prompt
+from replyguard.context._build import build_judge_prompt
 from replyguard.context._fitting import view_of
 from replyguard.context._injection import injection_feedback, suspected_injection
 from replyguard.context._prompt import (
@@ -43,7 +43,7 @@ from replyguard.runner._preload import judging
 from replyguard.telemetry._events import Events, describe_error, redact
 from replyguard.telemetry._ledger import member_votes
 from replyguard.telemetry._tracing import NO_TRACING, Tracing
-from replyguard.types import CheckResult, FailCategory, Reason, Reply, Turn, Verdict, _replaced
+from replyguard.types import CheckResult, FailCategory, Reason, Reply, Turn, Verdict, replaced
 
 if TYPE_CHECKING:  # loaded when a config asks for a panel or shared state
     from replyguard.judge._panel import Panel
@@ -335,7 +335,7 @@ class Assessor:
             return failed(Reason.INTERNAL_ERROR, f"reading the workspace failed: {said}")
         try:
             build = functools.partial(
-                judge_prompt,
+                build_judge_prompt,
                 turn,
                 reply.text,
                 limits=profile.limits,
@@ -473,7 +473,7 @@ class Assessor:
         if not verdict.readable:
             update["fail_open_reason"] = Reason.UNREADABLE_VERDICT
             update["error"] = answer.note or verdict.error
-        verdict = _replaced(verdict, update)
+        verdict = replaced(verdict, update)
         # The one place a judge's answer becomes a verdict: from here on its words are stored,
         # sent to the agent, printed and logged, so every key is taken out of them now.
         secrets = (*events.secrets, *config.secrets())
@@ -568,7 +568,7 @@ class Assessor:
                 return failure, results
         verdict = await self._verdict(step, results, scans, reading)
         if suspicion:
-            verdict = _replaced(verdict, {"suspected_injection": suspicion})
+            verdict = replaced(verdict, {"suspected_injection": suspicion})
         if verdict.awaiting_user and (suspicion or _holds_mark(reply.text)):
             # The mark counts only when the reply could not have planted it for the judge.
             verdict = verdict.model_copy(update={"awaiting_user": False})
@@ -694,7 +694,7 @@ def redacted_verdict(verdict: Verdict, secrets: Sequence[str]) -> Verdict:
         if isinstance(value := getattr(verdict, name), str)
     }
     changed = {name: text for name, text in texts.items() if text != getattr(verdict, name)}
-    return _replaced(verdict, changed) if changed else verdict
+    return replaced(verdict, changed) if changed else verdict
 
 
 def _spend(verdict: Verdict) -> dict[str, Any]:
