@@ -37,11 +37,12 @@ from replyguard.runner._agents import (
     as_reply,
     call_agent,
 )
-from replyguard.runner._assessment import Assessor, Profile, Step, build_profiles
+from replyguard.runner._assessment import Assessor
 from replyguard.runner._family_guard import FamilyGuard
 from replyguard.runner._hooks import Hook, Hooks
 from replyguard.runner._preflight import config_findings, state_findings
 from replyguard.runner._preload import judging, prepare_turn, start_preload
+from replyguard.runner._request import Profile, Step, build_profiles
 from replyguard.runner._run import TurnParts, _Run
 from replyguard.runner._side_effects import SideEffects
 from replyguard.runner._sync import SyncLoop
