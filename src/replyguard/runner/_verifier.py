@@ -51,7 +51,6 @@ from replyguard.runner._turn_scope import agent_attempt, with_turn_id
 from replyguard.telemetry._events import Events
 from replyguard.telemetry._ledger import Ledger
 from replyguard.telemetry._tracing import (
-    Tracing,
     build_tracing,
     outcome_attributes,
     turn_attributes,
@@ -111,35 +110,23 @@ class Verifier:
 
     __slots__ = (
         "__weakref__",  # closing its clients when collected without aclose
-        "_agent_pool",
-        "_assessor",
         "_config",
-        "_events",
-        "_families",
-        "_hooks",
         "_judges",
-        "_ledger",
         "_loop_ends",
         "_parts",
         "_profiles",
         "_state",
         "_sync",
-        "_tracing",
     )
-    _agent_pool: ThreadPool
-    _assessor: Assessor
     _config: VerifierConfig
-    _events: Events
-    _families: FamilyGuard
-    _hooks: Hooks
     _judges: tuple[BaseJudge, ...]
-    _ledger: Ledger | None
+    """Its judge and every judge its profiles hold: what ``warmup`` and ``aclose`` reach."""
     _loop_ends: LoopEnds | None
     _parts: TurnParts
+    """The shared helpers a turn uses (assessor, events, hooks, ledger, pool, tracing ...)."""
     _profiles: dict[str | None, Profile]
     _state: SharedState | None
     _sync: SyncLoop
-    _tracing: Tracing
 
     def __init__(
         self,
@@ -165,12 +152,9 @@ class Verifier:
         leaves it to ``warmup()`` or the first judgement (a command that may not judge). A
         fork meanwhile waits for the load in flight, so a child never gets half of litellm."""
         events = Events(config.secrets())
-        all_checks = _checks_of(config, events, checks)
         tracing = build_tracing(
             config.tracing, tracer_provider, events, log_content=config.log_content
         )
-        limit = config.max_concurrent_judge_calls
-        limiter = ConcurrencyLimiter(limit) if limit is not None else None
         shared = _shared_state(config, events)
         if judge is None:
             built = LiteLLMJudge.for_verifier(config, events, tracing=tracing)
@@ -179,28 +163,32 @@ class Verifier:
         else:
             root = as_base_judge(judge)
             profiles = build_profiles(config, root)
+        limit = config.max_concurrent_judge_calls
+        assessor = Assessor(
+            _checks_of(config, events, checks),
+            Workspace(config.workspace_dir, events),
+            events,
+            ConcurrencyLimiter(limit) if limit is not None else None,
+            redact,
+            tracing,
+            shared,
+        )
+        hooks = Hooks(on_verdict, on_retry, on_exhausted, on_fail_open, on_skip)
+        ledger = Ledger(config.ledger_path, events) if config.ledger_path else None
+        pool = ThreadPool(config.agent_threads, "replyguard-agent")
+        families = FamilyGuard(config, events)
+        side_effects = SideEffects(config.side_effect_tools)
         set_ = object.__setattr__
         set_(self, "_config", config)
-        set_(self, "_events", events)
         set_(self, "_judges", _judges_of(root, profiles))
-        workspace = Workspace(config.workspace_dir, events)
-        assessor = Assessor(all_checks, workspace, events, limiter, redact, tracing, shared)
-        set_(self, "_assessor", assessor)
         set_(self, "_state", shared)
         set_(self, "_profiles", profiles)
-        set_(self, "_hooks", Hooks(on_verdict, on_retry, on_exhausted, on_fail_open, on_skip))
-        set_(self, "_ledger", Ledger(config.ledger_path, events) if config.ledger_path else None)
-        set_(self, "_agent_pool", ThreadPool(config.agent_threads, "replyguard-agent"))
         set_(self, "_sync", SyncLoop(self._close_loop_clients))
-        set_(self, "_tracing", tracing)
-        set_(self, "_families", FamilyGuard(config, events))
-        side_effects = SideEffects(config.side_effect_tools)
         parts = TurnParts(
-            config, events, assessor, self._hooks, self._ledger, self._agent_pool, tracing,
-            self._families, side_effects,
-        )  # fmt: skip
+            config, events, assessor, hooks, ledger, pool, tracing, families, side_effects
+        )
         set_(self, "_parts", parts)
-        _report_findings(config, events, self._families)
+        _report_findings(config, events, families)
         set_(self, "_loop_ends", LoopEnds(shared.aclose) if shared is not None else None)
         if preload:
             start_preload(litellm=judge is None, models=self._judge_models())
@@ -219,7 +207,7 @@ class Verifier:
     @property
     def checks(self) -> tuple[Check, ...]:
         """The checks run before the judge, in order (configured ones first)."""
-        return self._assessor.checks
+        return self._parts.assessor.checks
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -253,8 +241,8 @@ class Verifier:
         """
         await self._close_loop_clients()
         await asyncio.to_thread(self._sync.close)
-        self._hooks.close()
-        self._agent_pool.close()
+        self._parts.hooks.close()
+        self._parts.agent_pool.close()
 
     def close(self) -> None:
         """Close the judges' Router, the ``run_sync`` loop and its HTTP clients, and the hook
@@ -263,8 +251,8 @@ class Verifier:
         for judge in self._judges:
             judge.close()
         self._sync.close()
-        self._hooks.close()
-        self._agent_pool.close()
+        self._parts.hooks.close()
+        self._parts.agent_pool.close()
 
     async def _close_loop_clients(self) -> None:
         """Close the judges' and the shared state's clients of the running loop."""
@@ -285,7 +273,7 @@ class Verifier:
     def _profile(self, turn: Turn) -> Profile:
         profile = self._profiles.get(turn.run_kind)
         if profile is None:
-            self._families.warn_once("run_kind_unknown", run_kind=turn.run_kind)
+            self._parts.families.warn_once("run_kind_unknown", run_kind=turn.run_kind)
             return self._profiles[None]
         return profile
 
@@ -299,17 +287,19 @@ class Verifier:
         """
         self._entered(asyncio.get_running_loop())
         checked, profile = as_reply(reply), self._profile(turn)
-        if self._families.refused(profile, turn):
+        if self._parts.families.refused(profile, turn):
             return Verdict(
                 passed=True,
                 readable=False,
                 fail_open_reason=Reason.SAME_FAMILY,
                 error=f"judge and agent model {turn.agent_model!r} are of the same family",
             )
-        with self._tracing.span("replyguard.verify") as span:
+        with self._parts.tracing.span("replyguard.verify") as span:
             span.record(turn_attributes, turn, profile.name, profile.config.mode)
-            verdict, _ = await self._assessor.assess(Step(profile, turn, checked, (), 1, None))
-            span.record(verdict_attributes, verdict, self._tracing.log_content)
+            verdict, _ = await self._parts.assessor.assess(
+                Step(profile, turn, checked, (), 1, None)
+            )
+            span.record(verdict_attributes, verdict, self._parts.tracing.log_content)
         return verdict
 
     def run_sync(self, agent: Agent, turn: Turn) -> Outcome:
@@ -329,16 +319,16 @@ class Verifier:
         profile = self._profile(turn)
         sample_key = turn.id if turn.id is not None else turn.user_message
         turn = with_turn_id(turn)
-        with self._tracing.span("replyguard.turn") as span:
+        with self._parts.tracing.span("replyguard.turn") as span:
             span.record(turn_attributes, turn, profile.name, profile.config.mode)
             messages: Messages = [*turn.history, {"role": "user", "content": turn.user_message}]
             # A turn that may be judged reads its workspace files during the agent's call
             # (on replyguard's threads; wasted on a turn its reply does not trigger).
             ahead = profile.config.enabled and profile.triggers.may_judge(turn)
-            reading = self._assessor.read_workspace(profile, turn) if ahead else None
+            reading = self._parts.assessor.read_workspace(profile, turn) if ahead else None
             try:
                 with agent_attempt(turn, 1):
-                    reply = await call_agent(agent, messages, self._agent_pool)
+                    reply = await call_agent(agent, messages, self._parts.agent_pool)
                 run = _Run(
                     self._parts, turn, profile, started, sample_key=sample_key, reading=reading
                 )
