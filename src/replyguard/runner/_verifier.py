@@ -20,7 +20,6 @@ import time
 from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from replyguard._loop_ends import LoopEnds
 from replyguard._workspace import Workspace
 from replyguard.checks.base import Check, as_check
 from replyguard.checks.registry import build_checks
@@ -40,8 +39,9 @@ from replyguard.runner._agents import (
 from replyguard.runner._assessment import Assessor
 from replyguard.runner._family_guard import FamilyGuard
 from replyguard.runner._hooks import Hook, Hooks
+from replyguard.runner._lifecycle import Lifecycle
 from replyguard.runner._preflight import config_findings, state_findings
-from replyguard.runner._preload import judging, prepare_turn, start_preload
+from replyguard.runner._preload import judging, start_preload
 from replyguard.runner._request import Profile, Step, build_profiles
 from replyguard.runner._run import TurnParts, _Run
 from replyguard.runner._side_effects import SideEffects
@@ -111,22 +111,20 @@ class Verifier:
     __slots__ = (
         "__weakref__",  # closing its clients when collected without aclose
         "_config",
-        "_judges",
-        "_loop_ends",
+        "_life",
         "_parts",
         "_profiles",
         "_state",
         "_sync",
     )
     _config: VerifierConfig
-    _judges: tuple[BaseJudge, ...]
-    """Its judge and every judge its profiles hold: what ``warmup`` and ``aclose`` reach."""
-    _loop_ends: LoopEnds | None
+    _life: Lifecycle
     _parts: TurnParts
     """The shared helpers a turn uses (assessor, events, hooks, ledger, pool, tracing ...)."""
     _profiles: dict[str | None, Profile]
     _state: SharedState | None
     _sync: SyncLoop
+    """Its ``run_sync`` loop (the lifecycle's; adapters submit to it)."""
 
     def __init__(
         self,
@@ -180,16 +178,16 @@ class Verifier:
         side_effects = SideEffects(config.side_effect_tools)
         set_ = object.__setattr__
         set_(self, "_config", config)
-        set_(self, "_judges", _judges_of(root, profiles))
+        life = Lifecycle(_judges_of(root, profiles), shared, hooks, pool)
+        set_(self, "_life", life)
         set_(self, "_state", shared)
         set_(self, "_profiles", profiles)
-        set_(self, "_sync", SyncLoop(self._close_loop_clients))
+        set_(self, "_sync", life.sync)
         parts = TurnParts(
             config, events, assessor, hooks, ledger, pool, tracing, families, side_effects
         )
         set_(self, "_parts", parts)
         _report_findings(config, events, families)
-        set_(self, "_loop_ends", LoopEnds(shared.aclose) if shared is not None else None)
         if preload:
             start_preload(litellm=judge is None, models=self._judge_models())
 
@@ -220,14 +218,7 @@ class Verifier:
         """Load what a first turn would, off the event loop: the judge's ``warmup`` (litellm,
         with what its first call to each judge model's route would load), the tokenizer, and
         the shared state's connection."""
-        from replyguard.context import _tokens as tokens
-
-        await asyncio.to_thread(prepare_turn)
-        for judge in self._judges:
-            await judge.warmup()
-        await asyncio.to_thread(tokens.encoding)
-        if self._state is not None:
-            await self._state.warmup()
+        await self._life.warmup()
 
     async def aclose(self) -> None:
         """Close what this verifier alone owns; nothing of any other verifier.
@@ -239,34 +230,13 @@ class Verifier:
         (``agentThreads``; agents running there finish). A verifier used after ``aclose``
         opens what it needs again and logs one ``verifier_reopened`` warning.
         """
-        await self._close_loop_clients()
-        await asyncio.to_thread(self._sync.close)
-        self._parts.hooks.close()
-        self._parts.agent_pool.close()
+        await self._life.aclose()
 
     def close(self) -> None:
         """Close the judges' Router, the ``run_sync`` loop and its HTTP clients, and the hook
         threads (for code without an event loop; ``aclose`` also closes the running loop's
         clients)."""
-        for judge in self._judges:
-            judge.close()
-        self._sync.close()
-        self._parts.hooks.close()
-        self._parts.agent_pool.close()
-
-    async def _close_loop_clients(self) -> None:
-        """Close the judges' and the shared state's clients of the running loop."""
-        for judge in self._judges:
-            await judge.aclose()
-        if self._state is not None:
-            await self._state.aclose()
-
-    def _entered(self, loop: asyncio.AbstractEventLoop) -> None:
-        """The async API runs on ``loop``: ``run_sync`` may hand turns to it, and this
-        verifier's clients there close as it shuts down."""
-        self._sync.note_host(loop)
-        if self._loop_ends is not None:
-            self._loop_ends.watch(loop)
+        self._life.close()
 
     # -- run kinds ----------------------------------------------------------------------------
 
@@ -285,7 +255,7 @@ class Verifier:
         Never raises for the verifier's own trouble: a fail-open verdict (``passed=True``,
         ``fail_open_reason`` set) says what went wrong.
         """
-        self._entered(asyncio.get_running_loop())
+        self._life.entered(asyncio.get_running_loop())
         checked, profile = as_reply(reply), self._profile(turn)
         if self._parts.families.refused(profile, turn):
             return Verdict(
@@ -315,7 +285,7 @@ class Verifier:
         exhausted turn raises ``VerificationExhausted``.
         """
         started = time.perf_counter()
-        self._entered(asyncio.get_running_loop())
+        self._life.entered(asyncio.get_running_loop())
         profile = self._profile(turn)
         sample_key = turn.id if turn.id is not None else turn.user_message
         turn = with_turn_id(turn)
@@ -356,4 +326,4 @@ class Verifier:
         """
         from replyguard.runner._stream import stream_events
 
-        return stream_events(self._parts, turn, self._profile(turn), agent, self._entered)
+        return stream_events(self._parts, turn, self._profile(turn), agent, self._life.entered)
