@@ -292,11 +292,9 @@ class LiteLLMJudge(BaseJudge):
         # judgement timeout; this model's share is enforced here.
         params = self.request(model, prompt, timeout=self.client_timeout, api_key=api_key)
         tracing = self._tracing
-        attributes = (
-            chat_attributes(model, params, self._config.underlying_models(model))
-            if tracing.enabled
-            else None
-        )
+        attributes = None
+        if tracing.enabled:
+            attributes = chat_attributes(model, params, self._config.underlying_models(model))
         if model not in self._routed:
             self._capped(litellm, model, params)
         with (
@@ -329,33 +327,33 @@ class LiteLLMJudge(BaseJudge):
                 await closing_pass()
                 raise
             except Exception as exc:
-                if ticket.too_large or is_too_large(exc):
-                    if isinstance(exc, TimeoutError):
-                        await closing_pass()
-                    # The model answered, at a length no verdict needs: unreadable.
-                    note = f"the answer passed {MAX_ANSWER_BYTES} bytes and was not read"
-                    return JudgeReply(text="", model=model, note=note)
-                # Recorded before the closing pass: the caller's deadline, a hair after this
-                # model's share, can land in that pass.
-                secrets = self._secrets(api_key)
-                span.fail(exc, secrets)
-                self._failed(model, exc, secrets)
-                if isinstance(exc, TimeoutError):  # this model's share ran out mid-call
-                    await closing_pass()
-                return exc, describe_error(exc, secrets)
+                return await self._not_answered(model, exc, span, ticket.too_large, api_key)
             answer = read_response(response, model, self._unpriced)
             if tracing.enabled:
-                reasons = finish_reasons(response)
-                span.set(
-                    answer_attributes(
-                        answer.model,
-                        answer.prompt_tokens,
-                        answer.completion_tokens,
-                        answer.cost_usd,
-                        reasons,
-                    )
-                )
+                usage = (answer.prompt_tokens, answer.completion_tokens, answer.cost_usd)
+                span.set(answer_attributes(answer.model, *usage, finish_reasons(response)))
         return answer
+
+    async def _not_answered(
+        self, model: str, exc: Exception, span: Any, too_large: bool, api_key: str | None
+    ) -> JudgeReply | tuple[Exception, str]:
+        """What a call that raised ``exc`` gave: an unreadable answer when the model answered
+        past the byte cap, else its failure (logged, counted against its circuit) with what
+        to say of it."""
+        if too_large or is_too_large(exc):
+            if isinstance(exc, TimeoutError):
+                await closing_pass()
+            # The model answered, at a length no verdict needs: unreadable.
+            note = f"the answer passed {MAX_ANSWER_BYTES} bytes and was not read"
+            return JudgeReply(text="", model=model, note=note)
+        # Recorded before the closing pass: the caller's deadline, a hair after this model's
+        # share, can land in that pass.
+        secrets = self._secrets(api_key)
+        span.fail(exc, secrets)
+        self._failed(model, exc, secrets)
+        if isinstance(exc, TimeoutError):  # this model's share ran out mid-call
+            await closing_pass()
+        return exc, describe_error(exc, secrets)
 
     async def _call(
         self, litellm: Any, call: Any, model: str, params: dict[str, Any], until: float
