@@ -289,7 +289,7 @@ async def test_internal_error_building_the_prompt_fails_open(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise ValueError("template trouble")
 
-    monkeypatch.setattr("replyguard.runner._judgement.build_judge_prompt", broken)
+    monkeypatch.setattr("replyguard.runner._prompting.build_judge_prompt", broken)
     outcome = await Verifier(make_config(), judge=ScriptedJudge([])).run(
         ScriptedAgent(["Done."]), TURN
     )

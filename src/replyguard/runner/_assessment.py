@@ -23,7 +23,8 @@ from replyguard.context._fitting import view_of
 from replyguard.context._injection import injection_feedback, suspected_injection
 from replyguard.context._prompt import ContextLimits, Redact
 from replyguard.judge._limiter import ConcurrencyLimiter
-from replyguard.runner._judgement import INLINE_CHARS, Judgements, fail_open
+from replyguard.runner._judgement import Judgements, fail_open
+from replyguard.runner._prompting import INLINE_CHARS
 from replyguard.runner._request import Budget, Profile, Reading, Step, build_profiles, until
 from replyguard.telemetry._events import Events
 from replyguard.telemetry._tracing import NO_TRACING, Tracing

@@ -1,10 +1,10 @@
 """One judgement of one reply, by the turn's deadline: never raises for its own trouble.
 
-In order: the judges' warm-up (unless ``ready``), the workspace files the prompt shows, the
-prompt itself (off the loop for a long reply), then each seat's call: admission by the shared
-state (spend limits, the fleet's breaker), a slot of the concurrency limit, the judge's call,
-its answer parsed (off the loop when long) and redacted; a panel asks every member at once and
-decides. Every fault is a fail-open PASS verdict carrying its ``fail_open_reason``;
+In order: the judges' warm-up (unless ``ready``), the prompt (``runner._prompting``: the
+workspace files it shows, then the prompt itself), then each seat's call: admission by the
+shared state (spend limits, the fleet's breaker), a slot of the concurrency limit, the judge's
+call, its answer parsed (off the loop when long) and redacted; a panel asks every member at
+once and decides. Every fault is a fail-open PASS verdict carrying its ``fail_open_reason``;
 cancellation of the caller is the one exception that propagates.
 """
 
@@ -12,21 +12,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from replyguard.context import _tokens as tokens
-from replyguard.context._build import build_judge_prompt
-from replyguard.context._prompt import JudgePrompt, Redact, RulesSource
+from replyguard.context._prompt import JudgePrompt, Redact
 from replyguard.errors import CircuitOpenError, JudgeConfigError
 from replyguard.judge._base import BaseJudge
 from replyguard.judge._limiter import ConcurrencyLimiter
 from replyguard.judge._prices import call_estimate
 from replyguard.judge._protocol import JudgeReply
 from replyguard.runner._preload import judging
+from replyguard.runner._prompting import INLINE_CHARS, prompt_of
 from replyguard.runner._request import Budget, Reading, Seat, Step, until
 from replyguard.telemetry._events import Events, describe_error, redact
 from replyguard.telemetry._ledger import member_votes
@@ -37,8 +36,6 @@ if TYPE_CHECKING:  # loaded when a config asks for a panel or shared state
     from replyguard.state import SharedState, Ticket
     from replyguard.state._estimates import CallCost
 
-INLINE_CHARS = 50_000
-"""A reply or answer longer than this is worked on off the event loop."""
 _JUDGE_TEXTS = ("raw", "feedback", "reasoning", "model", "error")
 """The verdict's fields that hold text from the judge's answer."""
 _NOTHING = contextlib.nullcontext()
@@ -101,7 +98,7 @@ class Judgements:
             if setup_failed is not None:
                 return fail_open(*setup_failed, started)
         started = time.perf_counter()  # the judgement's latency starts after the setup
-        prompt = await self._prompt(step, reply_scans, reading)
+        prompt = await prompt_of(step, reply_scans, reading, self._redact, self._events)
         if isinstance(prompt, tuple):
             return fail_open(*prompt, started)
         budget = Budget.at(profile.config.timeout_seconds, step.deadline)
@@ -130,51 +127,6 @@ class Judgements:
         except Exception as exc:
             return Reason.JUDGE_ERROR, describe_error(exc, self._events.secrets)
         return None
-
-    async def _prompt(
-        self, step: Step, reply_scans: tokens.Cutter | None, reading: Reading | None
-    ) -> JudgePrompt | tuple[Reason, str]:
-        """The judge prompt of ``step`` (the workspace files read first), or why it failed."""
-        config, turn, reply, events = step.profile.config, step.turn, step.reply, self._events
-        try:
-            rules, heartbeat = await _workspace_texts(step, reading)
-        except TimeoutError:
-            files = [*config.rules_files, *([config.heartbeat_file] if turn.heartbeat else [])]
-            events.warning("workspace_read_late", turn_id=turn.id, files=files)
-            late = Budget.at(config.timeout_seconds, step.deadline).reason
-            reason = late if late is Reason.LATENCY_BUDGET else Reason.INTERNAL_ERROR
-            return reason, "the workspace files were not read in time"
-        except Exception as exc:  # a fault of the reader itself, never the files' (logged there)
-            events.error("workspace_read_failed", error_class=type(exc).__name__)
-            said = describe_error(exc, events.secrets)
-            return Reason.INTERNAL_ERROR, f"reading the workspace failed: {said}"
-        try:
-            build = functools.partial(
-                build_judge_prompt,
-                turn,
-                reply.text,
-                limits=step.profile.limits,
-                rules=rules,
-                heartbeat_tasks=heartbeat,
-                previous_feedback=step.previous_feedback,
-                meta=reply.meta,
-                redact=self._redact,
-                rubric=step.profile.rubric,
-                reply_scans=reply_scans,
-            )
-            if len(reply.text) > INLINE_CHARS:  # off the loop, by the turn's deadline
-                async with until(step.left()):
-                    return await asyncio.to_thread(build)
-            return await _build_inline(build, self._redact, step)
-        except TimeoutError:
-            return (
-                Reason.LATENCY_BUDGET,
-                "the turn's deadline passed while the judge prompt was built",
-            )
-        except Exception as exc:
-            # Only the class: a redactor's own error text may hold the very data it guards.
-            events.error("judge_prompt_failed", error_class=type(exc).__name__)
-            return Reason.INTERNAL_ERROR, f"the judge prompt failed: {type(exc).__name__}"
 
     async def _ask_panel(
         self, panel: Panel, prompt: JudgePrompt, step: Step, budget: Budget, deadline: float
@@ -332,31 +284,6 @@ def _failure(exc: Exception, budget: Budget, secrets: Sequence[str]) -> tuple[Re
     return reason, describe_error(exc, secrets)
 
 
-async def _workspace_texts(
-    step: Step, reading: Reading | None
-) -> tuple[list[RulesSource], str | None]:
-    """The rules sources and the heartbeat tasks, once ``reading`` is done; the wait is
-    bounded by the turn's deadline and ``timeoutSeconds`` (``TimeoutError``)."""
-    config, turn = step.profile.config, step.turn
-    if reading is None and not turn.rules:
-        return [], None
-    texts: tuple[str | None, ...] = ()
-    if reading is not None:
-        if not reading.done():  # waited for without cancelling: a retry may wait again
-            budget = Budget.at(config.timeout_seconds, step.deadline).seconds
-            await asyncio.wait((reading,), timeout=budget)
-            if not reading.done():
-                raise TimeoutError
-        texts = reading.result()
-    named = dict(zip(config.rules_files, texts, strict=False))
-    sources = [RulesSource(name, text) for name, text in named.items() if text]
-    heartbeat = texts[-1] if turn.heartbeat and texts else None
-    if turn.rules:
-        rules = "\n".join(f"- {rule}" for rule in turn.rules)
-        sources.append(RulesSource("rules for this turn", rules))
-    return sources, heartbeat
-
-
 def _estimate(seat: Seat, prompt: JudgePrompt) -> CallCost | None:
     """What is known of the cost of one judge call of this prompt (for spend limits)."""
     config = seat.config
@@ -370,36 +297,6 @@ def _estimate(seat: Seat, prompt: JudgePrompt) -> CallCost | None:
         tokens_in = min(config.context_token_budget, size)
     models = [(model, 0) for model in seat.deployments]
     return CallCost(seat.models, tokens_in, call_estimate(models, tokens_in))
-
-
-async def _build_inline(
-    build: Callable[..., JudgePrompt], redact: Redact | None, step: Step
-) -> JudgePrompt:
-    """``build()`` on the event loop; when it needs the tokenizer before it is loaded, the
-    tokenizer is loaded off the loop (by the turn's deadline) and the prompt built again, the
-    host's ``redact`` hook not asked twice about one text. A prompt whose size fits the
-    budget needs no tokens, so a first turn does not wait for the tokenizer."""
-    if tokens.loaded():
-        return build()
-    seen: dict[str, str] = {}
-
-    def recording(text: str) -> str:
-        assert redact is not None
-        seen[text] = redacted = redact(text)
-        return redacted
-
-    def replaying(text: str) -> str:
-        assert redact is not None
-        return seen[text] if text in seen else redact(text)
-
-    try:
-        with tokens.without_loading():
-            return build(redact=recording) if redact is not None else build()
-    except tokens.NotLoaded:
-        pass
-    async with until(step.left()):
-        await asyncio.to_thread(tokens.encoding)
-    return build(redact=replaying) if redact is not None else build()
 
 
 async def _settled(gate: SharedState, ticket: Ticket, answer: JudgeReply | None) -> None:
