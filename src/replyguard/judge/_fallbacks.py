@@ -57,19 +57,17 @@ from typing import TYPE_CHECKING, Any
 
 from replyguard.config._schema import VerifierConfig
 from replyguard.context._prompt import JudgePrompt
-from replyguard.errors import CircuitOpenError, ConfigError, JudgeConfigError, JudgeError
+from replyguard.errors import ConfigError, JudgeConfigError
 from replyguard.judge._answer_cap import (
-    MAX_ANSWER_BYTES,
     AnswerSessions,
     capped_call,
-    is_too_large,
 )
 from replyguard.judge._base import BaseJudge
 from replyguard.judge._breaker import CircuitBreaker
 from replyguard.judge._clients import ClientScope
+from replyguard.judge._failures import Failures, no_answer
 from replyguard.judge._litellm import (
     _provider,
-    classify_failure,
     import_litellm,
     read_response,
 )
@@ -77,7 +75,7 @@ from replyguard.judge._owned import JudgeParts
 from replyguard.judge._protocol import JudgeReply
 from replyguard.judge._requests import RequestPlan
 from replyguard.judge._settling import cancelled_once, closing_pass
-from replyguard.telemetry._events import Events, describe_error
+from replyguard.telemetry._events import Events
 from replyguard.telemetry._tracing import (
     NO_TRACING,
     Tracing,
@@ -164,6 +162,7 @@ class LiteLLMJudge(BaseJudge):
         self._litellm: Any = None  # once imported
         self._routed = frozenset(router.groups & set(self._models)) if router else frozenset()
         self._plan = RequestPlan(config, events, routed=self._routed, key_owner=key_owner)
+        self._failures = Failures(events, breaker, router, self._routed)
 
     def sibling(self, config: VerifierConfig) -> LiteLLMJudge:
         """The judge of a run kind's or a panel member's ``config``, on this judge's clients,
@@ -272,7 +271,7 @@ class LiteLLMJudge(BaseJudge):
             spent = unreadable = reply
         if unreadable is not None:
             return unreadable
-        raise _no_answer(failures, last)
+        raise no_answer(failures, last)
 
     async def _attempt(
         self,
@@ -321,39 +320,20 @@ class LiteLLMJudge(BaseJudge):
                 if loop.time() >= deadline:
                     hung = TimeoutError()
                     span.fail(hung)
-                    self._failed(model, hung, ())
+                    self._failures.failed(model, hung, ())
                 else:
                     span.fail(exc)
                 await closing_pass()
                 raise
             except Exception as exc:
-                return await self._not_answered(model, exc, span, ticket.too_large, api_key)
+                return await self._failures.not_answered(
+                    model, exc, span, ticket.too_large, api_key
+                )
             answer = read_response(response, model, self._unpriced)
             if tracing.enabled:
                 usage = (answer.prompt_tokens, answer.completion_tokens, answer.cost_usd)
                 span.set(answer_attributes(answer.model, *usage, finish_reasons(response)))
         return answer
-
-    async def _not_answered(
-        self, model: str, exc: Exception, span: Any, too_large: bool, api_key: str | None
-    ) -> JudgeReply | tuple[Exception, str]:
-        """What a call that raised ``exc`` gave: an unreadable answer when the model answered
-        past the byte cap, else its failure (logged, counted against its circuit) with what
-        to say of it."""
-        if too_large or is_too_large(exc):
-            if isinstance(exc, TimeoutError):
-                await closing_pass()
-            # The model answered, at a length no verdict needs: unreadable.
-            note = f"the answer passed {MAX_ANSWER_BYTES} bytes and was not read"
-            return JudgeReply(text="", model=model, note=note)
-        # Recorded before the closing pass: the caller's deadline, a hair after this model's
-        # share, can land in that pass.
-        secrets = self._secrets(api_key)
-        span.fail(exc, secrets)
-        self._failed(model, exc, secrets)
-        if isinstance(exc, TimeoutError):  # this model's share ran out mid-call
-            await closing_pass()
-        return exc, describe_error(exc, secrets)
 
     async def _call(
         self, litellm: Any, call: Any, model: str, params: dict[str, Any], until: float
@@ -375,12 +355,6 @@ class LiteLLMJudge(BaseJudge):
             if handler is not None:
                 params["client"] = handler
 
-    def _secrets(self, api_key: str | None) -> tuple[str, ...]:
-        """What a failure's description must not show: the configured secrets and every key
-        read since (this call's ``apiKey``, the keys the Router's builds read)."""
-        routed = self._router.resolved_keys if self._router is not None else ()
-        return (*self._events.secrets, *((api_key,) if api_key else ()), *routed)
-
     def share_of(self, index: int, remaining: float) -> float:
         """The seconds the ``index``-th model gets: an even share of what is left among it and
         every later model whose circuit is not open (the last one gets all of it)."""
@@ -392,46 +366,6 @@ class LiteLLMJudge(BaseJudge):
         if self._breaker is None:
             return 1 + len(later)
         return 1 + sum(self._breaker.state(model) != "open" for model in later)
-
-    def _failed(self, model: str, exc: Exception, secrets: tuple[str, ...]) -> None:
-        """Log one model's failure, count it against its circuit, or raise if it is ours."""
-        kind: str = classify_failure(exc)
-        fields = {
-            "model": model,
-            "status_code": getattr(exc, "status_code", None),
-            "error_class": type(exc).__name__,
-            "error": describe_error(exc, secrets),
-        }
-        if kind == "config":
-            self._events.error("judge_misconfigured", **fields)
-            raise JudgeConfigError(
-                f"{model}: {fields['error']}", last_error_class=type(exc).__name__
-            ) from None
-        if model in self._routed and _over_router_limit(exc):
-            kind = "router_limit"  # the Router's own rpm/tpm limit: no fault of the model's
-        elif self._breaker is not None:
-            self._breaker.record_failure(model)
-        self._events.warning("judge_model_failed", failure=kind, **fields)
-
-
-def _over_router_limit(exc: Exception) -> bool:
-    """Whether the Router refused the call itself: every deployment of the group at its rpm or
-    tpm (a 429 that never reached a provider, so it does not count against the circuit)."""
-    if getattr(exc, "status_code", None) != 429:
-        return False
-    text = str(exc)
-    return "No deployments available" in text or "over defined rpm limit" in text
-
-
-def _no_answer(failures: list[str], last: BaseException | None) -> Exception:
-    """What to raise when no model answered: ``CircuitOpenError`` if every circuit was open,
-    ``TimeoutError`` if the last failure was a timeout, else ``JudgeError``."""
-    message = "; ".join(failures)
-    if last is None:
-        return CircuitOpenError(message)
-    if classify_failure(last) == "timeout":
-        return TimeoutError(message)
-    return JudgeError(message, last_error_class=type(last).__name__)
 
 
 def _added(reply: JudgeReply, spent: JudgeReply) -> JudgeReply:
