@@ -52,6 +52,7 @@ KNOWN_KEYS: tuple[str, ...] = (
     "router-deployment-value-0001",  # test_judge_answer_secrets, a router deployment's key
     "fleet-redis-password-0001",  # tests/state, the Redis password in state.redisUrl
     "fleet-wrong-password-0002",  # tests/state, a wrong Redis password
+    "sk-example-placeholder",  # test_example_offline, both provider keys set
 )
 
 
@@ -173,8 +174,14 @@ def secrets_guard() -> Iterator[SecretsGuard]:
 
 @pytest.fixture(autouse=True)
 async def _close_litellm_clients() -> AsyncIterator[None]:
-    """litellm caches HTTP clients per loop; close them so no socket outlives its test."""
+    """litellm caches HTTP clients per loop; close them so no socket outlives its test.
+
+    First, a verifier's preload thread that the test started finishes here (it runs once per
+    process, so this waits at most once in a run): its import of litellm and the OpenAI SDK
+    must not go on under the next test's warnings filters, log guard or ``sys.modules``
+    snapshot, whatever test comes next."""
     yield
+    assert wait_for_preload(timeout=120), "a preload thread still runs after 120 s"
     litellm = sys.modules.get("litellm")
     # Still being imported (a verifier's preload thread): no client of it exists yet.
     importing = getattr(getattr(litellm, "__spec__", None), "_initializing", False)

@@ -54,3 +54,37 @@ def test_the_configuration_summary_names_real_keys_with_their_defaults() -> None
         assert key in properties, key
         if "default" in properties[key] and key != "checks":  # checks: the schema adds nulls
             assert json.loads(default) == properties[key]["default"], key
+
+
+def test_getting_started_names_every_extra() -> None:
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    text = page("getting-started.md")
+    extras = text[text.index("Extras add optional parts") :].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `([a-z-]+)` \|", extras, re.MULTILINE)  # the table of extras
+    named = set(rows) | set(re.findall(r"One more, `([a-z-]+)`", extras))
+    assert named == set(project["optional-dependencies"])
+
+
+def test_no_page_cites_a_document_that_is_not_there() -> None:
+    """The eval report's page once sent readers to "design notes" that never existed."""
+    pages = [ROOT / "README.md", *DOCS.rglob("*.md")]
+    assert [p.name for p in pages if "design notes" in p.read_text(encoding="utf-8")] == []
+
+
+def test_the_adapters_page_hides_no_setup() -> None:
+    """Its Agents SDK example once needed a hidden client: copied, it said "Missing
+    credentials". Every model it uses is now on the page."""
+    assert "snippet-setup" not in page("adapters.md")
+
+
+def test_code_blocks_wrap_and_end_clear_of_the_copy_button() -> None:
+    """The built site clipped a long command under the copy button (checked by eye in
+    headless Chromium at 1280 and 700 pixels wide: the README's commands wrap, nothing under
+    the button); this holds the rule that does it."""
+    css = (DOCS / "stylesheets" / "extra.css").read_text(encoding="utf-8")
+    rule = css.split(".md-typeset pre > code {", 1)[1].split("}", 1)[0]
+    assert "white-space: pre-wrap;" in rule and "overflow-wrap: anywhere;" in rule
+    assert re.search(r"padding-right: [2-9](\.\d+)?em;", rule)
+    assert "content.code.copy" in mkdocs_yml()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,8 +14,6 @@ ROOT = docs_snippets.ROOT
 RUNNER = Path(docs_snippets.__file__)
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
-# Provider keys a developer may have set: a snippet must never reach a real provider.
-KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "AZURE_API_KEY")
 
 
 def page_id(page: Path) -> str:
@@ -25,7 +22,7 @@ def page_id(page: Path) -> str:
 
 @pytest.mark.parametrize("page", PAGES, ids=page_id)
 def test_every_block_of_the_page_runs(page: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k not in KEYS}
+    env = docs_snippets.reader_env()
     env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
     result = subprocess.run(
         [sys.executable, str(RUNNER), page_id(page)],
@@ -90,3 +87,35 @@ def test_a_failing_snippet_fails_its_page(tmp_path: Path) -> None:
         "page.md line 10 (console)",
         "page.md line 15 (python)",
     ]
+
+
+def test_the_newcomers_pages_are_script_pages() -> None:
+    assert {"README.md", "docs/getting-started.md"} <= set(docs_snippets.SCRIPT_PAGES)
+    assert all((ROOT / name).is_file() for name in docs_snippets.SCRIPT_PAGES)
+    assert docs_snippets.is_script_page(ROOT / "docs" / "getting-started.md")
+    assert not docs_snippets.is_script_page(ROOT / "docs" / "adapters.md")
+
+
+def test_a_script_page_runs_each_block_as_a_reader_would(tmp_path: Path) -> None:
+    """``python FILE``: a top-level await is a SyntaxError, no name carries over from the
+    block before, hidden setup is refused, and a warning on stderr fails the block."""
+    page = tmp_path / "page.md"
+    page.write_text(
+        '```python title="ok.py"\nanswer = 42\nprint(answer)\n#> 42\n```\n\n'
+        "```python\nimport asyncio\nawait asyncio.sleep(0)\n```\n\n"
+        "```python\nprint(answer)\n```\n\n"
+        "<!-- snippet-setup\nimport os\n-->\n\n"
+        "```python\nimport sys\nprint('careful', file=sys.stderr)\n```\n\n"
+        "<!-- expect-warnings -->\n```python\nimport sys\nprint('said', file=sys.stderr)\n```\n",
+        encoding="utf-8",
+    )
+    failures = docs_snippets.Page(page, tmp_path, scripts=True).run()
+    assert [f.split(":", 1)[0] for f in failures] == [
+        "page.md line 7 (python)",
+        "page.md line 12 (python)",
+        "page.md line 17 (python)",
+        "page.md line 20 (python)",
+    ]
+    assert "SyntaxError" in failures[0] and "NameError" in failures[1]
+    assert "no snippet-setup" in failures[2] and "careful" in failures[3]
+    assert (tmp_path / "ok.py").read_text(encoding="utf-8").startswith("answer = 42")

@@ -17,12 +17,13 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "replyguard"
 
 LEVELS: tuple[tuple[str, ...], ...] = (
+    ("__main__",),  # python -m replyguard: the command line
     ("cli",),
     ("evaluation",),
     ("__init__", "adapters", "_cli"),
-    ("insights", "runner", "testing"),
+    ("_records", "insights", "runner", "testing"),
     ("checks", "gate", "judge"),
-    ("state",),
+    ("state", "_credentials"),
     ("config", "_workspace"),
     ("context", "errors", "telemetry"),
     (

@@ -157,6 +157,8 @@ KEY_ARGUMENTS = ("apiKey", "api_key")
 NOT_KEYS = {
     "sk-shaped-key": "a pytest id",
     "ana.secret@example.com": "a PII value for the redact hook, not a credential",
+    "": "a key variable set but empty (test_check_config_credentials)",
+    "unused": "a placeholder apiKey for a proxy that takes none (test_check_config_credentials)",
 }
 
 

@@ -1,4 +1,4 @@
-"""The ``replyguard`` command.
+"""The ``replyguard`` command (also ``python -m replyguard``).
 
 Commands: ``demo`` (scripted turns through the real runner, no API key needed), ``schema``
 (the config's JSON Schema), ``check-config FILE`` (check a config as the verifier would;
@@ -44,9 +44,10 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser(
         "demo",
         help="run scripted turns through the verifier (no API key, no network)",
-        description="Run ten scripted turns through the real verifier and print the path each "
-        "took (skip, pass, fail and retry, exhausted, heartbeat, checks, fail-open). The judge "
-        "is scripted: no API key, no network.",
+        description="Run scripted turns through the real verifier, one for each path a turn "
+        "can take, and print the path each took (skip, not triggered, pass, fail and retry, "
+        "exhausted, checks, a stagnant retry, budgets, a rubric, fail-open, awaiting the user, "
+        "side effects, a judge panel). The judge is scripted: no API key, no network.",
     )
     commands.add_parser(
         "schema",
@@ -68,7 +69,17 @@ def _parser() -> argparse.ArgumentParser:
     from replyguard.insights import add_arguments as add_insights_arguments
 
     add_insights_arguments(
-        commands.add_parser("insights", help="summarise recurring failures in a ledger file")
+        commands.add_parser(
+            "insights",
+            help="summarise recurring failures in a ledger file",
+            description="Read one or more ledgers (ledgerPath's JSON lines) and print what keeps "
+            "failing: totals, each run kind's rates, FAIL categories, checks, judge models, the "
+            "feedback's recurring themes, and suggestions citing the counts behind them. "
+            "--propose asks the config's judge model for rule edits, printed for a human to "
+            "review: nothing is written or applied.",
+            epilog="exit 0 when the report was printed, 1 when --propose's model call failed, "
+            "2 on a usage error or a ledger that cannot be read",
+        )
     )
     add_verify_arguments(
         commands.add_parser(

@@ -64,6 +64,7 @@ class Reason(StrEnum):
     STAGNANT = "stagnant"
     SAMPLED_OUT = "sampled_out"
     SIDE_EFFECTS = "side_effects"
+    MISSING_CREDENTIALS = "missing_credentials"
 
 
 class _Factory:
@@ -326,6 +327,45 @@ class Attempt(_Frozen):
     """What each deterministic check found, in the order the checks were given."""
 
 
+class TokenUsage(_Frozen):
+    """The tokens one turn used, summed over every attempt: the agent's (from each reply's
+    ``RunMeta.usage``, where the agent reports it) and the judge's (from each verdict)."""
+
+    agent_prompt_tokens: int = 0
+    """Prompt (input) tokens of the agent's calls that reported usage."""
+    agent_completion_tokens: int = 0
+    """Completion (output) tokens of the agent's calls that reported usage."""
+    judge_prompt_tokens: int = 0
+    """Prompt tokens of every judge call of the turn."""
+    judge_completion_tokens: int = 0
+    """Completion tokens of every judge call of the turn."""
+
+    @property
+    def agent_tokens(self) -> int:
+        """The agent's prompt and completion tokens."""
+        return self.agent_prompt_tokens + self.agent_completion_tokens
+
+    @property
+    def judge_tokens(self) -> int:
+        """The judge's prompt and completion tokens."""
+        return self.judge_prompt_tokens + self.judge_completion_tokens
+
+    @property
+    def prompt_tokens(self) -> int:
+        """Prompt tokens, agent and judge."""
+        return self.agent_prompt_tokens + self.judge_prompt_tokens
+
+    @property
+    def completion_tokens(self) -> int:
+        """Completion tokens, agent and judge."""
+        return self.agent_completion_tokens + self.judge_completion_tokens
+
+    @property
+    def total_tokens(self) -> int:
+        """Every token of the turn, agent and judge."""
+        return self.agent_tokens + self.judge_tokens
+
+
 class Outcome(_Frozen):
     """The result of one verified turn."""
 
@@ -343,6 +383,8 @@ class Outcome(_Frozen):
     """Judge spend plus the agent's own spend where the agent reported it."""
     judge_cost_usd: float = 0.0
     """Judge spend alone."""
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    """Tokens of the whole turn, agent and judge, every attempt (``cost_usd``'s counterpart)."""
     latency_ms: float = 0.0
     """Wall time of the whole turn, agent calls included."""
     parsed: Any = None
@@ -396,6 +438,20 @@ class Done:
     outcome: Outcome
     """The same ``Outcome`` as ``Verifier.run`` gives: its ``response`` is exactly the text of
     the deltas after the last ``Retract``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """What the turn is doing now, for a UI to say while no text is shown (``"buffer"`` mode
+    shows none until a reply passed). Only ``Verifier.stream(..., progress=True)`` yields it.
+
+    It carries no text of the reply: the deltas alone spell the ``Outcome``'s response."""
+
+    phase: Literal["writing", "checking", "revising"]
+    """``"writing"``: the agent writes the first reply; ``"checking"``: a complete reply is
+    being checked and judged; ``"revising"``: the agent writes a retry after the feedback."""
+    attempt: int
+    """The attempt the phase is about (1 for the first reply)."""
 
 
 StreamEvent = Delta | Retract | Done

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -217,3 +218,47 @@ async def test_a_sync_invoke_works_while_an_event_loop_runs_in_the_calling_threa
     finally:
         await verifier.aclose()
     assert (state["messages"][-1].text, outcome_of(state)["status"]) == (GOOD, "passed")
+
+
+class FailingRetryModel(ToolingFakeModel):
+    """Answers once, then its provider fails."""
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+        if self.seen:
+            raise RuntimeError("provider down")
+        return super()._generate(messages, *args, **kwargs)
+
+
+@pytest.mark.parametrize("sync", [False, True], ids=["ainvoke", "invoke"])
+async def test_a_model_error_on_a_retry_delivers_the_previous_reply(
+    make_config: Any, sync: bool
+) -> None:
+    judge = ScriptedJudge([FAIL])
+    model = FailingRetryModel(messages=iter([BAD]))
+    agent = agent_for(model, Verifier(make_config(), judge=judge))
+    request = {"messages": [HumanMessage(ASK)]}
+    state = agent.invoke(request) if sync else await agent.ainvoke(request)
+    outcome = outcome_of(state)
+    assert (state["messages"][-1].text, outcome["status"], outcome["reason"]) == (
+        BAD,
+        "failed_open",
+        "agent_error",
+    )
+    assert [a["reply"]["text"] for a in outcome["attempts"]] == [BAD]
+
+
+async def test_a_model_error_on_the_first_call_is_the_callers(make_config: Any) -> None:
+    model = FailingRetryModel(messages=iter([]))
+    model.seen.append([])  # as if it had answered: its next call fails
+    agent = agent_for(model, Verifier(make_config(), judge=ScriptedJudge([])))
+    with pytest.raises(RuntimeError, match="provider down"):
+        await agent.ainvoke({"messages": [HumanMessage(ASK)]})
+
+
+async def test_max_latency_bounds_the_judge_call(make_config: Any) -> None:
+    judge = ScriptedJudge(["PASS"], delay=30)
+    agent = agent_for(fake_model(BAD), Verifier(make_config(maxLatencyMs=300), judge=judge))
+    state = await asyncio.wait_for(agent.ainvoke({"messages": [HumanMessage(ASK)]}), timeout=10)
+    outcome = outcome_of(state)
+    assert (outcome["status"], outcome["reason"]) == ("failed_open", "latency_budget")
+    assert state["messages"][-1].text == BAD

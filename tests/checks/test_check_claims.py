@@ -336,7 +336,8 @@ async def test_the_feedback_quotes_the_claim_and_asks_to_do_it_or_not_claim_it()
     result = await run("Thanks! I sent the invoice to Bob.")
     assert result.feedback == (
         "The reply claims an action that no successful tool call this turn backs up:\n"
-        '- "I sent the invoice to Bob.": no matching tool call was made this turn.\n'
+        '- "I sent the invoice to Bob." claims "sent", but no matching tool call was made '
+        "this turn.\n"
         "Either do it now with the right tool, or do not claim it: say plainly what was done "
         "and what was not."
     )
@@ -353,8 +354,8 @@ async def test_several_unsupported_claims_are_all_listed() -> None:
     result = await run("I sent the invoice. I deployed the fix.")
     assert (result.feedback or "").startswith(
         "The reply claims 2 actions that no successful tool call this turn backs up:\n"
-        '- "I sent the invoice.": no matching tool call was made this turn.\n'
-        '- "I deployed the fix.": no matching tool call was made this turn.\n'
+        '- "I sent the invoice." claims "sent", but no matching tool call was made this turn.\n'
+        '- "I deployed the fix." claims "deployed", but no matching tool call was made this turn.\n'
     )
 
 
@@ -362,7 +363,7 @@ async def test_at_most_five_claims_are_listed_then_the_rest_are_counted() -> Non
     text = " ".join(f"I sent invoice {n}." for n in range(8))
     lines = ((await run(text)).feedback or "").splitlines()
     assert (lines[5], lines[6]) == (
-        '- "I sent invoice 4.": no matching tool call was made this turn.',
+        '- "I sent invoice 4." claims "sent", but no matching tool call was made this turn.',
         "- … and 3 more",
     )
 

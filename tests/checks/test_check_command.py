@@ -19,6 +19,8 @@ from replyguard.checks.base import Check
 from replyguard.checks.command import CommandCheck
 from replyguard.types import FailCategory, Reply, Turn
 
+pytestmark = pytest.mark.timing  # scripts/under_load.sh runs these beside CPU-bound work
+
 PY = sys.executable
 TURN = Turn(user_message="fix the lint errors")
 
@@ -363,8 +365,6 @@ def test_a_configured_cwd_linking_out_of_the_workspace_is_a_config_error(tmp_pat
 # leaves: "setsid" (a child in a new session) or "daemon" (a double fork, the middle one gone).
 DETACH = """
 import os, subprocess, sys, time
-
-pytestmark = pytest.mark.timing  # scripts/under_load.sh runs these beside CPU-bound work
 def record(pid):
     with open(sys.argv[1] + ".tmp", "w") as f:
         f.write(str(pid))

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import random
 import re
-import time
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -347,10 +346,8 @@ async def test_a_catastrophic_windowed_pattern_is_left_to_the_end_and_fails_open
     reply = ["a" * 20, "a" * 20, "b", " and the rest."]
     agent = ScriptedStreamAgent([reply])
     verifier = streamer(make_config, "release", mustNotMatch=["(a|a)+$"])
-    started = time.monotonic()
     events = await collect(verifier.stream(agent, TURN))
     outcome = outcome_of(events)
     assert (outcome.status, outcome.response) == (Status.PASSED, "".join(reply))
     assert agent.pulled[0] == len(reply)  # the scanner gave up; the stream was not cut
     assert "did not finish within" in (outcome.attempts[0].checks[0].error or "")
-    assert time.monotonic() - started < 3.0

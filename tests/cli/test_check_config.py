@@ -10,12 +10,21 @@ from typing import Any
 
 import pytest
 
+from conftest import API_KEY
 from replyguard import CrossFamilyError, Verifier, VerifierConfig
 from replyguard.cli import main
 from replyguard.testing import capture_events
 
 AGENT = "anthropic/claude-haiku-4-5"
 OTHER_JUDGE = "openai/gpt-4o"
+
+
+@pytest.fixture(autouse=True)
+def _provider_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The judge providers' keys, set as a deployment sets them: these tests are about the
+    other findings (test_check_config_credentials.py is about keys that are missing)."""
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", API_KEY)
 
 
 def _check(

@@ -123,15 +123,16 @@ def test_a_fail_open_prints_one_line_on_stderr_naming_its_reason(
     )
 
 
-def test_a_judge_configuration_error_says_so_on_stderr(
+def test_an_unset_key_variable_fails_open_at_once_and_points_at_check_config(
     tmp_path: Path, provider: ProviderServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     config = config_file(tmp_path, provider, apiKey="env:REPLYGUARD_TEST_NEVER_SET")
     code, verdict, err = verify(capsys, turn_file(tmp_path), "--config", config)
-    assert (code, verdict["status"], verdict["reason"]) == (0, "failed_open", "judge_error")
+    assert (code, verdict["status"], verdict["reason"]) == (0, "failed_open", "missing_credentials")
     assert err.count("\n") == 1
-    assert err.startswith("replyguard verify: judge configuration error (")
-    assert "REPLYGUARD_TEST_NEVER_SET is not set" in err
+    assert err.startswith("replyguard verify: failed open (missing_credentials, ")
+    assert "run replyguard check-config" in err
+    assert "REPLYGUARD_TEST_NEVER_SET is not set (apiKey)" in err
     assert provider.seen == []
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -159,3 +160,38 @@ def test_check_config_into_a_closed_pipe_ends_quietly_not_as_a_config_error(
     monkeypatch.setattr(sys, "stdout", BrokenPipe())
     assert main(["check-config", str(ROOT / "config.example.json")]) == PIPE_CLOSED
     assert capsys.readouterr().err == ""
+
+
+NUMBERS = "two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+NUMBERS += "fifteen sixteen seventeen eighteen nineteen twenty"
+
+
+def test_the_demos_help_names_no_other_count_of_scenarios_than_it_runs(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """It once said "ten scenarios" while running 15: any count it gives is the demo's own
+    ("one" is left out: it is a pronoun as often as a count)."""
+    from replyguard._cli.demo import SCENARIOS
+
+    with pytest.raises(SystemExit):
+        main(["demo", "--help"])
+    words = capsys.readouterr().out.lower().replace("-", " ").split()
+    counts = {NUMBERS.split().index(w) + 2 for w in words if w in NUMBERS.split()}
+    counts |= {int(w) for w in words if w.isdigit()}
+    assert counts <= {len(SCENARIOS)}
+    assert "side effects" in " ".join(words) and "panel)." in words
+
+
+def test_python_dash_m_replyguard_runs_the_command() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "replyguard", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (done.returncode, done.stdout.startswith("replyguard "), done.stderr) == (0, True, "")
+    usage = subprocess.run(
+        [sys.executable, "-m", "replyguard"], capture_output=True, text=True, timeout=60
+    )
+    assert usage.returncode == 2 and usage.stderr.startswith("usage: replyguard ")

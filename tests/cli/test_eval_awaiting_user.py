@@ -11,7 +11,7 @@ import pytest
 from test_cli_verify import config_file, turn_file, verify
 from test_eval_cli import live_config, run_eval
 
-from replyguard._cli.turn_file import read_dataset
+from replyguard._records import read_dataset
 from support.provider_server import ProviderServer, Seen, Step
 
 DATASET = Path(__file__).resolve().parents[2] / "examples" / "eval" / "awaiting_user.jsonl"

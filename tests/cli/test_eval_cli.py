@@ -110,20 +110,91 @@ def test_replayed_figures_match_the_hand_computation(
     }
     assert report["costUsd"] == 0.0
     assert report["latencyMs"]["p50"] <= report["latencyMs"]["p95"]
-    assert "accuracy 0.700  kappa 0.400" in out
+    assert re.search(r"\naccuracy +0\.700 +0\.397 to 0\.892 +10\n", out)
+    assert re.search(r"\nkappa +0\.400 +-?\d\.\d{3} to \d\.\d{3} +10\n", out)
 
 
-def test_the_sample_dataset_replays_offline(
+# The Wilson intervals of the ten, at z = 1.959964 (centre (p + z^2/2n) / (1 + z^2/n), half
+# z sqrt(p(1 - p)/n + z^2/4n^2) / (1 + z^2/n)): accuracy 7/10 -> [0.3968, 0.8922], false FAIL
+# 1/5 -> [0.0362, 0.6245], false PASS 2/5 -> [0.1176, 0.7693]. For +-5 points at the rates
+# observed: 320 labels at 0.7 (310 more), 245 labelled PASS at 0.2, 366 labelled FAIL at 0.4.
+def test_every_figure_carries_its_interval_and_the_labels_behind_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, _, report = run_eval(capsys, str(SAMPLE), "--replay", "--out", str(tmp_path))
-    assert code == 0 and report is not None
-    assert (report["records"], report["labelled"], report["unreadable"]) == (26, 24, 1)
-    assert report["statuses"] == {"failed": 13, "failed_open": 1, "passed": 9, "skipped": 3}
-    assert (report["accuracy"], report["kappa"]) == (0.9167, 0.8333)
-    assert (report["falseFailRate"], report["falsePassRate"]) == (0.0833, 0.0833)
-    assert set(report) >= {"byCategory", "costUsd", "latencyMs", "results"}
-    assert f"wrote {tmp_path / 'report.json'} and {tmp_path / 'report.html'}" in out
+    dataset = write_dataset(tmp_path / "ten.jsonl", TEN)
+    _, out, _, report = run_eval(capsys, dataset, "--replay", "--out", str(tmp_path / "r"))
+    assert report is not None
+    intervals = report["intervals"]
+    assert intervals["accuracy"] == {"value": 0.7, "low": 0.3968, "high": 0.8922, "n": 10}
+    assert intervals["falseFailRate"] == {"value": 0.2, "low": 0.0362, "high": 0.6245, "n": 5}
+    assert intervals["falsePassRate"] == {"value": 0.4, "low": 0.1176, "high": 0.7693, "n": 5}
+    kappa = intervals["kappa"]
+    assert (kappa["value"], kappa["n"]) == (0.4, 10)
+    assert -1 <= kappa["low"] < 0.4 < kappa["high"] <= 1
+    assert intervals["level"] == 0.95 and intervals["method"]["rates"] == "wilson"
+    assert report["labelsFor5Points"] == {
+        "accuracy": 310,
+        "falseFailRate": 240,
+        "falsePassRate": 361,
+    }
+    # per category, over the labelled records: incomplete was labelled 3 times, failed as such
+    # once (recall 1/3); the judge failed 1 record as incomplete, rightly (precision 1/1)
+    incomplete = intervals["byCategory"]["incomplete"]
+    assert (incomplete["recall"]["value"], incomplete["recall"]["n"]) == (0.3333, 3)
+    assert (incomplete["precision"]["value"], incomplete["precision"]["n"]) == (1.0, 1)
+    assert "agreement needs 310 more labelled records (320 in all)" in out
+    assert re.search(r"\nincomplete +1 +3 +1  1/3 0\.061 to 0\.792 +1/1 0\.20\d to 1\.000\n", out)
+    # the bootstrap's seed is fixed: the same labels give the same kappa interval every time
+    _, _, _, again = run_eval(capsys, dataset, "--replay", "--out", str(tmp_path / "again"))
+    assert again is not None and again["intervals"] == intervals
+
+
+def test_a_replayed_report_says_what_produced_the_verdicts_and_that_the_sample_is_synthetic(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, out, _, report = run_eval(capsys, str(SAMPLE), "--replay", "--out", str(tmp_path))
+    assert report is not None
+    # 26 records, 3 skipped by the pre-checks and carrying no judge text: 23 recorded outputs
+    assert report["verdictSource"] == {
+        "kind": "recorded",
+        "modelCalled": None,
+        "recordedBy": {},
+        "recordedByUnknown": 23,
+    }
+    assert report["syntheticRecords"] == 26
+    lines = out.splitlines()
+    assert lines[2] == (
+        "Verdicts: recorded judge outputs from the dataset (judgeOutput), parsed here; no model "
+        "was called; the dataset does not say which model wrote them."
+    )
+    assert lines[3].startswith("SYNTHETIC DATA: all 26 records are marked synthetic")
+    assert "anthropic/claude-sonnet-4-5" not in out  # the configured judge judged nothing
+
+
+def test_a_replayed_report_names_the_models_that_wrote_the_judge_outputs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    records = [
+        record("PASS", "PASS", judgeOutputModel="openai/gpt-4o"),
+        record("FAIL", "FAIL: no", judgeOutputModel="openai/gpt-4o", synthetic=True),
+        record("PASS", "PASS"),
+    ]
+    dataset = write_dataset(tmp_path / "d.jsonl", records)
+    _, out, _, report = run_eval(capsys, dataset, "--replay", "--out", str(tmp_path / "r"))
+    assert report is not None
+    source = report["verdictSource"]
+    assert (source["recordedBy"], source["recordedByUnknown"]) == ({"openai/gpt-4o": 2}, 1)
+    assert report["syntheticRecords"] == 1
+    assert "written by openai/gpt-4o (2); 1 record names no model." in out
+    assert "SYNTHETIC DATA: 1 of 3 records is marked synthetic" in out
+    page = (tmp_path / "r" / "report.html").read_text(encoding="utf-8")
+    assert "openai/gpt-4o (2)" in page and "1 of 3 records is marked synthetic" in page
+
+
+def test_synthetic_takes_a_boolean_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    dataset = write_dataset(tmp_path / "d.jsonl", [record("PASS", "PASS", synthetic="yes")])
+    code, _, err, _ = run_eval(capsys, dataset, "--replay", "--out", str(tmp_path / "r"))
+    assert code == 2 and f"{dataset}:1: invalid record: synthetic:" in err
 
 
 def test_a_skipped_record_counts_as_a_pass_and_has_no_latency(
@@ -152,7 +223,14 @@ def test_an_unlabelled_dataset_reports_null_figures(
         None,
     ]
     assert report["byCategory"] == {"refusal": {"judged": 1, "labelled": 0, "agreed": 0}}
-    assert "accuracy -  kappa -" in out
+    assert report["intervals"]["accuracy"] == {"value": None, "low": None, "high": None, "n": 0}
+    assert report["labelsFor5Points"] == {
+        "accuracy": None,
+        "falseFailRate": None,
+        "falsePassRate": None,
+    }
+    assert re.search(r"\naccuracy +- +- +0\n", out)
+    assert re.search(r"\nkappa +- +- +0\n", out)
 
 
 def test_shadow_mode_flags_a_fail_and_still_counts_it_as_judged_fail(
@@ -192,7 +270,8 @@ def test_the_report_opens_with_a_headline_and_lists_disagreements_first(
     code, out, _, report = run_eval(capsys, str(SAMPLE), "--replay", "--out", str(tmp_path))
     assert code == 0 and report is not None
     sentence = (
-        "the judge agrees with the labels on 22 of 24 (kappa 0.83); 1 false FAIL, 1 false PASS; "
+        "the judge agrees with the labels on 22 of 24 (91.7 %, 95 % interval 74.2 to 97.7 %; "
+        "kappa 0.83, 95 % interval 0.57 to 1.00); 1 false FAIL, 1 false PASS; "
         "1 unreadable verdict counted as PASS"
     )
     assert report["headline"] == sentence
@@ -206,8 +285,15 @@ def test_the_report_opens_with_a_headline_and_lists_disagreements_first(
     disagreeing = [row["id"] for row in report["results"] if row["agrees"] is False]
     assert disagreeing == ["coding-refactor-disagreement", "refusal-dosage-disagreement"]
     page = (tmp_path / "report.html").read_text(encoding="utf-8")
-    assert "The judge agrees with the labels on 22 of 24 (kappa 0.83)" in page
-    assert "replayed from recorded judge outputs" in page
+    assert "The judge agrees with the labels on 22 of 24 (91.7 %" in page
+    assert (
+        "recorded judge outputs from the dataset (judgeOutput), parsed here; no model was " in page
+    )
+    assert "anthropic/claude-sonnet-4-5" not in page  # the configured judge judged nothing
+    assert "<b>Synthetic data:</b> all 26 records are marked synthetic" in page
+    assert 'interval <span class="nobreak">74.2 to 97.7 %</span>, 24 labels' in page  # a card
+    assert "agreement needs 98 more labelled records (122 in all)" in page
+    assert "<h2>By category</h2>" in page and "3 of 4: 75.0 %" in page  # goal_missed's recall
     disagreements, records = page.index("Disagreements (2)"), page.index("Records (26)")
     assert disagreements < page.index("Show the two functions calling validate_amount()") < records
     first_row = page.index("<tbody><tr", records)
@@ -341,6 +427,13 @@ def test_live_eval_calls_the_configured_judge_with_bounded_concurrency(
     }
     assert report["costUsd"] > 0  # priced by litellm's bundled map
     assert "judged live" in out
+    assert report["verdictSource"] == {
+        "kind": "live",
+        "modelCalled": ANTHROPIC.judge_model,
+        "recordedBy": {},
+        "recordedByUnknown": 0,
+    }
+    assert report["syntheticRecords"] == 0 and "SYNTHETIC" not in out
 
 
 def test_a_run_kinds_mode_applies_to_its_records_and_shows_in_each_row(
@@ -480,3 +573,17 @@ def test_an_internal_error_exits_two_never_a_traceback(
     code = main(["eval", dataset, "--replay", "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err
     assert code == PIPE_CLOSED and "internal error" not in err and "Traceback" not in err
+
+
+def test_a_live_run_on_synthetic_records_says_what_it_measures(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], provider: ProviderServer
+) -> None:
+    provider.respond_with(lambda seen: Step(text="PASS"))
+    dataset = write_dataset(tmp_path / "d.jsonl", [record("PASS", None, synthetic=True)])
+    args = [dataset, "--config", live_config(tmp_path, provider), "--out", str(tmp_path / "r")]
+    _, out, _, report = run_eval(capsys, *args)
+    assert report is not None and report["syntheticRecords"] == 1
+    assert (
+        "SYNTHETIC DATA: the one record is marked synthetic (written, not recorded from real "
+        "conversations): the figures measure the judge on these examples, not on real traffic."
+    ) in out

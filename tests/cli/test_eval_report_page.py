@@ -88,7 +88,14 @@ def live_like(report: dict[str, Any]) -> dict[str, Any]:
         {**row, "latencyMs": 400.0 + 37.5 * index if row["latencyMs"] is not None else None}
         for index, row in enumerate(report["results"])
     ]
-    return {**report, "replay": False, "costUsd": 0.0421, "results": rows}
+    source = {"kind": "live", "modelCalled": report["judgeModel"], "recordedBy": {}}
+    return {
+        **report,
+        "replay": False,
+        "costUsd": 0.0421,
+        "results": rows,
+        "verdictSource": {**source, "recordedByUnknown": 0},
+    }
 
 
 @pytest.mark.parametrize("width", [1280, 760])
@@ -97,6 +104,9 @@ def test_the_replayed_report_fits_the_window_width(
 ) -> None:
     page = render_html(replay_report)
     assert page.count("<svg") == 2  # no latency histogram under replay
+    # the intervals, the labels needed for +-5 points and the category table are on the page
+    assert page.count("95 % interval") >= 4 and "more labelled records" in page
+    assert "<h2>By category</h2>" in page and "Synthetic data:" in page
     widths = measured_widths(page, tmp_path, width)
     assert widths["scroll"] <= widths["window"] == width
 

@@ -538,3 +538,14 @@ def test_a_line_separator_inside_a_record_does_not_split_it(tmp_path: Path) -> N
     ledger.write_text(json.dumps(record, ensure_ascii=False) + "\n", encoding="utf-8")
     entries, skipped = read_ledger(ledger)
     assert (len(entries), skipped) == (1, [])
+
+
+def test_insights_help_says_what_it_prints_and_its_exit_codes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["insights", "--help"])
+    said = " ".join(capsys.readouterr().out.split())
+    assert done.value.code == 0
+    assert "Read one or more ledgers" in said and "nothing is written or applied" in said
+    assert "exit 0 when the report was printed, 1 when --propose's model call failed, 2 " in said

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from replyguard._cli.turn_file import (
+from replyguard._records import (
     MAX_REPORTED,
     DatasetError,
     EvalRecord,

@@ -439,6 +439,14 @@ def test_the_eval_report_shows_each_members_agreement_with_the_labels(
     assert report["panel"][CLAUDE]["accuracy"] == 1.0 and report["accuracy"] == 1.0
     printed = capsys.readouterr().out
     assert f"panel member {GEMINI}: agrees with the labels on 1 of 3" in printed
+    # Wilson, 1 of 3 at z = 1.959964: [0.0615, 0.7923]
+    assert panel[GEMINI]["intervals"]["accuracy"] == {
+        "value": 0.3333,
+        "low": 0.0615,
+        "high": 0.7923,
+        "n": 3,
+    }
+    assert "(accuracy 0.333, 95 % 0.061 to 0.792; kappa" in printed
     page = (out_dir / "report.html").read_text()
     assert "<h2>Judge panel members</h2>" in page and f"<td>{GEMINI}</td><td>1 of 3</td>" in page
 

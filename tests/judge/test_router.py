@@ -280,7 +280,7 @@ async def test_an_unset_deployment_key_fails_open_naming_the_key(
     monkeypatch.delenv("JUDGE_KEY_MISSING", raising=False)
     config = routed(make_config, deployment(provider, apiKey="env:JUDGE_KEY_MISSING"))
     [outcome] = await run_turns(config, 1)
-    assert (outcome.status, outcome.reason) == (Status.FAILED_OPEN, "judge_error")
+    assert (outcome.status, outcome.reason) == (Status.FAILED_OPEN, "missing_credentials")
     error = outcome.attempts[0].verdict.error if outcome.attempts[0].verdict else ""
     assert "router.deployments.0.apiKey" in (error or "")
     assert "JUDGE_KEY_MISSING is not set" in (error or "")

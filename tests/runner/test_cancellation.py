@@ -27,10 +27,10 @@ from support.fault_matrix import (
     FIRST_REPLY,
     USER_MESSAGE,
     WIRES,
-    closed_port,
     config,
     tasks_left_behind,
 )
+from support.ports import free_port
 from support.provider_server import ProviderServer, Step, Wire
 
 WIRE_PARAMS = [pytest.param(wire, id=wire.name) for wire in WIRES]
@@ -167,7 +167,7 @@ async def cancelled_command(
     verifier = Verifier(
         make_config(
             verifyAll=True,
-            apiBase=f"http://127.0.0.1:{closed_port()}",
+            apiBase=f"http://127.0.0.1:{free_port()}",
             checks=[{"type": "command", "command": [sys.executable, "-c", code]}],
         )
     )

@@ -442,3 +442,22 @@ NO_THREAD = textwrap.dedent(
 
 def test_a_verifier_is_built_when_no_thread_can_be_started_for_its_preload() -> None:
     assert run_script(NO_THREAD) == "passed True"
+
+
+EXIT_AT_ONCE = """
+import time
+from replyguard import Verifier, VerifierConfig
+config = VerifierConfig(model="openai/gpt-4o-mini", agent_model="anthropic/claude-sonnet-4-5")
+for pause in (0.0, 0.05, 0.2, 0.5):  # exits land in and between the preload's parts
+    Verifier(config)
+    time.sleep(pause)
+print("built")
+"""
+
+
+def test_a_script_that_ends_while_the_preload_imports_exits() -> None:
+    """The interpreter halts a daemon thread wherever it is at exit: the preload halted inside
+    an import kept that module's lock, and the first import made during shutdown (litellm's
+    HTTP handler's ``__del__``) waited for it for ever. The exit now lets the part in progress
+    finish and starts no other."""
+    assert run_script(EXIT_AT_ONCE) == "built"

@@ -13,7 +13,6 @@ import concurrent.futures
 import copy
 import gc
 import re
-import socket
 import sys
 import threading
 import time
@@ -38,6 +37,7 @@ from replyguard.context import _tokens as tokens
 from replyguard.runner._feedback import feedback_message
 from replyguard.testing import ScriptedAgent
 from replyguard.types import Reason, Status
+from support.ports import free_port
 from support.provider_server import ANTHROPIC, OPENAI, ProviderServer, Seen, Step, Wire
 
 WIRES = [pytest.param(ANTHROPIC, id="anthropic"), pytest.param(OPENAI, id="openai")]
@@ -109,14 +109,6 @@ async def _judge_on_a_fresh_loop(config: VerifierConfig) -> None:
         await verifier.verify(Turn(user_message="Say hello."), "Hello.")
     finally:
         await verifier.aclose()
-
-
-def closed_port() -> int:
-    """A loopback port nothing listens on (bound, then released)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
 
 
 async def run_turn(config: VerifierConfig, reply: Reply | str = FIRST_REPLY) -> Outcome:
@@ -302,7 +294,7 @@ async def test_provider_trouble_fails_open_with_the_reply_delivered(
 async def test_refused_connection_fails_open_with_the_reply_delivered(
     config_for: Callable[..., VerifierConfig], wire: Wire
 ) -> None:
-    outcome = await run_turn(config_for(wire, apiBase=f"http://127.0.0.1:{closed_port()}"))
+    outcome = await run_turn(config_for(wire, apiBase=f"http://127.0.0.1:{free_port()}"))
     assert (outcome.status, outcome.reason) == (Status.FAILED_OPEN, Reason.JUDGE_ERROR)
     assert outcome.response == FIRST_REPLY
 

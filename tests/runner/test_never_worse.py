@@ -35,6 +35,8 @@ from replyguard.testing import ScriptedAgent, ScriptedJudge
 from support.provider_server import ANTHROPIC, OPENAI, ProviderServer, Step, Wire, provider_process
 from support.timing import Ticker, Timed, ticking
 
+pytestmark = pytest.mark.timing  # scripts/under_load.sh runs these beside CPU-bound work
+
 WIRES = [pytest.param(OPENAI, id="openai"), pytest.param(ANTHROPIC, id="anthropic")]
 REPLY = "Done: here is the checklist."
 
@@ -293,8 +295,6 @@ sys.path.insert(0, {tests!r})
 from support.provider_server import OPENAI, ProviderServer, Step
 from replyguard import Turn, Verifier, VerifierConfig
 from replyguard.testing import ScriptedAgent
-
-pytestmark = pytest.mark.timing  # scripts/under_load.sh runs these beside CPU-bound work
 
 async def main(url):
     config = VerifierConfig.from_dict({{

@@ -21,7 +21,8 @@ from replyguard import Turn, Verifier, VerifierConfig
 from replyguard.state import _shared
 from replyguard.state._estimates import CallCost
 from replyguard.testing import ScriptedAgent, ScriptedJudge, capture_events
-from support.redis_server import REDIS_PASSWORD, WRONG_PASSWORD, RedisServer, free_port
+from support.ports import free_port
+from support.redis_server import REDIS_PASSWORD, WRONG_PASSWORD, RedisServer
 
 pytestmark = pytest.mark.timing  # scripts/under_load.sh runs these beside CPU-bound work
 
@@ -248,7 +249,7 @@ def counted_on_redis(redis: RedisServer, usd: float) -> None:
 
     client = redis_py.Redis.from_url(redis.url(), decode_responses=True)
     try:
-        until, counted = time.monotonic() + 10, 0.0
+        until, counted = time.monotonic() + 30, 0.0
         while time.monotonic() < until:
             keys = [k for k in client.keys("replyguard:spend-v2:global:1h:*") if ":held" not in k]
             counted = sum(float(client.get(key) or 0) for key in keys)

@@ -33,9 +33,15 @@ def redis() -> Iterator[RedisServer]:
 
 
 @pytest.fixture(scope="module")
-def fleet() -> Iterator[list[Instance]]:
-    """Three instances, each its own OS process."""
-    with fleet_of(3) as instances:
+def fleet(redis: RedisServer) -> Iterator[list[Instance]]:
+    """Three instances, each its own OS process, each warmed up by one judged turn (litellm
+    imported, its first call made), so that no test's timing depends on whether an earlier
+    test warmed them: a cold instance judges seconds later than a warm one."""
+    with fleet_of(3) as instances, ProviderServer(default=Step(text="PASS")) as server:
+        for instance in instances:
+            instance.send(fleet_config(redis, server), turns=1)
+        for instance in instances:
+            assert [v["reason"] for v in instance.answer()] == [None]
         yield instances
 
 
@@ -78,12 +84,13 @@ def test_after_the_cooldown_one_probe_goes_for_the_whole_fleet(
 ) -> None:
     failing = Step(text=None, status=503, body=b'{"error": "down"}')
     # The probe's answer takes longer than the judgement may: it is still in flight while
-    # every other judgement of the fleet asks, then fails and re-opens the circuit.
-    with ProviderServer([failing], default=Step(text="PASS", delay=5.0)) as server:
+    # every other judgement of the fleet asks, then fails and re-opens the circuit. It stays
+    # in flight 4 s, so an instance that a busy machine starts late still finds it there.
+    with ProviderServer([failing], default=Step(text="PASS", delay=30.0)) as server:
         config = fleet_config(
             redis,
             server,
-            timeoutSeconds=1.5,
+            timeoutSeconds=4,
             circuitBreaker={"failureThreshold": 1, "cooldownSeconds": 0.3},
         )
         fleet[0].send(config, turns=1)
@@ -121,7 +128,7 @@ def test_concurrent_spend_of_the_fleet_stays_within_the_limit_plus_one_call_per_
     prefix = config["state"]["keyPrefix"]
     keys = list(client.keys(f"{prefix}spend-v2:global:1h:*"))
     assert len(keys) == 1
-    until = time.monotonic() + 5  # the last settlements land in the background
+    until = time.monotonic() + 30  # the last settlements land in the background
     while float(client.get(keys[0]) or 0) != pytest.approx(spent, abs=1e-9):
         assert time.monotonic() < until, "Redis's counter never reached the instances' spend"
         time.sleep(0.01)
@@ -203,7 +210,8 @@ async def test_the_router_gets_the_fleets_redis_without_logging_its_password(
         {
             "router": {"deployments": [{"modelName": "judge", "model": "openai/gpt-4o-mini"}]},
             "model": "judge",
-            "state": {"redisUrl": redis.url()},
+            # Generous: the Router's Redis calls (its first connection too) end at timeoutMs.
+            "state": {"redisUrl": redis.url(), "timeoutMs": 3000},
         }
     )
     logger = logging.getLogger("LiteLLM")
@@ -222,14 +230,16 @@ async def test_the_router_gets_the_fleets_redis_without_logging_its_password(
     try:
         verifier = Verifier(config, preload=False)
         await verifier.warmup()  # builds the Router, which opens its Redis pool
-        deadline = time.monotonic() + 5  # its first ping connects in a task of its own
+        # Waits, not bounds (a loaded machine may take seconds): its first ping connects in
+        # a task of its own.
+        deadline = time.monotonic() + 30
         while watcher.info("clients")["connected_clients"] <= before < 1000:
             assert time.monotonic() < deadline, "the Router never connected to Redis"
             await asyncio.sleep(0.02)
         await verifier.aclose()
         # aclose closes the Router's Redis connections too (they were left to the collector,
         # which closed them in whatever later test it ran in, as a ResourceWarning there).
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 30
         while watcher.info("clients")["connected_clients"] > before:
             assert time.monotonic() < deadline, "the Router's Redis connections stayed open"
             await asyncio.sleep(0.02)
@@ -271,7 +281,7 @@ def test_a_loop_per_request_leaves_no_redis_connection_open_when_each_loop_ends(
                 outcome = runner.run(verifier.run(lambda m: "Done.", Turn(user_message="q")))
             assert outcome.status == Status.PASSED
         gc.collect()
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 30
         while watcher.info("clients")["connected_clients"] > before and time.monotonic() < deadline:
             time.sleep(0.05)
         # At most as many as before: other tests' connections may close meanwhile.

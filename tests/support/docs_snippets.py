@@ -4,12 +4,20 @@
 
 The conventions, for whoever writes a page:
 
-- ```` ```python ```` blocks run, in order, in one namespace per page (so a later block may use
-  what an earlier one defined), with top-level ``await`` allowed. A block may say what it
-  prints: each ``#> text`` comment is one expected line of its output (``...`` inside a line
-  matches any text). Any WARNING or ERROR on the ``replyguard`` logger fails the block, so a
-  judge call that silently failed open (no key, no network) cannot pass; a block preceded by
-  ``<!-- expect-warnings -->`` may log them.
+- On a *script page* (``SCRIPT_PAGES``: the README and Getting started, the pages a newcomer
+  copies from first), each ```` ```python ```` block is a whole program, run as a reader runs
+  it: saved to a file (its ``title="NAME.py"``, or one named after its line) and run with
+  ``python FILE`` in a subprocess, in the page's working directory, with no API key. So a
+  top-level ``await`` fails there as it would for the reader, no name carries over from an
+  earlier block, and a hidden ``snippet-setup`` block is an error. The script must exit 0,
+  print its ``#>`` lines, and print nothing on stderr (where its ``logging.basicConfig``
+  shows replyguard's warnings) unless preceded by ``<!-- expect-warnings -->``.
+- Elsewhere, ```` ```python ```` blocks run, in order, in one namespace per page (so a later
+  block may use what an earlier one defined), with top-level ``await`` allowed. A block may
+  say what it prints: each ``#> text`` comment is one expected line of its output (``...``
+  inside a line matches any text). Any WARNING or ERROR on the ``replyguard`` logger fails
+  the block, so a judge call that silently failed open (no key, no network) cannot pass; a
+  block preceded by ``<!-- expect-warnings -->`` may log them.
 - A block preceded by ``<!-- no-run: why -->`` is not run; the reason is required.
 - ``<!-- snippet-setup`` ... ``-->`` is a python block hidden from readers (a fake the visible
   blocks use in place of a real provider); it runs where it stands.
@@ -19,7 +27,8 @@ The conventions, for whoever writes a page:
   written to ``NAME`` in the page's working directory, for the blocks after it to read.
 - ```` ```console ```` blocks are run: each ``$ command`` line runs in bash, and its output
   (standard output and error together) must be the lines below it (``...`` inside a line
-  matches any text; a line that is only ``...`` matches any number of lines).
+  matches any text; a line that is only ``...`` matches any number of lines); ``python`` there is
+  the interpreter running the page.
 - ```` ```sh ```` blocks are syntax-checked with ``bash -n``, not run: they install packages or
   call what a test cannot (the README's two commands run in CI as they are).
 
@@ -62,6 +71,10 @@ FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 TITLE = re.compile(r'title="([^"]+)"')
 MARKER = re.compile(r"^\s*<!--\s*(no-run|not-a-config|expect-warnings)\s*:?\s*(.*?)\s*-->\s*$")
 RUN = ("python", "py", "json", "console", "sh", "bash", "shell")
+# The pages whose python blocks are whole programs, each run as ``python FILE`` (module doc).
+SCRIPT_PAGES = ("README.md", "docs/getting-started.md")
+# Provider keys a developer may have set: a snippet must never reach a real provider.
+KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "AZURE_API_KEY")
 
 
 @dataclass
@@ -71,6 +84,7 @@ class Block:
     line: int
     title: str | None = None
     markers: dict[str, str] = field(default_factory=dict)
+    hidden: bool = False
 
     @property
     def where(self) -> str:
@@ -87,7 +101,8 @@ def blocks(text: str) -> list[Block]:
         line = lines[i]
         if line.strip().startswith("<!-- snippet-setup"):
             end = next(j for j in range(i + 1, len(lines)) if lines[j].strip() == "-->")
-            found.append(Block("python", "\n".join(lines[i + 1 : end]) + "\n", i + 2))
+            code = "\n".join(lines[i + 1 : end]) + "\n"
+            found.append(Block("python", code, i + 2, hidden=True))
             i = end + 1
             continue
         marker = MARKER.match(line)
@@ -153,9 +168,10 @@ class Captured(logging.Handler):
 class Page:
     """Runs one page's blocks in a working directory; ``failures`` says what went wrong."""
 
-    def __init__(self, path: Path, workdir: Path) -> None:
+    def __init__(self, path: Path, workdir: Path, scripts: bool | None = None) -> None:
         self.path = path
         self.workdir = workdir
+        self.scripts = is_script_page(path) if scripts is None else scripts
         self.namespace: dict[str, object] = {"__name__": "__main__"}
         self.failures: list[str] = []
         self.runner = asyncio.Runner()
@@ -189,6 +205,9 @@ class Page:
         return self.failures
 
     def run_python(self, block: Block) -> None:
+        if self.scripts:
+            self.run_script(block)
+            return
         self.log.records.clear()
         stdout = io.StringIO()
         try:
@@ -216,6 +235,33 @@ class Page:
         if self.log.records and "expect-warnings" not in block.markers:
             logged = [f"{r.levelname} {r.getMessage()}" for r in self.log.records]
             self.fail(block, f"logged {logged!r}")
+
+    def run_script(self, block: Block) -> None:
+        """The block as a reader runs it: ``python FILE`` in the page's directory, no key."""
+        if block.hidden:
+            self.fail(block, "a script page shows all it runs: no snippet-setup")
+            return
+        name = block.title if (block.title or "").endswith(".py") else f"line_{block.line}.py"
+        (self.workdir / str(name)).write_text(block.code, encoding="utf-8")
+        result = subprocess.run(
+            [sys.executable, str(name)],
+            cwd=self.workdir,
+            env=reader_env(),
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        sys.stdout.write(f"$ python {name}\n{result.stdout}{result.stderr}")
+        if result.returncode:
+            self.fail(block, f"python {name} exited {result.returncode}:\n{result.stderr}")
+            return
+        expected = expected_output(block.code)
+        actual = result.stdout.splitlines()
+        if expected is not None and not matches(expected, actual):
+            self.fail(block, f"printed {actual!r}, the block says {expected!r}")
+        if result.stderr.strip() and "expect-warnings" not in block.markers:
+            self.fail(block, f"python {name} printed on stderr:\n{result.stderr}")
 
     def run_json(self, block: Block) -> None:
         try:
@@ -255,7 +301,7 @@ class Page:
             while i < len(lines) and not lines[i].startswith("$ "):
                 expected.append(lines[i])
                 i += 1
-            env = dict(os.environ)
+            env = reader_env()
             env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
             result = subprocess.run(
                 ["bash", "-c", command],
@@ -274,6 +320,16 @@ class Page:
                     block,
                     f"`{command}` printed\n{result.stdout}\nthe page says\n" + "\n".join(expected),
                 )
+
+
+def is_script_page(path: Path) -> bool:
+    """Whether ``path`` is one of ``SCRIPT_PAGES``."""
+    return path.resolve() in {(ROOT / name).resolve() for name in SCRIPT_PAGES}
+
+
+def reader_env() -> dict[str, str]:
+    """This environment without the provider keys (a reader's machine may have none)."""
+    return {k: v for k, v in os.environ.items() if k not in KEYS}
 
 
 def workdir(base: Path) -> Path:

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
-import socket
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from support.ports import listening_socket
 
 APP_FILE = Path(__file__).resolve().parents[2] / "examples" / "fastapi_backend" / "app.py"
 
@@ -48,10 +49,7 @@ async def serving(app: Any) -> AsyncIterator[str]:
             yield state
 
     app.router.lifespan_context = lifespan
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(64)
+    listener = listening_socket()
     port = listener.getsockname()[1]
     config = uvicorn.Config(
         app, http="h11", lifespan="on", log_level="warning", timeout_graceful_shutdown=5

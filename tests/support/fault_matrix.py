@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import socket
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -27,11 +26,14 @@ from conftest import API_KEY  # a key the secrets guard knows
 from replyguard import Turn, Verifier, VerifierConfig
 from replyguard.testing import ScriptedAgent
 from support.injection_corpus import ODD_HISTORY, PYTHON_ONLY_HISTORY
+from support.ports import free_port
 from support.provider_server import ANTHROPIC, OPENAI, ProviderServer, Step, Wire
 from support.timing import Witness
 
-TIMEOUT = 1.0
-"""``timeoutSeconds`` of every case."""
+TIMEOUT = 3.0
+"""``timeoutSeconds`` of every case: a fault-free judgement must finish well within it on a
+machine running two CPU-bound processes per core (``scripts/under_load.sh``), where one took
+over a second; the cases that hang run at once, so they wait it out once."""
 SLACK = 0.5
 """How much longer than ``TIMEOUT`` a turn may take to fail open."""
 USER_MESSAGE = "Send me the release checklist."
@@ -315,14 +317,6 @@ class Matrix:
     through (a loaded machine's hiccup, not the fault under test); each is run once more."""
 
 
-def closed_port() -> int:
-    """A loopback port nothing listens on (bound, then released)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
-
-
 def config(wire: Wire, api_base: str, **keys: Any) -> VerifierConfig:
     data = {
         "enabled": True,
@@ -370,7 +364,7 @@ async def _run(case: Case, server: ProviderServer, result: Result) -> Verifier:
     """Run the case's turn on a new verifier; fill in ``result``; return the verifier."""
     server.push(*case.steps())
     first_refused = case.fault.step is None and case.attempt == "first"
-    api_base = f"http://127.0.0.1:{closed_port()}" if first_refused else server.url
+    api_base = f"http://127.0.0.1:{free_port()}" if first_refused else server.url
     verifier = Verifier(config(case.wire, api_base))
     replies = [FIRST_REPLY] if case.attempt == "first" else [FIRST_REPLY, RETRY_REPLY]
     scripted = ScriptedAgent(replies)

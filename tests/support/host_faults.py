@@ -140,7 +140,9 @@ async def _burst_under_a_spend_limit(
     await measuring.aclose()
     assert cost > 0, "the provider's usage was not priced"
     limits = [{"scope": "global", "window": "1d", "usd": 40 * cost}]
-    verifier = Verifier(config(wire, server.url, spendLimits=limits))
+    # A deadline far off: 20 judgements at once on a busy machine take seconds, and a timeout
+    # is not the case under test.
+    verifier = Verifier(config(wire, server.url, spendLimits=limits, timeoutSeconds=30))
     turns = [verifier.run(ScriptedAgent([FIRST_REPLY]), TURN) for _ in range(20)]
     for outcome in await asyncio.gather(*turns):
         result.record(outcome)

@@ -15,18 +15,13 @@ import tempfile
 import time
 from collections.abc import Iterator
 
+from support.ports import free_port
+
 REDIS_PASSWORD = "fleet-redis-password-0001"
 """The password the tests' servers require (listed in conftest.KNOWN_KEYS)."""
 WRONG_PASSWORD = "fleet-wrong-password-0002"
 """A password they refuse (listed too)."""
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 class RedisServer:

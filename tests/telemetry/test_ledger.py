@@ -25,6 +25,7 @@ FIELDS = {
     "attempts",
     "costUsd",
     "judgeCostUsd",
+    "usage",
     "latencyMs",
     "rubric",
     "judgeModels",

@@ -79,6 +79,36 @@ async def test_fail_open_is_a_warning_with_the_error_class(
     assert record.replyguard["error"] == "ConnectionError: refused"  # type: ignore[attr-defined]
 
 
+async def test_a_record_reads_event_key_value_with_enums_by_their_value(
+    make_config: Any, replyguard_logs: pytest.LogCaptureFixture
+) -> None:
+    """As the logging page promises: ``status=failed_open``, not an enum's repr; a string is
+    quoted only when it has a space, a quote or ``=``."""
+    verifier = Verifier(make_config(), judge=ScriptedJudge([ConnectionError("refused")]))
+    await verifier.run(ScriptedAgent(["Done."]), Turn(user_message="Hi", id="t-7"))
+    message = replyguard_logs.records[-1].getMessage()
+    assert message.startswith("failed_open turn_id=t-7 run_kind=None status=failed_open ")
+    assert " reason=judge_error " in message
+    assert message.endswith(' error="ConnectionError: refused"')
+    assert "<" not in message and "'" not in message
+
+
+def test_a_value_is_shown_bare_quoted_or_as_its_repr() -> None:
+    from replyguard.telemetry._events import _shown
+
+    assert [_shown(v) for v in (Status.PASSED, "t-7", "a b", 'x"y', "", 3, 0.5, None, True)] == [
+        "passed",
+        "t-7",
+        '"a b"',
+        '"x\\"y"',
+        '""',
+        "3",
+        "0.5",
+        "None",
+        "True",
+    ]
+
+
 @pytest.mark.parametrize("log_content", [False, True])
 async def test_content_is_logged_only_when_asked(
     make_config: Any, replyguard_logs: pytest.LogCaptureFixture, log_content: bool

@@ -61,8 +61,11 @@ def chat_app(config: dict[str, Any], agent: Any) -> Any:
     return client_of(app)
 
 
-async def sse_events(response: httpx.Response) -> AsyncIterator[tuple[str, Any]]:
-    """The (event name, JSON data) pairs of a Server-Sent Events body, as each one ends."""
+async def sse_events(
+    response: httpx.Response, *, progress: bool = False
+) -> AsyncIterator[tuple[str, Any]]:
+    """The (event name, JSON data) pairs of a Server-Sent Events body, as each one ends; the
+    ``progress`` events only when asked for (a client that ignores them, as most tests do)."""
     name, data = "message", []
     async for line in response.aiter_lines():
         if line.startswith("event:"):
@@ -70,7 +73,7 @@ async def sse_events(response: httpx.Response) -> AsyncIterator[tuple[str, Any]]
         elif line.startswith("data:"):
             data.append(line[5:].removeprefix(" "))
         elif not line:
-            if data:
+            if data and (progress or name != "progress"):
                 yield name, json.loads("\n".join(data))
             name, data = "message", []
 
@@ -80,11 +83,13 @@ def post_stream(client: httpx.AsyncClient, message: str, conversation: str = "c1
     return client.stream("POST", "/chat/stream", json=body)
 
 
-async def read_all(client: httpx.AsyncClient, message: str, conversation: str = "c1") -> list:
+async def read_all(
+    client: httpx.AsyncClient, message: str, conversation: str = "c1", *, progress: bool = False
+) -> list:
     async with post_stream(client, message, conversation) as response:
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/event-stream")
-        return [event async for event in sse_events(response)]
+        return [event async for event in sse_events(response, progress=progress)]
 
 
 def text_of(events: list[tuple[str, Any]]) -> str:
@@ -322,3 +327,26 @@ async def test_a_reply_that_spells_sse_framing_stays_one_delta(
     assert [name for name, _ in events] == ["delta", "done"]
     assert events[0][1] == {"text": hostile}
     assert events[1][1]["reply"] == hostile
+
+
+async def test_buffer_mode_streams_the_phases_before_the_reply(
+    provider: ProviderServer, release_config: dict[str, Any]
+) -> None:
+    """``"buffer"`` shows no text until a reply passed: ``progress`` says what happens."""
+    provider.push(Step(text=FAIL_ANSWER), Step(text="PASS"))
+    config = release_config | {"streaming": {"mode": "buffer"}}
+
+    async def agent(messages: list[dict[str, Any]]) -> AsyncIterator[str]:
+        yield FIXED if "third day" in str(messages[-1]["content"]) else SHORT
+
+    async with chat_app(config, agent) as client:
+        events = await read_all(client, QUESTION, progress=True)
+    assert events == [
+        ("progress", {"phase": "writing", "attempt": 1}),
+        ("progress", {"phase": "checking", "attempt": 1}),
+        ("progress", {"phase": "revising", "attempt": 2}),
+        ("progress", {"phase": "checking", "attempt": 2}),
+        ("delta", {"text": FIXED}),
+        ("done", events[-1][1]),
+    ]
+    assert (events[-1][1]["reply"], events[-1][1]["attempts"]) == (FIXED, 2)

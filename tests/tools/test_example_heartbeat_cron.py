@@ -222,6 +222,7 @@ def test_a_judge_configuration_error_is_logged_and_the_report_delivered(
     run = run_script(workspace, "-c", str(config))
     assert (run.code, run.stdout) == (0, REPORT + "\n")
     assert run.log[0].startswith("attempt=1 status=failed_open")
-    assert run.log[1].startswith("attempt=1 replyguard heartbeat: judge configuration error (")
+    # An unset key is found before any call (missing_credentials), and the line says so.
+    assert run.log[1].startswith("attempt=1 replyguard heartbeat: failed open (missing_credentials")
     assert "REPLYGUARD_TEST_NEVER_SET is not set" in run.log[1]
     assert provider.seen == []

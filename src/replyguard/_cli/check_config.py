@@ -3,9 +3,11 @@
 The file is loaded as ``VerifierConfig.load`` loads it (a bad key or value: the message on
 stderr, exit 2); then every finding the verifier makes when it is built
 (``replyguard.runner._preflight``) is printed, and a verifier is built from the config to catch
-anything else it refuses. Errors exit 2; warnings exit 0 unless ``--strict``. The last line
-sums it up. ``--show`` prints the effective config (secrets masked) as JSON on stdout, and the
-findings and summary then go to stderr so that stdout stays one JSON document.
+anything else it refuses. A judge model that would be called without a key is an error, unless
+``--offline`` (``replyguard._credentials``). Errors exit 2; warnings exit 0 unless
+``--strict``. The last line sums it up. ``--show`` prints the effective config (secrets
+masked) as JSON on stdout, and the findings and summary then go to stderr so that stdout stays
+one JSON document.
 """
 
 from __future__ import annotations
@@ -22,9 +24,10 @@ from replyguard.runner._verifier import Verifier
 CHECK_EPILOG = (
     "errors (what the verifier refuses, or loses on every turn: a judge of the agent's family "
     "with requireCrossFamily, a missing workspaceDir, a ledgerPath in a missing folder, an "
-    "env: key whose variable is unset) exit 2; warnings (what it tolerates: a missing rules "
-    "or heartbeat file, a judge of the agent's family, an unknown model family) exit 0 "
-    "unless --strict"
+    "env: key whose variable is unset, a judge model with no key: none in the config, none in "
+    "its provider's environment variable such as ANTHROPIC_API_KEY; --offline skips this) "
+    "exit 2; warnings (what it tolerates: a missing rules or heartbeat file, a judge of the "
+    "agent's family, an unknown model family) exit 0 unless --strict"
 )
 
 
@@ -33,6 +36,12 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", metavar="FILE", help="the JSON config file")
     parser.add_argument(
         "--strict", action="store_true", help="exit 2 on warnings too (for CI and deploy gates)"
+    )
+    parser.add_argument(
+        "--offline",
+        action="store_true",
+        help="do not look for the judge models' keys (for CI, where the provider keys are not "
+        "set); every other check still runs",
     )
     parser.add_argument(
         "--show",
@@ -68,7 +77,8 @@ def summary(config: VerifierConfig) -> str:
 def check_config_main(args: argparse.Namespace) -> int:
     """Run ``replyguard check-config``: 0 usable, 2 on an error (or a warning with --strict)."""
     config = VerifierConfig.load(args.file)
-    problems = [(f.level, f.key, f.message) for f in config_findings(config)]
+    findings = config_findings(config, credentials=not args.offline)
+    problems = [(f.level, f.key, f.message) for f in findings]
     if not any(level == "error" for level, _, _ in problems):
         refusal = _refusal(config)
         if refusal is not None:

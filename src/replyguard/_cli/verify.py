@@ -27,35 +27,26 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import sys
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from replyguard._cli.streams import discard_stdout
-from replyguard._cli.turn_file import RecordError, TurnRecord, read_record
+from replyguard._records import RecordError, TurnRecord, read_record
 from replyguard._workspace import Workspace
 from replyguard.checks.heartbeat import MAX_LISTED, is_acknowledgement, open_tasks
 from replyguard.checks.markdown import bulleted
 from replyguard.config._checks import HeartbeatCheckSpec
 from replyguard.config._schema import VerifierConfig
 from replyguard.errors import ConfigError, CrossFamilyError
-from replyguard.gate._prechecks import skip_reason
 from replyguard.judge._protocol import Judge
 from replyguard.runner._feedback import feedback_message
-from replyguard.runner._side_effects import SideEffects, done
+from replyguard.runner._judgement import FAILED, FAILED_OPEN, Judgement, decide, judge_one
 from replyguard.runner._verifier import Verifier
 from replyguard.telemetry._events import Events, describe_error
-from replyguard.types import FailCategory, Reason, Reply, SkipReason, ToolCallRecord, Turn, Verdict
+from replyguard.types import FailCategory, Reason, Reply, SkipReason, Turn, Verdict
 
-FAILED = "failed"
-FLAGGED = "flagged"
-PASSED = "passed"
-SKIPPED = "skipped"
-FAILED_OPEN = "failed_open"
 STDIN = "<stdin>"
 """How stdin is named in messages."""
 STATUSES_HELP = (
@@ -73,114 +64,6 @@ HEARTBEAT_REQUEST = (
 
 class UsageError(Exception):
     """A command's input cannot be used: printed on stderr, exit 2."""
-
-
-@dataclass(frozen=True)
-class Judgement:
-    """What was decided about one reply, with the status a command prints."""
-
-    status: str
-    verdict: Verdict | None
-    skip: SkipReason | None
-    mode: str
-    heartbeat: bool = False
-    """The reply was a heartbeat run's (its retry message speaks of the task list)."""
-    done: tuple[ToolCallRecord, ...] = ()
-    """The reply's successful side-effecting tool calls, each once."""
-    on_side_effects: str = "notice"
-    """The turn's ``onSideEffects``."""
-    categories: Mapping[str, str] = field(default_factory=dict)
-    """The config's custom categories (their guidance goes into the retry message)."""
-
-    @property
-    def judged_fail(self) -> bool:
-        """The judge (or a check) failed the reply, whether enforced or only flagged."""
-        return self.status in (FAILED, FLAGGED)
-
-    @property
-    def awaiting_user(self) -> bool:
-        """A PASS that rightly waits for the user (a clarifying question, a justified
-        refusal)."""
-        return self.status == PASSED and self.verdict is not None and self.verdict.awaiting_user
-
-    @property
-    def reason(self) -> str | None:
-        """Why it was skipped or failed open."""
-        if self.skip is not None:
-            return self.skip.value
-        if self.status == FLAGGED and self.mode != "shadow":
-            return Reason.SIDE_EFFECTS.value
-        reason = self.verdict.fail_open_reason if self.verdict is not None else None
-        return reason.value if reason is not None else None
-
-    def to_json(self) -> dict[str, Any]:
-        """The CLI verdict output (camelCase keys)."""
-        v = self.verdict
-        data: dict[str, Any] = {
-            "status": self.status,
-            "reason": self.reason,
-            "passed": not self.judged_fail,
-            "category": str(v.category) if v is not None and v.category is not None else None,
-            "feedback": v.feedback if v is not None else None,
-            "costUsd": round(v.cost_usd, 8) if v is not None else 0.0,
-            "mode": self.mode,
-            "model": v.model if v is not None else None,
-            "latencyMs": round(v.latency_ms, 2) if v is not None else 0.0,
-            "decisive": v.decisive if v is not None else False,
-            "suspectedInjection": list(v.suspected_injection) if v is not None else [],
-            "error": v.error if v is not None else None,
-            "awaitingUser": self.awaiting_user,
-        }
-        if v is not None and self.judged_fail:
-            notice = self.done if self.on_side_effects == "notice" else ()
-            data["retryMessage"] = feedback_message(
-                v, heartbeat=self.heartbeat, done=notice, categories=self.categories
-            )
-        return data
-
-
-def decide(
-    verdict: Verdict | None,
-    skip: SkipReason | None,
-    mode: str,
-    *,
-    heartbeat: bool = False,
-    done: tuple[ToolCallRecord, ...] = (),
-    on_side_effects: str = "notice",
-    categories: Mapping[str, str] | None = None,
-) -> Judgement:
-    """The status of one judgement under ``mode`` (``"enforce"`` or ``"shadow"``), and, for a
-    FAIL after side effects (``done``), under ``on_side_effects``."""
-    if skip is not None or verdict is None:
-        return Judgement(SKIPPED, None, skip, mode, heartbeat, categories=dict(categories or {}))
-    if verdict.fail_open_reason is not None:
-        status = FAILED_OPEN
-    elif verdict.passed:
-        status = PASSED
-    elif mode == "shadow" or (done and on_side_effects == "deliver"):
-        status = FLAGGED
-    else:
-        status = FAILED
-    return Judgement(
-        status, verdict, None, mode, heartbeat, done, on_side_effects, dict(categories or {})
-    )
-
-
-async def judge_one(verifier: Verifier, turn: Turn, reply: Reply) -> Judgement:
-    """Pre-checks, then checks and judge: one judgement, never raising for the judge's faults."""
-    skip = skip_reason(reply)
-    verdict = None if skip is not None else await verifier.verify(turn, reply)
-    config = verifier.config.for_run_kind(turn.run_kind)
-    acted = done(SideEffects(config.side_effect_tools).resolved(reply.meta.tool_calls))
-    return decide(
-        verdict,
-        skip,
-        config.mode,
-        heartbeat=turn.heartbeat,
-        done=acted,
-        on_side_effects=config.on_side_effects,
-        categories=verifier.config.categories,
-    )
 
 
 def load_config(path: str | None) -> VerifierConfig:
@@ -228,15 +111,6 @@ def add_run_kind_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
-async def warm_up(verifier: Verifier) -> None:
-    """Load litellm and the tokenizer before judging, so ``latencyMs`` measures judging alone.
-
-    A fault here is left to the judgement, which meets it again and fails open.
-    """
-    with contextlib.suppress(Exception):
-        await verifier.warmup()
-
-
 async def _judge_and_close(verifier: Verifier, turn: Turn, reply: Reply) -> Judgement:
     try:
         return await judge_one(verifier, turn, reply)
@@ -251,8 +125,9 @@ def fail_open_notice(command: str, judgement: Judgement) -> str | None:
     """The one stderr line for a judgement that failed open, or None when it did not.
 
     A judge configuration error (bad or missing key, unknown model, bad request: the provider
-    refused the call as misconfigured) says so and points at ``check-config``; any other
-    fail-open names its reason. The error text is already redacted.
+    refused the call as misconfigured) says so and points at ``check-config``, and so does a
+    judge model without a key (``missing_credentials``); any other fail-open names its
+    reason. The error text is already redacted.
     """
     verdict = judgement.verdict
     if judgement.status != FAILED_OPEN or verdict is None:
@@ -265,6 +140,8 @@ def fail_open_notice(command: str, judgement: Judgement) -> str | None:
             f"replyguard {command}: judge configuration error ({delivered}; check the model, "
             f"key and apiBase, or run replyguard check-config): {error}"
         )
+    if verdict.fail_open_reason == Reason.MISSING_CREDENTIALS:
+        delivered += "; run replyguard check-config"
     detail = f": {error}" if error else ""
     return f"replyguard {command}: failed open ({judgement.reason}, {delivered}){detail}"
 

@@ -15,16 +15,33 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import logging
+import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import pydantic_core
 
+from replyguard.config._schema import VerifierConfig
 from replyguard.gate._prechecks import skip_reason
 from replyguard.runner import blocked_context
+from replyguard.runner._feedback import feedback_message
+from replyguard.runner._policy import (
+    Assessed,
+    Ending,
+    PolicyStep,
+    delivery,
+    feedback_so_far,
+    judged_ending,
+    last_judge_cost,
+    retry_ending,
+    settled,
+    verdict_status,
+)
+from replyguard.runner._side_effects import done
 from replyguard.telemetry._events import Events, describe_error
-from replyguard.types import Outcome, Reply, StreamEvent, Turn, Verdict
+from replyguard.types import Attempt, Outcome, Reason, Reply, Status, StreamEvent, Turn, Verdict
 
 if TYPE_CHECKING:
     from replyguard.runner._verifier import Verifier
@@ -174,7 +191,7 @@ class PreparedRun(Generic[T]):
         return self.finish(blocking(lambda: verifier.run_sync(self.attempt, self.turn)))
 
 
-async def judge_output(verifier: Verifier, turn: Turn, reply: Reply) -> Verdict | None:
+async def judge_output(verifier: Verifier, turn: Turn, reply: Reply) -> Assessed | None:
     """One judgement of a framework's final output, or None when nothing is to be judged.
 
     Nothing is judged when the config is not ``enabled`` or a pre-check skips the reply. The
@@ -184,7 +201,7 @@ async def judge_output(verifier: Verifier, turn: Turn, reply: Reply) -> Verdict 
     if not config.enabled or skip_reason(reply) is not None:
         return None
     try:
-        return await verifier.verify(turn, reply)
+        return await verifier._assess(turn, reply)
     except Exception as exc:
         Events(config.secrets()).warning(
             "adapter_verify_failed", error=describe_error(exc, config.secrets())
@@ -192,19 +209,151 @@ async def judge_output(verifier: Verifier, turn: Turn, reply: Reply) -> Verdict 
         return None
 
 
-def acts_on(verifier: Verifier, turn: Turn, verdict: Verdict | None) -> bool:
-    """Whether ``verdict`` is a FAIL the adapter acts on (a retry, a tripwire).
+def acts_on(verifier: Verifier, turn: Turn, assessed: Assessed | None) -> bool:
+    """Whether the judgement is a FAIL the adapter acts on (a retry, a tripwire), as
+    ``runner._policy.verdict_status`` decides for every door.
 
     In ``"shadow"`` mode (the config's, or the turn's run kind's) a FAIL is only logged
-    (``flagged``) and the output goes out unchanged. A run kind the config does not name means
-    the config itself, as in ``Verifier.run`` (which warns about it).
+    (``flagged``) and the output goes out unchanged, and so is a FAIL after side effects under
+    ``onSideEffects: "deliver"``. A run kind the config does not name means the config
+    itself, as in ``Verifier.run`` (which warns about it).
     """
-    if verdict is None or verdict.passed:
+    if assessed is None:
         return False
     config = verifier.config.for_run_kind(turn.run_kind)
-    if config.mode == "shadow":
+    verdict = assessed.verdict
+    status, reason = verdict_status(
+        verdict,
+        config.mode,
+        acted=bool(done(assessed.tool_calls)),
+        on_side_effects=config.on_side_effects,
+    )
+    if status == Status.FLAGGED:
         Events(config.secrets()).info(
-            "flagged", turn_id=turn.id, run_kind=turn.run_kind, category=verdict.category
+            "flagged",
+            turn_id=turn.id,
+            run_kind=turn.run_kind,
+            category=verdict.category,
+            reason=reason,
         )
-        return False
-    return True
+    return status is None
+
+
+_LEVELS = {
+    Status.EXHAUSTED: logging.WARNING,
+    Status.FAILED_OPEN: logging.WARNING,
+    Status.PASSED: logging.INFO,
+    Status.FLAGGED: logging.INFO,
+}
+
+
+class DrivenTurn:
+    """A verified turn whose attempts a framework drives (an agent middleware, an output
+    validator): each reply it hands over is decided as ``Verifier.run`` decides it, by
+    ``runner._policy``. ``step`` gives the turn's ``Ending``, or the feedback of a retry."""
+
+    def __init__(
+        self,
+        verifier: Verifier,
+        turn: Turn,
+        attempts: list[Attempt],
+        started: float,
+        *,
+        config: VerifierConfig | None = None,
+    ) -> None:
+        self.verifier = verifier
+        self.turn = turn
+        self.config = config or verifier.config.for_run_kind(turn.run_kind)
+        self.attempts = attempts
+        self.started = started
+        """When the turn's clock started (``time.monotonic``)."""
+        self.events = Events(self.config.secrets())
+
+    def deadline(self) -> float | None:
+        budget = self.config.max_latency_ms
+        return None if budget is None else self.started + budget / 1000
+
+    async def step(self, reply: Reply) -> Ending | str:
+        """The turn's ending with ``reply``, or the feedback the retry is asked with."""
+        number = len(self.attempts) + 1
+        ending = self._unjudged(reply, number)
+        if ending is not None:
+            return ending
+        earlier = [a.reply for a in self.attempts]
+        step = PolicyStep(earlier, feedback_so_far(self.attempts), number, self.deadline())
+        assessed = await self._assess(reply, step)
+        verdict = assessed.verdict
+        self.attempts.append(
+            Attempt(number=number, reply=reply, verdict=verdict, checks=assessed.checks)
+        )
+        acted = done(assessed.tool_calls)
+        ending = judged_ending(
+            self.config, self.attempts, acted=bool(acted), next_cost=last_judge_cost(self.attempts)
+        )
+        if ending is not None:
+            return ending
+        self.events.info("retry", turn_id=self.turn.id, attempt=number + 1)
+        return feedback_message(
+            verdict,
+            heartbeat=self.turn.heartbeat,
+            done=acted if self.config.on_side_effects == "notice" else (),
+            categories=self.config.categories,
+        )
+
+    def _unjudged(self, reply: Reply, number: int) -> Ending | None:
+        """How the turn ends before ``reply`` is judged (disabled, skipped, a broken or a
+        repeated retry, out of time), or None when it is judged."""
+        skip = skip_reason(reply)
+        if not self.verifier.config.enabled:
+            ending: Ending | None = Ending(Status.DISABLED, reply)
+        elif not self.attempts:
+            ending = None if skip is None else Ending(Status.SKIPPED, reply, skip=skip)
+        else:
+            previous = self.attempts[-1].reply
+            ending = retry_ending(self.config, self.attempts, reply, previous, skip)
+        if ending is not None:
+            self.attempts.append(Attempt(number=number, reply=reply, skip_reason=skip))
+            return ending
+        deadline = self.deadline()
+        if deadline is not None and time.monotonic() >= deadline:
+            latest = delivery(self.config.deliver, self.attempts, reply)
+            return Ending(Status.FAILED_OPEN, latest, Reason.LATENCY_BUDGET)
+        return None
+
+    async def _assess(self, reply: Reply, step: PolicyStep) -> Assessed:
+        """The judgement of ``reply``; the verifier's own trouble is a fail-open verdict."""
+        try:
+            return await self.verifier._assess(self.turn, reply, step)
+        except Exception as exc:
+            error = describe_error(exc, self.config.secrets())
+            self.events.warning("adapter_verify_failed", error=error)
+            verdict = Verdict(
+                passed=True, readable=False, fail_open_reason=Reason.INTERNAL_ERROR, error=error
+            )
+            return Assessed(verdict, (), reply.meta.tool_calls)
+
+    def retry_failed(self, exc: Exception) -> Ending:
+        """The ending when the agent fails on a retry: the previous reply, failing open."""
+        self.events.warning(
+            "agent_retry_failed",
+            turn_id=self.turn.id,
+            attempt=len(self.attempts) + 1,
+            error=describe_error(exc, self.config.secrets()),
+        )
+        return Ending(Status.FAILED_OPEN, self.attempts[-1].reply, Reason.AGENT_ERROR)
+
+    def outcome(self, ending: Ending) -> Outcome:
+        """The turn's ``Outcome`` (``runner._policy.settled``), logged."""
+        outcome = settled(ending, self.attempts, (time.monotonic() - self.started) * 1000)
+        level = _LEVELS.get(outcome.status, logging.DEBUG)
+        if self.events.enabled(level):
+            self.events.emit(
+                level,
+                str(outcome.status),
+                turn_id=self.turn.id,
+                reason=outcome.reason,
+                skip_reason=outcome.skip_reason,
+                attempts=len(self.attempts),
+                cost_usd=outcome.cost_usd,
+            )
+        return outcome

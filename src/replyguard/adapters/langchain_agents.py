@@ -4,20 +4,24 @@
 model call that ends the agent's turn (an ``AIMessage`` without tool calls) it judges the reply
 (checks and judge, as ``Verifier.verify``). On a FAIL it adds the feedback as a human message
 and jumps back to the model, up to ``maxAttempts`` replies in all; the retry sees every earlier
-reply and feedback, as they stay in the agent's messages. It delivers on a PASS, when the
-attempts run out (``exhausted``, the reply the ``deliver`` policy picks), and whenever the
-verification itself goes wrong (``failed_open``, the reply as it is). The turn's ``Outcome``
+reply and feedback, as they stay in the agent's messages. Each reply is decided as
+``Verifier.run`` decides it (``runner._policy``, through ``adapters._shared.DrivenTurn``): it
+delivers on a PASS, when the attempts run out (``exhausted``, the reply the ``deliver`` policy
+picks), when a retry is blank, an error report or the previous reply again, when the model
+fails on a retry (the previous reply, ``failed_open``), and whenever the verification itself
+goes wrong (``failed_open``). The turn's ``Outcome``
 (JSON, as ``Outcome.model_dump(mode="json")``) travels on the final message's
 ``response_metadata["replyguard"]``.
 
 What it honours of the config: ``enabled``, ``mode`` (``"shadow"``: a FAIL is only flagged),
 ``maxAttempts``, ``deliver``, ``onExhausted`` (``"raise"`` raises ``VerificationExhausted``
-from the agent's ``invoke``), ``maxCostUsd``, ``maxLatencyMs`` (from the agent's start), the
-run kind's profile and the pre-checks. Triggers, sampling, hooks and the ledger belong to
-``Verifier.run``, which drives an agent itself: use ``VerifiedRunnable`` for those. A feedback
-message carries an id starting with ``replyguard-feedback-``; the judge sees the turn's user
-message (the last human message that is not feedback), the messages before it as history, and
-the tools the turn called.
+from the agent's ``invoke``), ``maxCostUsd`` (the judge's spend: LangChain reports no cost per
+reply), ``maxLatencyMs`` (from the agent's start; it bounds the judge call too),
+``onSideEffects``, ``sideEffectTools``, the run kind's profile and the pre-checks. Triggers,
+sampling, hooks and the ledger belong to ``Verifier.run``, which drives an agent itself: use
+``VerifiedRunnable`` for those. A feedback message carries an id starting with
+``replyguard-feedback-``; the judge sees the turn's user message (the last human message that
+is not feedback), the messages before it as history, and the tools the turn called.
 
     agent = create_agent(model, tools, middleware=[ReplyguardMiddleware(verifier)])
     state = await agent.ainvoke({"messages": [HumanMessage("Summarise the ticket.")]})
@@ -26,15 +30,14 @@ the tools the turn called.
 
 from __future__ import annotations
 
-import logging
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any, NotRequired
 
 try:
     from langchain.agents.middleware import AgentMiddleware, AgentState, hook_config
-    from langchain.agents.middleware.types import PrivateStateAttr
+    from langchain.agents.middleware.types import ModelRequest, ModelResponse, PrivateStateAttr
     from langchain_core.messages import (
         AIMessage,
         AnyMessage,
@@ -50,36 +53,23 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "pip install 'replyguard[langchain-agents]'"
     ) from exc
 
-from replyguard.adapters._shared import call_blocking, make_turn, turn_defaults
+from replyguard.adapters._shared import DrivenTurn, call_blocking, make_turn, turn_defaults
 from replyguard.adapters.langchain import METADATA_KEY, reply_of, with_outcome
 from replyguard.errors import VerificationExhausted
-from replyguard.gate._prechecks import skip_reason
-from replyguard.runner._feedback import feedback_message
+from replyguard.runner._policy import Ending
 from replyguard.runner._verifier import Verifier
-from replyguard.telemetry._events import Events, describe_error
 from replyguard.types import (
     Attempt,
-    Outcome,
-    Reason,
     Reply,
-    SkipReason,
     Status,
     ToolCallRecord,
     Turn,
-    Verdict,
 )
 
 __all__ = ["FEEDBACK_ID_PREFIX", "METADATA_KEY", "ReplyguardMiddleware", "ReplyguardState"]
 
 FEEDBACK_ID_PREFIX = "replyguard-feedback-"
 """The start of the id of every feedback message the middleware adds."""
-
-_LEVELS = {
-    Status.EXHAUSTED: logging.WARNING,
-    Status.FAILED_OPEN: logging.WARNING,
-    Status.PASSED: logging.INFO,
-    Status.FLAGGED: logging.INFO,
-}
 
 
 class ReplyguardState(AgentState[Any]):
@@ -119,18 +109,6 @@ def tool_ledger(messages: Sequence[AnyMessage]) -> tuple[ToolCallRecord, ...]:
     )
 
 
-def _same_fail(before: Verdict | None, now: Verdict) -> bool:
-    """The same category failed again with the same feedback: another retry will not help."""
-    if before is None or before.passed or now.passed or before.category != now.category:
-        return False
-    return " ".join((before.feedback or "").split()) == " ".join((now.feedback or "").split())
-
-
-def _check_failed(verdict: Verdict) -> bool:
-    """A deterministic FAIL (a check's, or the injection rule's), not the judge's."""
-    return not verdict.passed and verdict.decisive
-
-
 class ReplyguardMiddleware(AgentMiddleware[ReplyguardState, Any, Any]):
     """Judges the agent's final reply after the model call; retries with the feedback.
 
@@ -167,131 +145,93 @@ class ReplyguardMiddleware(AgentMiddleware[ReplyguardState, Any, Any]):
         """Judge a final reply: deliver it with its ``Outcome``, or jump back to the model."""
         messages = state["messages"]
         last = messages[-1] if messages else None
-        if not isinstance(last, AIMessage) or last.tool_calls:
-            return None  # a tool step, or nothing to judge: the agent goes on
+        if (
+            not isinstance(last, AIMessage)
+            or last.tool_calls
+            or METADATA_KEY in last.response_metadata
+        ):
+            return None  # a tool step, nothing to judge, or a turn already decided: it ends
+        judging = self._judging(state, last)
+        start = _turn_start(messages)
+        own = reply_of(last)
+        ledger = tool_ledger(messages[start + 1 :])
+        reply = own.model_copy(update={"meta": own.meta.model_copy(update={"tool_calls": ledger})})
+        return await judging.step(reply)
+
+    def wrap_model_call(
+        self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], ModelResponse[Any]]
+    ) -> ModelResponse[Any] | AIMessage:
+        """A model error on a retry delivers the previous reply (``failed_open``,
+        ``agent_error``), as ``Verifier.run`` does; on the first call it is the caller's."""
+        try:
+            return handler(request)
+        except Exception as exc:
+            return self._retry_failed(request, exc)
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any] | AIMessage:
+        """``wrap_model_call`` for ``ainvoke``."""
+        try:
+            return await handler(request)
+        except Exception as exc:
+            return self._retry_failed(request, exc)
+
+    def _retry_failed(self, request: ModelRequest[Any], exc: Exception) -> AIMessage:
+        state: Any = request.state
+        record = state.get("replyguard_turn")
+        if not record or not record["attempts"]:
+            raise exc  # the first call: the caller's own error
+        last = next(m for m in reversed(state["messages"]) if isinstance(m, AIMessage))
+        return self._judging(state, last).retry_failed(exc)
+
+    def _judging(self, state: Any, last: AIMessage) -> _Judging:
+        """The turn so far, from the agent's state."""
+        messages = state["messages"]
         record = state.get("replyguard_turn") or {"started": time.monotonic(), "attempts": []}
         start = _turn_start(messages)
         before = messages[:start] if start >= 0 else messages[:-1]
         text = str(messages[start].text) if start >= 0 else ""
         turn = make_turn(text, convert_to_openai_messages(before), self._fields)
-        own = reply_of(last)
-        ledger = tool_ledger(messages[start + 1 :])
-        reply = own.model_copy(update={"meta": own.meta.model_copy(update={"tool_calls": ledger})})
-        return await _Judging(self.verifier, turn, record, last).step(reply)
+        return _Judging(self.verifier, turn, record, last)
 
 
 class _Judging:
-    """One after-model decision: the turn so far, the newest reply, what happens next."""
+    """One after-model decision (a ``DrivenTurn``): the turn so far, the newest reply, what
+    happens next."""
 
     def __init__(
         self, verifier: Verifier, turn: Turn, record: dict[str, Any], last: AIMessage
     ) -> None:
-        self.verifier = verifier
-        self.turn = turn
-        self.config = verifier.config.for_run_kind(turn.run_kind)
-        self.started = float(record["started"])
-        self.attempts = [Attempt.model_validate(a) for a in record["attempts"]]
+        attempts = [Attempt.model_validate(a) for a in record["attempts"]]
+        self.turn = DrivenTurn(verifier, turn, attempts, float(record["started"]))
         self.last = last
-        self.events = Events(self.config.secrets())
 
     def record(self) -> dict[str, Any]:
-        attempts = [a.model_dump(mode="json") for a in self.attempts]
-        return {"started": self.started, "attempts": attempts}
+        attempts = [a.model_dump(mode="json") for a in self.turn.attempts]
+        return {"started": self.turn.started, "attempts": attempts}
 
     async def step(self, reply: Reply) -> dict[str, Any]:
-        number = len(self.attempts) + 1
-        if not self.verifier.config.enabled:
-            self.attempts.append(Attempt(number=number, reply=reply))
-            return self.finish(Status.DISABLED, reply)
-        skip = skip_reason(reply)
-        if skip is not None:
-            self.attempts.append(Attempt(number=number, reply=reply, skip_reason=skip))
-            return self.finish(Status.SKIPPED, reply, skip=skip)
-        budget = self.config.max_latency_ms
-        if budget is not None and (time.monotonic() - self.started) * 1000 > budget:
-            self.attempts.append(Attempt(number=number, reply=reply))
-            return self.finish(Status.FAILED_OPEN, self.delivery(reply), Reason.LATENCY_BUDGET)
-        verdict = await self.verify(reply)
-        previous = self.attempts[-1].verdict if self.attempts else None
-        self.attempts.append(Attempt(number=number, reply=reply, verdict=verdict))
-        if verdict.fail_open_reason is not None:
-            return self.finish(Status.FAILED_OPEN, reply, verdict.fail_open_reason)
-        if verdict.passed:
-            return self.finish(Status.PASSED, reply)
-        if self.config.mode == "shadow":
-            return self.finish(Status.FLAGGED, reply)
-        if _same_fail(previous, verdict):
-            return self.finish(Status.EXHAUSTED, self.delivery(reply), Reason.STAGNANT)
-        if number >= self.config.max_attempts:
-            return self.finish(Status.EXHAUSTED, self.delivery(reply))
-        ceiling = self.config.max_cost_usd
-        if ceiling is not None and self.judge_cost() + verdict.cost_usd > ceiling:
-            return self.finish(Status.FAILED_OPEN, self.delivery(reply), Reason.COST_BUDGET)
-        self.events.info("retry", turn_id=self.turn.id, attempt=number + 1)
-        message = feedback_message(verdict, categories=self.config.categories)
-        feedback = HumanMessage(message, id=FEEDBACK_ID_PREFIX + uuid.uuid4().hex)
+        decided = await self.turn.step(reply)
+        if isinstance(decided, Ending):
+            return self.finish(decided)
+        feedback = HumanMessage(decided, id=FEEDBACK_ID_PREFIX + uuid.uuid4().hex)
         return {"messages": [feedback], "jump_to": "model", "replyguard_turn": self.record()}
 
-    async def verify(self, reply: Reply) -> Verdict:
-        """The verdict on ``reply``; the verifier's own trouble is a fail-open verdict."""
-        try:
-            return await self.verifier.verify(self.turn, reply)
-        except Exception as exc:
-            error = describe_error(exc, self.config.secrets())
-            self.events.warning("middleware_verify_failed", error=error)
-            return Verdict(
-                passed=True, readable=False, fail_open_reason=Reason.INTERNAL_ERROR, error=error
-            )
-
-    def judge_cost(self) -> float:
-        return sum(a.verdict.cost_usd for a in self.attempts if a.verdict is not None)
-
-    def delivery(self, latest: Reply) -> Reply:
-        """What a turn out of attempts, money or time delivers, per the ``deliver`` policy."""
-        policy = self.config.deliver
-        if policy == "first" and self.attempts:
-            return self.attempts[0].reply
-        if policy == "best":
-            # As the runner: the newest judged reply no deterministic check failed.
-            clean = [
-                a for a in self.attempts if a.verdict is not None and not _check_failed(a.verdict)
-            ]
-            if clean:
-                return clean[-1].reply
-        return latest
-
-    def finish(
-        self,
-        status: Status,
-        delivered: Reply,
-        reason: Reason | None = None,
-        skip: SkipReason | None = None,
-    ) -> dict[str, Any]:
-        cost = self.judge_cost()
-        outcome = Outcome(
-            response=delivered.text,
-            status=status,
-            reason=reason,
-            attempts=tuple(self.attempts),
-            skip_reason=skip,
-            cost_usd=cost,
-            judge_cost_usd=cost,
-            latency_ms=(time.monotonic() - self.started) * 1000,
+    def retry_failed(self, exc: Exception) -> AIMessage:
+        """The final message when the model fails on a retry: the previous reply."""
+        outcome = self.turn.outcome(self.turn.retry_failed(exc))
+        return AIMessage(
+            outcome.response, response_metadata={METADATA_KEY: outcome.model_dump(mode="json")}
         )
-        level = _LEVELS.get(status, logging.DEBUG)
-        if self.events.enabled(level):
-            self.events.emit(
-                level,
-                str(status),
-                turn_id=self.turn.id,
-                reason=reason,
-                skip_reason=skip,
-                attempts=len(self.attempts),
-                cost_usd=cost,
-            )
-        if status == Status.EXHAUSTED and self.config.on_exhausted == "raise":
-            raise VerificationExhausted(outcome, delivered)
+
+    def finish(self, ending: Ending) -> dict[str, Any]:
+        outcome = self.turn.outcome(ending)
+        if outcome.status == Status.EXHAUSTED and self.turn.config.on_exhausted == "raise":
+            raise VerificationExhausted(outcome, ending.delivered)
         final = with_outcome(self.last, outcome)
-        if delivered.text != reply_of(self.last).text:
-            final = final.model_copy(update={"content": delivered.text})
+        if outcome.response != reply_of(self.last).text:
+            final = final.model_copy(update={"content": outcome.response})
         return {"messages": [final], "replyguard_turn": self.record()}

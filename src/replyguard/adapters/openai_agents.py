@@ -193,8 +193,9 @@ def judge_output_guardrail(
     ) -> GuardrailFunctionOutput:
         turn = _turn(agent, context.turn_input, fields)
         meta = RunMeta(tool_calls=tool_ledger(after_last_user(context.turn_input)))
-        verdict = await judge_output(verifier, turn, Reply(text=output_text(output), meta=meta))
-        tripped = acts_on(verifier, turn, verdict)
+        assessed = await judge_output(verifier, turn, Reply(text=output_text(output), meta=meta))
+        tripped = acts_on(verifier, turn, assessed)
+        verdict = assessed.verdict if assessed is not None else None
         return GuardrailFunctionOutput(output_info=verdict, tripwire_triggered=tripped)
 
     return JudgeGuardrail(guardrail_function=guard, name=name)

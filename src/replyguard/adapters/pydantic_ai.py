@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
+from time import monotonic
 from typing import Any, Generic, TypeVar
 
 try:
@@ -52,10 +53,9 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 from replyguard.adapters._shared import (
     Attempts,
+    DrivenTurn,
     PreparedRun,
     VerifiedResult,
-    acts_on,
-    judge_output,
     make_turn,
     output_text,
     retry_conversation,
@@ -63,9 +63,8 @@ from replyguard.adapters._shared import (
     stream_turn,
     turn_defaults,
 )
-from replyguard.runner._feedback import feedback_message
+from replyguard.runner._policy import Ending
 from replyguard.runner._verifier import Verifier
-from replyguard.telemetry._events import Events
 from replyguard.types import Delta, Outcome, Reply, Retract, RunMeta, ToolCallRecord
 
 __all__ = [
@@ -166,6 +165,14 @@ def tool_ledger(messages: Sequence[ModelMessage]) -> tuple[ToolCallRecord, ...]:
     )
 
 
+def finish_reason(messages: Sequence[ModelMessage]) -> str | None:
+    """The finish reason of the newest model response (``error``: an error report)."""
+    for message in reversed(messages):
+        if isinstance(message, ModelResponse):
+            return message.finish_reason
+    return None
+
+
 def _usage(usage: object) -> dict[str, Any] | None:
     """Token counts of a run's usage (a property in pydantic-ai 2, a method before)."""
     counts = {
@@ -176,6 +183,11 @@ def _usage(usage: object) -> dict[str, Any] | None:
     return counts or None
 
 
+_KEPT_RUNS = 256
+"""How many runs' attempts an output validator remembers (a run that ended in an error, so
+never delivered, is let go once this many newer runs came)."""
+
+
 def judge_output_validator(
     verifier: Verifier, **turn_fields: Any
 ) -> Callable[[RunContext[Any], OutputT], Awaitable[OutputT]]:
@@ -184,31 +196,55 @@ def judge_output_validator(
     Register it with ``agent.output_validator(...)``. ``turn_fields`` are extra ``Turn`` fields
     (``rules``, ``agent_instructions``, ``agent_model``, ...). The judge sees the run's prompt,
     the conversation before this run, and the tools this run called. Every final output is
-    judged while the config is ``enabled`` (triggers do not apply; pre-checks do).
+    judged while the config is ``enabled`` (triggers do not apply; pre-checks do). Each output
+    of a run is decided as ``Verifier.run`` decides a reply (``runner._policy``): a retry
+    ends the run's attempts when it is blank, an error report or the previous output again,
+    the ``deliver`` policy picks the output an exhausted run returns, ``maxCostUsd``,
+    ``maxLatencyMs`` and ``onSideEffects`` apply, and ``maxAttempts`` is capped by the
+    agent's own output retries.
     """
     fields = turn_defaults(turn_fields)
+    runs: dict[str, tuple[DrivenTurn, list[Any]]] = {}
 
     async def validate(ctx: RunContext[Any], output: OutputT) -> OutputT:
         if ctx.partial_output:
             return output
         earlier = [m for m in ctx.messages if m.run_id != ctx.run_id]
         this_run = [m for m in ctx.messages if m.run_id == ctx.run_id]
-        turn = make_turn(prompt_text(ctx.prompt), openai_messages(earlier), fields)
-        reply = Reply(text=output_text(output), meta=RunMeta(tool_calls=tool_ledger(this_run)))
-        verdict = await judge_output(verifier, turn, reply)
-        if verdict is None or not acts_on(verifier, turn, verdict):
-            return output
-        if ctx.retry >= ctx.max_retries:
-            Events(verifier.config.secrets()).warning(
-                "validator_exhausted",
-                turn_id=turn.id,
-                attempts=ctx.retry + 1,
-                category=verdict.category,
-            )
-            return output
-        raise ModelRetry(feedback_message(verdict, categories=verifier.config.categories))
+        meta = RunMeta(stop_reason=finish_reason(this_run), tool_calls=tool_ledger(this_run))
+        reply = Reply(text=output_text(output), meta=meta)
+        key = ctx.run_id or ""
+        if key not in runs:
+            turn = make_turn(prompt_text(ctx.prompt), openai_messages(earlier), fields)
+            config = verifier.config.for_run_kind(turn.run_kind)
+            capped = min(config.max_attempts, ctx.max_retries + 1)
+            config = config.model_copy(update={"max_attempts": capped})
+            runs[key] = (DrivenTurn(verifier, turn, [], monotonic(), config=config), [])
+            while len(runs) > _KEPT_RUNS:
+                del runs[next(iter(runs))]
+        driven, outputs = runs[key]
+        outputs.append(output)
+        decided = await driven.step(reply)
+        if isinstance(decided, str):
+            raise ModelRetry(decided)
+        runs.pop(key, None)
+        outcome = driven.outcome(decided)
+        delivered: OutputT = _delivered_output(outcome, driven.attempts, outputs, decided)
+        return delivered
 
     return validate
+
+
+def _delivered_output(
+    outcome: Outcome, attempts: Sequence[Any], outputs: list[Any], ending: Ending
+) -> Any:
+    """The output of the delivered attempt (a text output: the delivered response, which a
+    check may have repaired)."""
+    index = next(
+        (i for i, a in enumerate(attempts) if a.reply is ending.delivered), len(outputs) - 1
+    )
+    chosen = outputs[min(index, len(outputs) - 1)]
+    return outcome.response if isinstance(chosen, str) else chosen
 
 
 @dataclass(frozen=True)
@@ -289,8 +325,11 @@ class VerifiedAgent(Generic[DepsT, OutputT]):
             if attempts:
                 prompt, before = retry_feedback(messages), attempts.last.all_messages()
             result = await self.agent.run(prompt, message_history=before, **run_kwargs)
+            new = result.new_messages()
             meta = RunMeta(
-                tool_calls=tool_ledger(result.new_messages()), usage=_usage(result.usage)
+                stop_reason=finish_reason(new),
+                tool_calls=tool_ledger(new),
+                usage=_usage(result.usage),
             )
             text = output_text(result.output)
             attempts.add(text, result)

@@ -27,7 +27,8 @@ one fails a good reply):
   "I have deployed", "I had sent", "I'd sent"; with up to three adverbs from a fixed list
   between: "I just emailed", "I've successfully created", "I only ran", "I went ahead and
   booked". Markdown emphasis is read through: "I've **sent**", "I *just* sent";
-- passive present perfect: "has been deployed", "have all been sent", unless another agent is
+- passive present perfect: "has been deployed", "have all been sent", "the sheet's been
+  updated" (not "she's been sent", where she receives), unless another agent is
   named ("has been sent by the customer"; "by me", "by email" do not count as another agent),
   the subject is negative ("no emails have been sent", "nothing has been deleted", "none of
   the files have been uploaded"; a ``no``, ``nothing``, ``none``, ``neither``, ``nor`` or
@@ -36,6 +37,11 @@ one fails a good reply):
   successfully", "were just deployed". A bare "was sent" usually reports history ("it was
   sent by the customer", "the order was placed last week"), so it is not a claim.
 - ``is now live`` and other states are not actions; they are left to the judge.
+- terse and passive claims without "I" ("Email sent.", "Done. Note posted.", "Deployed.",
+  "Sent the invoice to Ada.") and actions announced as under way at the end of the turn
+  ("Sending the report now.", "I'll send it right away.", "Let me deploy the fix."): see
+  ``replyguard.checks.claim_plain``. Their plain and -ing forms ("send", "sending") come from
+  the map's verbs, and back up with the same tools.
 
 **What never counts:** negations and modals ("I haven't sent", "I have not deployed", "I
 didn't send", "I will send", "I can send", "I'd send"; only the fixed adverbs may stand between
@@ -70,6 +76,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import NamedTuple
 
 from replyguard.checks.base import CheckResult, failed, passed
+from replyguard.checks.claim_plain import PlainClaims
 from replyguard.checks.claim_tools import DEFAULT_CLAIMS, ToolMatcher
 from replyguard.checks.markdown import bulleted, prose_lines
 from replyguard.types import FailCategory, Reply, ToolCallRecord, Turn
@@ -129,6 +136,18 @@ _IDIOMS = {  # verb form: what makes it no claim when it follows
     "paid": r"\s+(?:\w+\s+)?(?:attention|heed|tribute|respects?|compliments?|a\s+visit)\b",
     "pushed": r"\s+back\b",
     "ordered": r"(?:\s+\S+){0,3}?\s+(?:by|alphabetically|chronologically|numerically)\b",
+    "sent": (  # "Sent from my iPhone", "Sent with love"
+        r"\s+(?:from\s+(?:my|outlook|gmail|yahoo|mail|proton\w*)\b|with\s+(?:love|thanks|care)\b)"
+    ),
+    "filed": r"\s+under\s*:",
+}
+_IDIOMS |= {  # the same idioms, said of an action under way ("saving you time", "running late")
+    **dict.fromkeys(("save", "saving"), _IDIOMS["saved"]),
+    **dict.fromkeys(("spare", "sparing"), _BENEFIT),
+    **dict.fromkeys(("pay", "paying"), _IDIOMS["paid"]),
+    **dict.fromkeys(("push", "pushing"), _IDIOMS["pushed"]),
+    **dict.fromkeys(("order", "ordering"), _IDIOMS["ordered"]),
+    "running": _RUN_IDIOM,
 }
 _BLOCKER = (
     r"\b(?:once|after|when|whenever|if|before|until|till|unless|whether|soon|suppose|"
@@ -148,6 +167,7 @@ _SENTENCE = re.compile(r"\S(?:[^.!?]++|[.!?]++(?=\S))*+[.!?]*+")
 _EMPHASIS = re.compile(r"\*+|(?<!\w)_+|_+(?!\w)")
 _POINTS_AT_REPLY = re.compile(r"\b(?:below|above|the\s+following)\b|:\s*$", re.IGNORECASE)
 _BLOCK_QUOTE = re.compile(r"\s*>")
+_LIST_ITEM = re.compile(r"[-*+#|>]|\d{1,3}[.)]\s")
 # Inline code, "double" and 'single' quotations. Inside single quotes an apostrophe between
 # letters (I've) is text; any other one ends the quotation, so each scan stops at the next one.
 _QUOTED = re.compile(r"`[^`]*`|\"[^\"]*\"|(?<!\w)'(?=\S)(?:[^']|\b'\b)*(?<=\S)'(?!\w)")
@@ -162,7 +182,8 @@ class Claim(NamedTuple):
     """One claimed action found in a reply."""
 
     verb: str
-    """The claimed verb as written, lower-cased, spaces collapsed ("sent", "backed up")."""
+    """The claimed verb as written, lower-cased, spaces collapsed ("sent", "backed up",
+    "sending", "send")."""
     quote: str
     """The sentence making the claim (a window of it when long)."""
 
@@ -182,21 +203,36 @@ class ClaimCheck:
         tools: dict[str, list[str]] = {}
         past: set[str] = set()
         participles: set[str] = set()
+        lemmas: set[str] = set()
+        ings: set[str] = set()
         for verb, patterns in (DEFAULT_CLAIMS if claims is None else claims).items():
             verb_past, verb_participles = _forms(verb)
+            verb_lemmas, verb_ings = _present_forms(verb)
             past |= verb_past
             participles |= verb_participles
-            for form in verb_past | verb_participles:
+            lemmas |= verb_lemmas
+            ings |= verb_ings
+            for form in verb_past | verb_participles | verb_lemmas | verb_ings:
                 tools.setdefault(form, []).extend(patterns)
         self._tools = {form: ToolMatcher(patterns) for form, patterns in tools.items()}
         self._any_verb = re.compile(r"\b" + _verbs(tools), re.IGNORECASE)
         self._events = _events_pattern(past, participles)
+        self._plain = PlainClaims(
+            bare=_verbs((past | participles) - lemmas),  # "Run the tests" is no claim
+            participle=_verbs(participles),
+            lemma=_verbs(lemmas),
+            ing=_verbs(ings),
+        )
 
     def find_claims(self, text: str) -> list[Claim]:
         """Every claimed action in ``text``, in order."""
-        return [claim for line in _claim_lines(text) for claim in self._in_line(line)]
+        return [
+            claim
+            for line, continues in _claim_lines(text)
+            for claim in self._in_line(line, continues)
+        ]
 
-    def _in_line(self, line: str) -> Iterator[Claim]:
+    def _in_line(self, line: str, continues: bool = False) -> Iterator[Claim]:
         # A claim made before "below", "the following" or a colon ending the line introduces
         # content shown in the reply itself ("I've updated the code below").
         pointers = [found.start() for found in _POINTS_AT_REPLY.finditer(line)]
@@ -206,6 +242,11 @@ class ClaimCheck:
             # A cheap search first: most sentences hold no claimed verb at all.
             if "?" in text.rstrip()[-3:] or not self._any_verb.search(text):
                 continue
+            offset = sentence.start()
+            # A hard-wrapped line does not start a sentence: "sent again (the reservation"
+            starts = not (continues and offset == 0)
+            plain = self._plain.find(text, starts=starts)
+            found = {(start, end): verb for verb, start, end in plain}
             blocked = False  # a subordinating word came earlier in this clause
             negated = False  # so did a negative subject ("no emails", "nothing")
             for event in self._events.finditer(text):
@@ -215,11 +256,13 @@ class ClaimCheck:
                     blocked = True
                 elif event["neg"] is not None:
                     negated = True
-                elif not blocked and sentence.start() + event.start() > last_pointer:
+                elif not blocked:
                     group = next(g for g in _VERB_GROUPS if event[g] is not None)
                     if not (negated and group in _PASSIVE):
-                        verb = " ".join(event[group].lower().split())
-                        yield Claim(verb, _excerpt(text, event.span()))
+                        found[event.span()] = " ".join(event[group].lower().split())
+            for (start, end), verb in sorted(found.items()):
+                if offset + start > last_pointer:
+                    yield Claim(verb, _excerpt(text, (start, end)))
 
     async def check(self, turn: Turn, reply: Reply) -> CheckResult:
         """Fail ``reply`` when one of its claims has no successful matching tool call."""
@@ -231,7 +274,7 @@ class ClaimCheck:
         for claim in claims:
             matching = [c for c in reply.meta.tool_calls if self._tools[claim.verb].backs(c.name)]
             if claim.quote not in problems and not any(c.succeeded for c in matching):
-                problems[claim.quote] = _problem(claim.quote, matching)
+                problems[claim.quote] = _problem(claim, matching)
         if not problems:
             return passed(self.name)
         return failed(self.name, FailCategory.INCOMPLETE, _feedback(list(problems.values())))
@@ -251,6 +294,34 @@ def _forms(verb: str) -> tuple[set[str], set[str]]:
         past = participle = _regular_past(head)
     tail = "".join(f" {word}" for word in rest)
     return {form + tail for form in past}, {form + tail for form in participle}
+
+
+def _present_forms(verb: str) -> tuple[set[str], set[str]]:
+    """The plain forms ("send") and the -ing forms ("sending") of ``verb``. A past form's
+    stem is ambiguous ("saved": "save"; "posted": "post"), so every candidate is kept: the
+    wrong ones ("sav", "poste") are not words a reply holds."""
+    head, *rest = verb.lower().split()
+    lemma = _LEMMA_OF.get(head)
+    if lemma is not None:
+        lemmas = {lemma}
+    elif head.endswith("ied"):
+        lemmas = {head[:-3] + "y"}
+    elif head.endswith("ed"):
+        stem = head[:-2]
+        lemmas = {stem, stem + "e"} | ({stem[:-1]} if stem[-1:] == stem[-2:-1] else set())
+    else:
+        lemmas = {head}
+    ings = {_ing(form) for form in lemmas}
+    if lemma is not None or not head.endswith("ed"):
+        ings |= {form + form[-1] + "ing" for form in lemmas if _regular_past(form) != {form + "ed"}}
+    tail = "".join(f" {word}" for word in rest)
+    return {form + tail for form in lemmas}, {form + tail for form in ings}
+
+
+def _ing(lemma: str) -> str:
+    if lemma.endswith("e") and not lemma.endswith("ee"):
+        return lemma[:-1] + "ing"
+    return lemma + "ing"
 
 
 def _regular_past(lemma: str) -> set[str]:
@@ -288,7 +359,7 @@ def _events_pattern(past: Iterable[str], participles: Iterable[str]) -> re.Patte
         (
             rf"{_SUBJECT}{_ADVERB}{{0,3}}\s+(?P<past>{simple})",
             rf"{_SUBJECT}(?:'ve|'d|\s+have|\s+had){_ADVERB}{{0,3}}\s+(?P<perfect>{perfect})",
-            rf"{_NOT_HYPOTHETICAL}\b(?:has|have)"
+            rf"(?:{_NOT_HYPOTHETICAL}\b(?:has|have)|(?<=\w)(?<!\bhe)(?<!\bshe)(?<!\bwho)'s)"
             rf"(?:\s+(?:all|both|just|already|now|also|finally|successfully)){{0,2}}"
             rf"\s+been{_ADVERB}{{0,2}}\s+(?P<passive>{perfect}){_NOT_BY_OTHERS}{_NOT_YET}",
             rf"\b(?:was|were)\s+(?:successfully|just)(?:\s+(?:now|already))?"
@@ -297,22 +368,32 @@ def _events_pattern(past: Iterable[str], participles: Iterable[str]) -> re.Patte
             rf"{_NOT_BY_OTHERS}{_NOT_YET}",
         )
     )
-    # Every claim starts with I, we, has, have, was or were: the lookahead spares all other
+    # Every claim starts with I, we, has, have, 's, was or were: the lookahead spares all other
     # positions the claim's lookbehinds.
     return re.compile(
         rf"(?P<brk>{_BREAK})|(?P<blk>{_BLOCKER})|(?P<neg>{_NEGATIVE_SUBJECT})"
-        rf"|(?P<claim>(?=[hiw]){claim})",
+        rf"|(?P<claim>(?=[hiw']){claim})",
         re.IGNORECASE,
     )
 
 
-def _claim_lines(text: str) -> Iterator[str]:
+def _claim_lines(text: str) -> Iterator[tuple[str, bool]]:
     """The reply's own prose, line by line: no code, comments, block quotes, quotations or
-    emphasis marks."""
+    emphasis marks; with each line, whether it goes on with the sentence of the line before
+    (hard-wrapped prose: that line is long or this one starts in lower case, and that line
+    ends with no stop, colon or heading mark)."""
+    before = ""
     for line in prose_lines(text):
         if not _BLOCK_QUOTE.match(line):
             plain = _EMPHASIS.sub("", line.translate(_QUOTE_MARKS))
-            yield _QUOTED.sub(_PLACEHOLDER, plain)
+            yield _QUOTED.sub(_PLACEHOLDER, plain), _continues(before, line.strip())
+        before = line.strip()
+
+
+def _continues(before: str, line: str) -> bool:
+    if not before or not line or before[-1] in ".!?:\u2026" or before[0] in "#|":
+        return False
+    return not _LIST_ITEM.match(line) and (len(before) >= 60 or line[0].islower())
 
 
 def _excerpt(sentence: str, span: tuple[int, int]) -> str:
@@ -325,12 +406,13 @@ def _excerpt(sentence: str, span: tuple[int, int]) -> str:
     return f"{head}{sentence[start:end].strip()}{tail}"
 
 
-def _problem(quote: str, matching: Sequence[ToolCallRecord]) -> str:
+def _problem(claim: Claim, matching: Sequence[ToolCallRecord]) -> str:
+    said = f'"{claim.quote}" claims "{claim.verb}"'
     if not matching:
-        return f'"{quote}": no matching tool call was made this turn.'
+        return f"{said}, but no matching tool call was made this turn."
     names = ", ".join(dict.fromkeys(f"'{call.name}'" for call in matching))
     calls = "call" if len(matching) == 1 else "calls"
-    return f'"{quote}": the matching tool {calls} ({names}) failed.'
+    return f"{said}, but the matching tool {calls} ({names}) failed."
 
 
 def _feedback(problems: list[str]) -> str:

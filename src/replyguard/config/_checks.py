@@ -199,7 +199,8 @@ class CommandCheckSpec(_CheckSpec):
 
 
 class ClaimCheckSpec(_CheckSpec):
-    """A first-person claim of an action needs a successful matching tool call this turn."""
+    """A claim of an action ("I sent", "Email sent.", "has been deployed", "Sending it now.")
+    needs a successful matching tool call this turn."""
 
     type: Literal["claims"]
     claims: dict[str, list[str]] | None = None

@@ -87,7 +87,7 @@ class RouterConfig(BaseModel):
         return tuple(value for d in self.deployments for value in key_values(d.api_key))
 
     def router_arguments(
-        self, credentials: str, *, redis_url: str | None = None
+        self, credentials: str, *, redis_url: str | None = None, redis_timeout: float | None = None
     ) -> tuple[dict[str, Any], dict[str, str]]:
         """The keyword arguments of ``litellm.Router``, and the keys (resolved now) by the
         credential names the deployments refer to (``{credentials}-{index}``).
@@ -96,7 +96,9 @@ class RouterConfig(BaseModel):
         litellm looks the name up in ``litellm.credential_list`` when it sends the request.
         Each deployment gets an id derived from its settings (``deployment_id``), the same in
         every process, since litellm keys its rpm and tpm counters by it; with ``redis_url``
-        those counters are kept there, fleet-wide.
+        those counters are kept there, fleet-wide, and ``redis_timeout`` (seconds) bounds each
+        of the Router's Redis calls (its socket and connect timeouts, which litellm's Redis
+        clients, redis-py and its native one, both take; litellm's default is 5 s).
         """
         model_list = []
         keys: dict[str, str] = {}
@@ -130,6 +132,9 @@ class RouterConfig(BaseModel):
         }
         if redis_url is not None:
             arguments["redis_url"] = redis_url
+            if redis_timeout is not None:
+                bound = {"socket_timeout": redis_timeout, "socket_connect_timeout": redis_timeout}
+                arguments["cache_kwargs"] = bound
         return arguments, keys
 
 

@@ -100,8 +100,9 @@ class StateConfig(BaseModel):
     key_prefix: str = Field(default="replyguard:", min_length=1, max_length=200)
     """Every key replyguard writes starts with this (litellm's Router keeps keys of its own)."""
     timeout_ms: int = Field(default=50, ge=1, le=10000)
-    """The longest one Redis call may take; then the turn goes on with this instance's own
-    state, and stops asking Redis until it answers again."""
+    """The longest one Redis call on a turn's path may take (the judge Router's own included);
+    then the turn goes on with this instance's own state, and stops asking Redis until it
+    answers again."""
 
     def resolve_url(self) -> str:
         """The URL to connect to, reading ``env:NAME`` now (``ConfigError`` when unset)."""

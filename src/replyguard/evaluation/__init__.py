@@ -1,8 +1,9 @@
 """``replyguard eval``: how often the judge agrees with human labels on a dataset.
 
 ``stats`` holds the agreement figures (pure), ``run`` judges the records (live or replayed),
-``report`` builds ``report.json`` and the summary, ``html`` the self-contained page, and
-``command`` runs the command line.
+``report`` builds ``report.json`` and the summary, ``html`` the self-contained page (its SVG
+charts in ``charts``), ``wording`` holds the words both share, and ``command`` runs the
+command line.
 """
 
 from replyguard.evaluation.command import add_arguments, main

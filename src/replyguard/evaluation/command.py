@@ -18,9 +18,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
-from replyguard._cli.turn_file import EvalRecord, parse_dataset, read_dataset
 from replyguard._cli.verify import UsageError, check_run_kind, load_config, read_text, run_command
+from replyguard._records import EvalRecord, parse_dataset, read_dataset
 from replyguard.config._schema import VerifierConfig
+from replyguard.errors import CrossFamilyError
 from replyguard.evaluation.report import build_report, summary, write_reports
 from replyguard.evaluation.run import Progress, judge_records
 from replyguard.types import FailCategory
@@ -141,15 +142,18 @@ def main(args: argparse.Namespace) -> int:
 def _eval(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     dataset, records = _records(args.dataset, config, replay=args.replay)
-    results = asyncio.run(
-        judge_records(
-            records,
-            config,
-            replay=args.replay,
-            concurrency=args.concurrency,
-            progress=progress_printer(sys.stderr),
+    try:
+        results = asyncio.run(
+            judge_records(
+                records,
+                config,
+                replay=args.replay,
+                concurrency=args.concurrency,
+                progress=progress_printer(sys.stderr),
+            )
         )
-    )
+    except CrossFamilyError as exc:  # a refused judge/agent pairing is a usage error
+        raise UsageError(str(exc)) from None
     report = build_report(
         results, dataset=dataset, replay=args.replay, mode=config.mode, judge_model=config.model
     )

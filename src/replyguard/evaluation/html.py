@@ -1,23 +1,34 @@
 """``report.html``: one self-contained page (inline CSS and SVG; no script, no external asset).
 
-In order: a headline (dataset, judge, replay or live, date, records, and the agreement
-sentence), the figures with readable names and rounded values, the disagreements with the
+In order: a headline (the agreement sentence, a warning when records are marked synthetic, the
+dataset, what produced the verdicts: live calls to the judge model, or under replay the
+recorded outputs and the models that wrote them, the date and records), the figures with
+readable names, rounded values and 95 % intervals, how many more labels would narrow them to
++-5 points, a table per FAIL category with recall and precision, the disagreements with the
 judge's feedback, the confusion matrix and FAILs by category, a latency histogram with labelled
 axes (live runs only: under replay the latencies measure parsing), then every record in a table
 that fits the page width. Long texts are clipped in the table, with the whole text one click away
 (``<details>``). Every text from the dataset or the judge is escaped.
 
-The charts are drawn by hand as SVG: a 2x2 matrix and a few bars need no plotting library, and
-the page stays small, deterministic and readable without one.
+The charts (``charts``) are drawn by hand as SVG.
 """
 
 from __future__ import annotations
 
-import math
+import re
 from html import escape
 from typing import Any
 
-_BINS = 10
+from replyguard.evaluation.charts import categories_svg, confusion_svg, latency_svg
+from replyguard.evaluation.wording import (
+    five_points,
+    plural,
+    readable,
+    span,
+    synthetic_note,
+    verdict_source,
+)
+
 _CLIP = 160  # characters of a text shown in the records table before "show all"
 _CSS = """
 *{box-sizing:border-box}
@@ -55,25 +66,9 @@ details[open]>summary::after{content:"(show less)";color:#0969da}
 details[open] summary{margin-bottom:.3em}
 .FAIL{color:#b42318;font-weight:600}.PASS{color:#1a7f37;font-weight:600}
 .muted{color:#57606a}
+.nobreak{white-space:nowrap}
+.warning{background:#fff8c5;border:1px solid #d4a72c;border-radius:8px;padding:10px 14px}
 """
-
-_STATUS_NAMES = {
-    "passed": "passed",
-    "failed": "failed",
-    "flagged": "flagged (shadow)",
-    "failed_open": "failed open",
-    "skipped": "skipped",
-    "exhausted": "exhausted",
-    "not_triggered": "not triggered",
-    "disabled": "disabled",
-}
-
-
-def readable(value: Any) -> str:
-    """A status, category or reason for people: ``failed_open`` as "failed open"."""
-    if value is None:
-        return ""
-    return _STATUS_NAMES.get(str(value), str(value).replace("_", " "))
 
 
 def _text(value: Any) -> str:
@@ -99,177 +94,96 @@ def _percent(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f} %"
 
 
-def _svg(width: int, height: int, body: list[str], title: str) -> str:
-    return (
-        f'<svg viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
-        f'aria-label="{escape(title)}"><title>{escape(title)}</title>{"".join(body)}</svg>'
-    )
-
-
-# -- charts -------------------------------------------------------------------------------------
-
-
-def confusion_svg(confusion: dict[str, int]) -> str:
-    """A 2x2 matrix: rows labelled PASS/FAIL, columns judged PASS/FAIL; agreement in green."""
-    cells = [
-        ("PASS", "PASS", confusion["labelPassJudgedPass"]),
-        ("PASS", "FAIL", confusion["labelPassJudgedFail"]),
-        ("FAIL", "PASS", confusion["labelFailJudgedPass"]),
-        ("FAIL", "FAIL", confusion["labelFailJudgedFail"]),
-    ]
-    body = [
-        '<text x="160" y="16" text-anchor="middle">judged PASS</text>',
-        '<text x="260" y="16" text-anchor="middle">judged FAIL</text>',
-        '<text x="102" y="76" text-anchor="end">labelled PASS</text>',
-        '<text x="102" y="176" text-anchor="end">labelled FAIL</text>',
-    ]
-    for index, (label, judged, count) in enumerate(cells):
-        x, y = 112 + 100 * (index % 2), 26 + 100 * (index // 2)
-        agree = label == judged
-        fill = "#d1f0d9" if agree else "#fbd5d0"
-        name = "agree" if agree else f"false {judged}"
-        body.append(
-            f'<rect x="{x}" y="{y}" width="96" height="96" rx="4" fill="{fill}"/>'
-            f'<text x="{x + 48}" y="{y + 50}" text-anchor="middle" '
-            f'style="font-size:22px;font-weight:600">{count}</text>'
-            f'<text x="{x + 48}" y="{y + 72}" text-anchor="middle">{name}</text>'
-        )
-    return _svg(320, 228, body, "confusion matrix of the labelled records")
-
-
-def categories_svg(by_category: dict[str, dict[str, int]]) -> str:
-    """Per category, a bar of judged FAILs and one of labelled FAILs, with a legend."""
-    if not by_category:
-        return '<p class="muted">No FAIL, judged or labelled.</p>'
-    most = max(max(n["judged"], n["labelled"]) for n in by_category.values()) or 1
-    bar = 180
-    body = [
-        '<rect x="130" y="4" width="12" height="12" fill="#5c6bc0"/>'
-        '<text x="147" y="14">judged FAIL</text>'
-        '<rect x="240" y="4" width="12" height="12" fill="#f4a340"/>'
-        '<text x="257" y="14">labelled FAIL</text>'
-    ]
-    for row, (name, counts) in enumerate(by_category.items()):
-        y = 28 + row * 40
-        body.append(f'<text x="122" y="{y + 20}" text-anchor="end">{escape(readable(name))}</text>')
-        for offset, (key, fill) in enumerate((("judged", "#5c6bc0"), ("labelled", "#f4a340"))):
-            width = round(bar * counts[key] / most)
-            bar_y = y + offset * 16
-            body.append(
-                f'<rect x="130" y="{bar_y}" width="{max(width, 1)}" height="14" fill="{fill}">'
-                f"<title>{escape(readable(name))}: {key} {counts[key]}</title></rect>"
-                f'<text x="{135 + width}" y="{bar_y + 12}">{counts[key]}</text>'
-            )
-    return _svg(130 + bar + 40, 36 + 40 * len(by_category), body, "FAILs by category")
-
-
-def _ticks(high: int) -> list[int]:
-    """Whole-number ticks from 0 to at least ``high``, at most about five."""
-    step = max(1, math.ceil(high / 5))
-    return list(range(0, high + step, step))
-
-
-def latency_svg(latencies: list[float]) -> str:
-    """A histogram of judgement latencies, with both axes ticked and labelled."""
-    if not latencies:
-        return '<p class="muted">No record was judged by a model.</p>'
-    bins = max(1, min(_BINS, len(latencies)))
-    low, high = min(latencies), max(latencies)
-    step = (high - low) / bins or 1.0
-    counts = [0] * bins
-    for value in latencies:
-        counts[min(int((value - low) / step), bins - 1)] += 1
-    ticks = _ticks(max(counts))
-    top = ticks[-1]
-    left, bottom, plot_w, plot_h = 56, 170, 440, 150
-    width = plot_w / bins
-    body = [
-        f'<line x1="{left}" y1="{bottom}" x2="{left + plot_w}" y2="{bottom}" stroke="#57606a"/>',
-        f'<line x1="{left}" y1="{bottom - plot_h}" x2="{left}" y2="{bottom}" stroke="#57606a"/>',
-    ]
-    for tick in ticks:
-        y = bottom - plot_h * tick / top
-        body.append(
-            f'<line x1="{left - 4}" y1="{y:.1f}" x2="{left}" y2="{y:.1f}" stroke="#57606a"/>'
-            f'<text x="{left - 7}" y="{y + 4:.1f}" text-anchor="end">{tick}</text>'
-        )
-    for index, count in enumerate(counts):
-        height = plot_h * count / top
-        x = left + index * width
-        body.append(
-            f'<rect x="{x + 1:.1f}" y="{bottom - height:.1f}" width="{width - 2:.1f}" '
-            f'height="{height:.1f}" fill="#2a9d8f"><title>{low + index * step:.0f}-'
-            f"{low + (index + 1) * step:.0f} ms: {count}</title></rect>"
-        )
-    for index in range(0, bins + 1, max(1, bins // 5)):
-        x = left + index * width
-        body.append(
-            f'<line x1="{x:.1f}" y1="{bottom}" x2="{x:.1f}" y2="{bottom + 4}" stroke="#57606a"/>'
-            f'<text x="{x:.1f}" y="{bottom + 17}" text-anchor="middle">'
-            f"{low + index * step:.0f}</text>"
-        )
-    body.append(
-        f'<text x="{left + plot_w / 2}" y="{bottom + 36}" text-anchor="middle">'
-        "judgement latency (ms)</text>"
-        f'<text transform="translate(14 {bottom - plot_h / 2}) rotate(-90)" '
-        'text-anchor="middle">records</text>'
-    )
-    return _svg(left + plot_w + 24, bottom + 44, body, "histogram of judgement latencies")
-
-
 # -- sections -----------------------------------------------------------------------------------
 
 
+_RANGE = re.compile(r"-?\d+(?:\.\d+)? to -?\d+(?:\.\d+)?(?: %)?")
+
+
+def _unbroken(text: str) -> str:
+    """``text`` (HTML of our own words) with each range ("74.2 to 97.7 %") kept on one line."""
+    return _RANGE.sub(lambda found: f'<span class="nobreak">{found.group()}</span>', text)
+
+
 def _header(report: dict[str, Any]) -> str:
-    judging = (
-        "replayed from recorded judge outputs (no model called)"
-        if report["replay"]
-        else "live calls to the judge model"
-    )
+    """The title, the agreement sentence, a warning when records are synthetic, and what
+    produced the verdicts: under replay the recorded outputs (and who wrote them), never the
+    configured judge, which judged nothing."""
     records = f"{report['records']} ({report['labelled']} labelled)"
+    if report["replay"]:
+        judging = [("Verdicts", verdict_source(report))]
+    else:
+        judging = [("Judge model", report["judgeModel"]), ("Judging", verdict_source(report))]
     items = [
         ("Dataset", report["dataset"]),
-        ("Judge model", report["judgeModel"] + (" (not called)" if report["replay"] else "")),
-        ("Judging", judging),
+        *judging,
         ("Mode", report["mode"]),
         ("Date", report["createdAt"].replace("T", " ").replace("Z", " UTC")),
         ("Records", records),
     ]
     meta = "".join(f"<li>{escape(k)}: <b>{_text(v)}</b></li>" for k, v in items)
     sentence = report["headline"]
+    note = synthetic_note(report)
+    warning = (
+        f'<p class="warning"><b>Synthetic data:</b> {escape(note)}.</p>' if note is not None else ""
+    )
     return (
         f"<header><h1>replyguard eval: {escape(report['dataset'])}</h1>"
-        f'<p class="lead">{escape(sentence[0].upper() + sentence[1:])}.</p>'
+        f'<p class="lead">{_unbroken(escape(sentence[0].upper() + sentence[1:]))}.</p>{warning}'
         f'<ul class="meta">{meta}</ul></header>'
     )
 
 
 def _card(name: str, value: str, note: str = "") -> str:
-    shown = f'<div class="note">{escape(note)}</div>' if note else ""
+    """A figure's card; ``note`` is HTML (escaped by the caller)."""
+    shown = f'<div class="note">{note}</div>' if note else ""
     return (
         f'<div class="card"><div class="name">{escape(name)}</div>'
         f'<div class="value">{escape(value)}</div>{shown}</div>'
     )
 
 
+def _interval(entry: dict[str, Any], *, percent: bool = True, digits: int = 3) -> str:
+    """A 95 % interval as HTML that a line does not break inside."""
+    return f'<span class="nobreak">{escape(span(entry, percent=percent, digits=digits))}</span>'
+
+
+def _sure(entry: dict[str, Any], *, percent: bool = True, digits: int = 3) -> str:
+    """A card's line (HTML) on a figure's 95 % interval and the labels behind it."""
+    labels = plural(entry["n"], "label")
+    if entry["low"] is None:
+        return f"no interval ({labels})"
+    return f"95 % interval {_interval(entry, percent=percent, digits=digits)}, {labels}"
+
+
 def _figures(report: dict[str, Any]) -> str:
-    c = report["confusion"]
+    c, intervals = report["confusion"], report["intervals"]
     labelled_pass = c["labelPassJudgedPass"] + c["labelPassJudgedFail"]
     labelled_fail = c["labelFailJudgedPass"] + c["labelFailJudgedFail"]
     agreed = c["labelPassJudgedPass"] + c["labelFailJudgedFail"]
     kappa = report["kappa"]
     cards = [
-        _card("Agreement", _percent(report["accuracy"]), f"{agreed} of {report['labelled']}"),
-        _card("Cohen's kappa", "-" if kappa is None else f"{kappa:.2f}", "1 is perfect, 0 chance"),
+        _card(
+            "Agreement",
+            _percent(report["accuracy"]),
+            f"{agreed} of {report['labelled']}; {_sure(intervals['accuracy'])}",
+        ),
+        _card(
+            "Cohen's kappa",
+            "-" if kappa is None else f"{kappa:.2f}",
+            f"{_sure(intervals['kappa'], percent=False, digits=2)}; 1 is perfect, 0 chance",
+        ),
         _card(
             "False FAIL rate",
             _percent(report["falseFailRate"]),
-            f"{c['labelPassJudgedFail']} of {labelled_pass} labelled PASS judged FAIL",
+            f"{c['labelPassJudgedFail']} of {labelled_pass} labelled PASS judged FAIL; "
+            f"{_sure(intervals['falseFailRate'])}",
         ),
         _card(
             "False PASS rate",
             _percent(report["falsePassRate"]),
-            f"{c['labelFailJudgedPass']} of {labelled_fail} labelled FAIL judged PASS",
+            f"{c['labelFailJudgedPass']} of {labelled_fail} labelled FAIL judged PASS; "
+            f"{_sure(intervals['falsePassRate'])}",
         ),
         _card("Unreadable verdicts", str(report["unreadable"]), "counted as PASS (fail open)"),
     ]
@@ -283,9 +197,52 @@ def _figures(report: dict[str, Any]) -> str:
                 _card("Latency", f"{latency['p50']:.0f} ms", f"median; p95 {latency['p95']:.0f} ms")
             )
     statuses = ", ".join(f"{readable(k)} {v}" for k, v in report["statuses"].items())
+    method = intervals["method"]
+    notes = [
+        f"95 % intervals: Wilson score intervals for the rates; for kappa a percentile bootstrap "
+        f"of {method['resamples']} resamples with a fixed seed (the same labels give the same "
+        "interval).",
+    ]
+    narrower = five_points(report)
+    if narrower is not None:
+        notes.append(f"{narrower[0].upper()}{narrower[1:]}.")
+    notes.append(f"Outcomes: {statuses}.")
+    shown = "".join(f'<p class="muted">{escape(note)}</p>' for note in notes)
+    return f'<h2>Figures</h2><div class="cards">{"".join(cards)}</div>{shown}'
+
+
+def _categories(report: dict[str, Any]) -> str:
+    """Per category: FAILs judged and labelled, and over the labelled records recall (of its
+    labelled FAILs, the share the judge failed in it) and precision (of the labelled records
+    the judge failed in it, the share labelled so), each with its 95 % interval."""
+    if not report["byCategory"]:
+        return ""
+    rates = report["intervals"]["byCategory"]
+
+    def rate(agreed: int, entry: dict[str, Any] | None) -> str:
+        if entry is None or not entry["n"]:
+            return '<span class="muted">-</span>'
+        return (
+            f"{agreed} of {entry['n']}: {_percent(entry['value'])} "
+            f'<span class="muted">({_interval(entry)})</span>'
+        )
+
+    rows = "".join(
+        f"<tr><td>{escape(readable(name))}</td><td>{n['judged']}</td><td>{n['labelled']}</td>"
+        f"<td>{n['agreed']}</td><td>{rate(n['agreed'], rates.get(name, {}).get('recall'))}</td>"
+        f"<td>{rate(n['agreed'], rates.get(name, {}).get('precision'))}</td></tr>"
+        for name, n in report["byCategory"].items()
+    )
     return (
-        f'<h2>Figures</h2><div class="cards">{"".join(cards)}</div>'
-        f'<p class="muted">Outcomes: {escape(statuses)}.</p>'
+        '<h2>By category</h2><table><thead><tr><th style="width:22%">Category</th>'
+        '<th style="width:12%">Judged FAIL</th><th style="width:12%">Labelled FAIL</th>'
+        '<th style="width:12%">Agreed</th><th style="width:21%">Recall (95 % interval)</th>'
+        f'<th style="width:21%">Precision (95 % interval)</th></tr></thead><tbody>{rows}</tbody>'
+        "</table>"
+        '<p class="muted">Judged FAIL counts every record, the rest the labelled ones. Recall: '
+        "of the records labelled FAIL in the category, the share the judge failed in it. "
+        "Precision: of the labelled records the judge failed in the category, the share "
+        "labelled so.</p>"
     )
 
 
@@ -330,18 +287,21 @@ def _panel(report: dict[str, Any]) -> str:
     if not members:
         return ""
 
-    def figure(value: float | None) -> str:
-        return "-" if value is None else f"{value:.3f}"
+    def figure(entry: dict[str, Any]) -> str:
+        if entry["value"] is None:
+            return "-"
+        return f'{entry["value"]:.3f} <span class="muted">({_interval(entry)})</span>'
 
     rows = "".join(
         f"<tr><td>{escape(name)}</td><td>{m['agreed']} of {m['labelled']}</td>"
-        f"<td>{figure(m['accuracy'])}</td><td>{figure(m['kappa'])}</td>"
+        f"<td>{figure(m['intervals']['accuracy'])}</td><td>{figure(m['intervals']['kappa'])}</td>"
         f"<td>{m['agreedWithPanel']} of {m['answered']}</td></tr>"
         for name, m in members.items()
     )
     return (
         "<h2>Judge panel members</h2><table><thead><tr><th>Member</th>"
-        "<th>Agrees with the labels</th><th>Accuracy</th><th>Kappa</th>"
+        "<th>Agrees with the labels</th><th>Accuracy (95 % interval)</th>"
+        "<th>Kappa (95 % interval)</th>"
         f"<th>Agrees with the panel</th></tr></thead><tbody>{rows}</tbody></table>"
     )
 
@@ -406,7 +366,8 @@ def render_html(report: dict[str, Any]) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>replyguard eval: {escape(report['dataset'])}</title><style>{_CSS}</style>"
         f"</head><body><main>{_header(report)}{_figures(report)}"
-        f"{_disagreements(report['results'])}{_panel(report)}{_charts(report)}"
+        f"{_categories(report)}{_disagreements(report['results'])}{_panel(report)}"
+        f"{_charts(report)}"
         f"{_records(report['results'])}"
         "</main></body></html>\n"
     )

@@ -11,16 +11,18 @@ once. Each record is judged in its run kind's mode.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from replyguard._cli.turn_file import EvalRecord
-from replyguard._cli.verify import Judgement, build_verifier, judge_one, warm_up
+from replyguard._records import EvalRecord
 from replyguard.config._schema import VerifierConfig
 from replyguard.context._prompt import JudgePrompt
 from replyguard.evaluation.stats import FAIL, PASS, UNCATEGORISED
 from replyguard.judge._protocol import JudgeReply
+from replyguard.runner._judgement import Judgement, judge_one
+from replyguard.runner._verifier import Verifier
 from replyguard.types import Reason
 
 REPLAY_MODEL = "replay"
@@ -88,8 +90,10 @@ async def judge_records(
     concurrency: int,
     progress: Progress,
 ) -> list[RecordResult]:
-    """Judge every record (in dataset order in the result); never raises for the judge."""
-    verifier = build_verifier(config, ReplayJudge() if replay else None)
+    """Judge every record (in dataset order in the result); never raises for the judge (a
+    refused judge/agent pairing raises ``CrossFamilyError`` before any record is judged)."""
+    # litellm and the tokenizer are loaded only if the judge is called.
+    verifier = Verifier(config, judge=ReplayJudge() if replay else None, preload=False)
     gate = asyncio.Semaphore(concurrency)
     done = 0
 
@@ -103,8 +107,9 @@ async def judge_records(
         return RecordResult(line, record, judgement)
 
     try:
-        if not replay:
-            await warm_up(verifier)
+        if not replay:  # so a record's latency measures its judging, not the cold start
+            with contextlib.suppress(Exception):  # met again by the judgement, which fails open
+                await verifier.warmup()
         return list(await asyncio.gather(*(judge_record(n, r) for n, r in records)))
     finally:
         await verifier.aclose()

@@ -1,4 +1,5 @@
-"""Agreement between the judge and human labels: pure functions over ``(label, judged)`` pairs.
+"""Agreement between the judge and human labels, and 95 % intervals around it: pure functions
+over ``(label, judged)`` pairs.
 
 Each value is ``"PASS"`` or ``"FAIL"``. Edge cases, by definition:
 
@@ -8,10 +9,18 @@ Each value is ``"PASS"`` or ``"FAIL"``. Edge cases, by definition:
 - Cohen's kappa is ``(po - pe) / (1 - pe)``; when ``pe`` is 1 (judge and labels each gave one
   and the same answer to every record: no variance) kappa is undefined and None, while
   ``accuracy`` is 1.
+
+Intervals are 95 %: a rate's is the Wilson score interval (inside [0, 1], never empty at 0 or
+all), kappa's a percentile bootstrap with a fixed seed (deterministic; about 0.4 s per thousand
+labels). ``labels_for_half_width`` says how many more labels would narrow a rate's interval to
+a given half-width. No scipy: the formulas are closed-form, with ``z = 1.959964``.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
+import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -104,3 +113,96 @@ def by_category(rows: Sequence[Categorised]) -> dict[str, dict[str, int]]:
         }
         for name in names
     }
+
+
+# -- 95 % intervals -----------------------------------------------------------------------------
+
+Z95 = 1.959964
+"""The standard normal quantile for a two-sided 95 % interval."""
+KAPPA_RESAMPLES = 2000
+"""Bootstrap resamples behind kappa's interval."""
+KAPPA_SEED = 20261128
+"""The bootstrap's fixed seed: the same labels always give the same interval."""
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A 95 % interval ``[low, high]`` around a figure, and ``n``, the labels behind it."""
+
+    low: float
+    high: float
+    n: int
+
+
+def wilson(successes: int, n: int, z: float = Z95) -> Interval | None:
+    """The Wilson score interval of ``successes`` out of ``n`` (None when ``n`` is 0).
+
+    Unlike the normal approximation it stays inside [0, 1] and is not empty at 0 or ``n``
+    successes: 8 of 10 gives [0.490, 0.943], 10 of 10 gives [0.722, 1].
+    """
+    if n <= 0:
+        return None
+    rate, z2 = successes / n, z * z
+    scale = 1 + z2 / n
+    centre = (rate + z2 / (2 * n)) / scale
+    half = z * math.sqrt(rate * (1 - rate) / n + z2 / (4 * n * n)) / scale
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == n else min(1.0, centre + half)
+    return Interval(low, high, n)
+
+
+def wilson_half_width(rate: float, n: int, z: float = Z95) -> float:
+    """Half the width of the Wilson interval at the observed ``rate`` after ``n`` labels."""
+    z2 = z * z
+    return z * math.sqrt(rate * (1 - rate) / n + z2 / (4 * n * n)) / (1 + z2 / n)
+
+
+def labels_for_half_width(rate: float, n: int, half: float = 0.05, z: float = Z95) -> int:
+    """How many more labels would bring the Wilson interval at ``rate`` to ``±half``: the
+    least ``N`` whose half-width at ``rate`` is at most ``half``, less the ``n`` labelled so
+    far (0 when already there). The rate is taken to stay as observed.
+
+    The half-width falls as ``N`` grows, so a doubling search then a bisection find ``N``.
+    """
+    if wilson_half_width(rate, max(n, 1), z) <= half:
+        return 0
+    low, high = max(n, 1), max(n, 1) * 2
+    while wilson_half_width(rate, high, z) > half:
+        low, high = high, high * 2
+    while high - low > 1:
+        middle = (low + high) // 2
+        if wilson_half_width(rate, middle, z) > half:
+            low = middle
+        else:
+            high = middle
+    return high - n
+
+
+def kappa_interval(
+    matrix: Confusion, *, resamples: int = KAPPA_RESAMPLES, seed: int = KAPPA_SEED
+) -> Interval | None:
+    """A percentile bootstrap 95 % interval for Cohen's kappa (None when kappa is undefined).
+
+    Each resample draws ``matrix.total`` labelled records with replacement (a multinomial
+    draw over the four cells of the confusion matrix) from a ``random.Random(seed)``, so the
+    interval is deterministic. A resample with no variance (kappa undefined) is left out; the
+    bounds are the 2.5th and 97.5th percentiles of the rest (nearest rank).
+    """
+    n = matrix.total
+    if kappa(matrix) is None:
+        return None
+    rng = random.Random(seed)
+    cells = (matrix.pass_pass, matrix.pass_fail, matrix.fail_pass, matrix.fail_fail)
+    cumulative = list(itertools.accumulate(cells))
+    values: list[float] = []
+    for _ in range(resamples):
+        drawn = rng.choices(range(4), cum_weights=cumulative, k=n)
+        value = kappa(Confusion(*(drawn.count(cell) for cell in range(4))))
+        if value is not None:
+            values.append(value)
+    if not values:  # every resample without variance: no interval to give
+        return None
+    values.sort()
+    low = values[max(0, math.ceil(0.025 * len(values)) - 1)]
+    high = values[min(len(values) - 1, math.ceil(0.975 * len(values)) - 1)]
+    return Interval(low, high, n)

@@ -53,6 +53,7 @@ empty answer is still unreadable.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from replyguard.config._schema import VerifierConfig
@@ -127,17 +128,29 @@ class LiteLLMJudge(BaseJudge):
 
     @classmethod
     def for_verifier(
-        cls, config: VerifierConfig, events: Events, *, tracing: Tracing = NO_TRACING
+        cls,
+        config: VerifierConfig,
+        events: Events,
+        *,
+        tracing: Tracing = NO_TRACING,
+        redis_down: Callable[[], bool] | None = None,
     ) -> LiteLLMJudge:
         """The judge a ``Verifier`` builds for itself, with the config's circuit breaker
-        (kept in the fleet's shared state when ``state`` is configured)."""
+        (kept in the fleet's shared state when ``state`` is configured); ``redis_down``: the
+        shared state's word on whether Redis is down now, which its Router routes by."""
         if config.state is not None:
             from replyguard.judge._fleet_breaker import FleetBreaker
 
             breaker: CircuitBreaker = FleetBreaker.from_config(config.circuit_breaker)
         else:
             breaker = CircuitBreaker.from_config(config.circuit_breaker)
-        return cls(config, events, breaker=breaker, key_owner=config.model, tracing=tracing)
+        parts = JudgeParts(
+            config, events, router=None, clients=None, sessions=None, redis_down=redis_down
+        )
+        judge = cls.__new__(cls)
+        judge._configure(config, events, breaker, config.model, tracing, parts)
+        parts.released_with(judge)
+        return judge
 
     def _configure(
         self,

@@ -19,6 +19,7 @@ What the parts built themselves they close:
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from replyguard._loop_ends import LoopEnds
@@ -52,15 +53,18 @@ class JudgeParts:
         router: JudgeRouter | None,
         clients: ClientScope | None,
         sessions: AnswerSessions | None,
+        redis_down: Callable[[], bool] | None = None,
     ) -> None:
         """Builds what is not handed in (and then owns it): the Router when ``config`` names
-        router groups, the client scope and the answer sessions."""
+        router groups, the client scope and the answer sessions. ``redis_down``: whether the
+        shared state knows the fleet's Redis to be unavailable now (the Router then routes on
+        a local Router of its own)."""
         configs = _run_kind_configs(config)
         self.models = tuple(dict.fromkeys(m for c in configs for m in c.judge_deployment_models))
         """Every model a judgement may call, each once (every run kind's)."""
         self._own_router = router is None and config.router is not None
         if self._own_router:
-            router = _router_of(config)
+            router = _router_of(config, redis_down)
         self.router = router
         self._own_clients = clients is None
         if clients is None:
@@ -115,10 +119,17 @@ class JudgeParts:
         await stop_logging_worker()
 
 
-def _router_of(config: VerifierConfig) -> JudgeRouter:
-    """The Router of ``config``'s router groups (counting on the fleet's Redis, if any)."""
+def _router_of(config: VerifierConfig, redis_down: Callable[[], bool] | None) -> JudgeRouter:
+    """The Router of ``config``'s router groups: counting on the fleet's Redis, if any, each
+    of its Redis calls bounded by ``state.timeoutMs``, and on its local state while
+    ``redis_down()``."""
     from replyguard.judge._router import JudgeRouter
 
     assert config.router is not None
-    fleet = config.state.resolve_url() if config.state is not None else None
-    return JudgeRouter(config.router, redis_url=fleet)
+    state = config.state
+    return JudgeRouter(
+        config.router,
+        redis_url=state.resolve_url() if state is not None else None,
+        redis_timeout=state.timeout_ms / 1000 if state is not None else None,
+        redis_down=redis_down,
+    )

@@ -1,5 +1,5 @@
 """One verdict on one reply: the checks and the injection screen, then (per
-``judgeAfterChecks``) the judgement (``replyguard.runner._judgement``), merged.
+``judgeAfterChecks``) the judgement (``replyguard.runner._judging``), merged.
 
 ``Assessor`` holds what every turn shares (the checks, the workspace, the events); the turn's
 ``Step`` and ``Profile`` (``replyguard.runner._request``) say what this reply is judged
@@ -23,7 +23,7 @@ from replyguard.context._fitting import view_of
 from replyguard.context._injection import injection_feedback, suspected_injection
 from replyguard.context._prompt import ContextLimits, Redact
 from replyguard.judge._limiter import ConcurrencyLimiter
-from replyguard.runner._judgement import Judgements, fail_open
+from replyguard.runner._judging import Judgements, fail_open
 from replyguard.runner._prompting import INLINE_CHARS
 from replyguard.runner._request import Budget, Profile, Reading, Step, build_profiles, until
 from replyguard.telemetry._events import Events

@@ -6,7 +6,9 @@ prints them all), so the command passes exactly what the verifier accepts.
   ``requireCrossFamily``), or accepts it but then loses what it asks for on every turn: a
   ``workspaceDir`` that is not a folder (no rules, no heartbeat tasks), a ``ledgerPath`` in a
   folder that does not exist (every write fails), an ``env:NAME`` key whose variable is not set
-  (every judge call fails open); a ``state.redisUrl`` whose variable is not set, or without the
+  (every judge call fails open), a judge model litellm would call without a key (none in the
+  config, none in its provider's environment variables: ``replyguard._credentials``); a
+  ``state.redisUrl`` whose variable is not set, or without the
   ``redis`` extra installed (refused: the fleet's limits would not hold).
 - **warning**: what it tolerates: a rules file or heartbeat file missing from the workspace, a
   judge of the agent's family without ``requireCrossFamily``, a model whose family is unknown.
@@ -23,6 +25,7 @@ from typing import Any, Literal
 
 from pydantic import SecretStr
 
+from replyguard._credentials import missing_credentials
 from replyguard._families import model_family
 from replyguard.config._keys import ENV_PREFIX
 from replyguard.config._schema import VerifierConfig
@@ -59,10 +62,14 @@ def same_family(config: VerifierConfig, agent_model: str) -> tuple[str | None, l
     return family, [m for m in config.judge_deployment_models if model_family(m) == family]
 
 
-def config_findings(config: VerifierConfig) -> list[Finding]:
-    """Everything the verifier finds wrong with ``config``, errors and warnings, in key order."""
+def config_findings(config: VerifierConfig, *, credentials: bool = True) -> list[Finding]:
+    """Everything the verifier finds wrong with ``config``, errors and warnings, in key order.
+
+    ``credentials``: whether to look for judge models without a key (``_credentials``): not
+    for a verifier with a judge of the host's own, nor for ``check-config --offline``."""
     found = [*_family_findings(config), *_workspace_findings(config), *_ledger_findings(config)]
     found += _key_findings(config)
+    found += _credential_findings(config) if credentials else []
     found += state_findings(config)
     unique: dict[tuple[str, str, str], Finding] = {}
     for finding in found:
@@ -239,6 +246,22 @@ def _key_findings(config: VerifierConfig) -> list[Finding]:
                 )
             )
     return found
+
+
+def _credential_findings(config: VerifierConfig) -> list[Finding]:
+    """An error for each judge model litellm would call without a key (an unset ``env:`` key
+    is ``_key_findings``'s)."""
+    return [
+        Finding(
+            "error",
+            missing.key,
+            f"{missing.message}; every call to it would fail open",
+            "judge_credentials_missing",
+            {"model": missing.model, "variables": missing.variables, "key": missing.key},
+        )
+        for missing in missing_credentials(config)
+        if not missing.from_api_key
+    ]
 
 
 def state_findings(config: VerifierConfig) -> list[Finding]:

@@ -21,6 +21,7 @@ needs it loads it itself, off the loop.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import threading
@@ -39,6 +40,7 @@ _TURN_MODELS = (
     "replyguard.types:Reply",
     "replyguard.types:RunMeta",
     "replyguard.types:Outcome",
+    "replyguard.types:TokenUsage",
     "replyguard.types:Attempt",
     "replyguard.types:Verdict",
     "replyguard.types:CheckResult",
@@ -46,6 +48,9 @@ _TURN_MODELS = (
 )
 
 _lock = threading.Lock()
+_exiting = threading.Event()
+EXIT_WAIT = 30.0
+"""How long the interpreter's exit waits for the part a preload thread is in the middle of."""
 _started: set[str] = set()
 _done: set[str] = set()
 _threads: list[threading.Thread] = []
@@ -75,7 +80,12 @@ class _Judgements:
 
     def wait_idle(self) -> None:
         with self._idle:
-            self._idle.wait_for(lambda: not self._count)
+            self._idle.wait_for(lambda: not self._count or _exiting.is_set())
+
+    def release_waiters(self) -> None:
+        """Wake ``wait_idle`` (the interpreter is exiting)."""
+        with self._idle:
+            self._idle.notify_all()
 
 
 _judgements = _Judgements()
@@ -91,8 +101,12 @@ def judging() -> contextlib.AbstractContextManager[None]:
 
 def _load(parts: tuple[str, ...]) -> None:
     for part in parts:
+        if _exiting.is_set():  # the interpreter is exiting: start nothing more
+            return
         if part == "tokenizer":
             _judgements.wait_idle()  # not a load: a fork meanwhile does not wait for it
+            if _exiting.is_set():
+                return
         with contextlib.suppress(Exception), loading():  # an error: met again by a judgement
             if part == "turn":
                 prepare_turn()
@@ -118,6 +132,21 @@ def _forget_threads() -> None:
 
 
 os.register_at_fork(after_in_child=_forget_threads)
+
+
+def _at_exit() -> None:
+    """At the interpreter's exit: start no further part, and let the part in progress finish
+    (at most ``EXIT_WAIT`` seconds). The interpreter halts a daemon thread wherever it is when
+    it finalizes: one halted in the middle of an import keeps that module's import lock for
+    ever, and the first import made during the shutdown (litellm's HTTP handler's ``__del__``
+    imports on collection) then waited for it for ever: a script that built a verifier and
+    ended at once could hang at exit."""
+    _exiting.set()
+    _judgements.release_waiters()
+    wait_for_preload(timeout=EXIT_WAIT)
+
+
+atexit.register(_at_exit)
 
 
 def prepare_turn() -> None:

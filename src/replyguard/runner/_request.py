@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from replyguard._credentials import CredentialGate
 from replyguard.config._schema import VerifierConfig
 from replyguard.context._prompt import DEFAULT_RUBRIC, ContextLimits, Rubric
 from replyguard.gate._triggers import TriggerMatcher
@@ -64,6 +66,13 @@ class Profile:
     """The judge panel that judges in place of ``judge``, when the config names one."""
     seats: tuple[Seat, ...] = ()
     """The judge's seat, or one per panel member, in the panel's order."""
+    credentials: CredentialGate | None = None
+    """Its judge models found without a key (replyguard's own judge only), else None."""
+
+    def with_credentials(self, owner: str) -> Profile:
+        """This profile, its judge models' credentials checked (``owner``: the verifier's
+        ``model``, whose provider its ``apiKey`` is for)."""
+        return dataclasses.replace(self, credentials=CredentialGate.build(self.config, owner))
 
     @property
     def judges(self) -> tuple[BaseJudge, ...]:

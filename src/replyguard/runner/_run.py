@@ -23,9 +23,16 @@ from replyguard.runner._assessment import Assessor, Profile, Reading, Step
 from replyguard.runner._family_guard import FamilyGuard
 from replyguard.runner._feedback import feedback_message
 from replyguard.runner._hooks import Hooks
+from replyguard.runner._policy import (
+    Ending,
+    feedback_line,
+    judged_ending,
+    last_judge_cost,
+    retry_ending,
+    settled,
+)
+from replyguard.runner._policy import delivery as delivered_reply
 from replyguard.runner._side_effects import SideEffects, done
-from replyguard.runner._stagnation import normal as _normal
-from replyguard.runner._stagnation import stagnant as _stagnant
 from replyguard.runner._threads import ThreadPool
 from replyguard.runner._turn_scope import agent_attempt
 from replyguard.telemetry._events import Events, describe_error
@@ -41,13 +48,6 @@ from replyguard.types import (
     Status,
     ToolCallRecord,
     Turn,
-    Verdict,
-)
-
-# A retry is asked for a final answer: a tool-call step, an empty reply or an error report in
-# its place is worse than the reply before it.
-_BROKEN_RETRY = frozenset(
-    {SkipReason.TOOL_CALLS, SkipReason.EMPTY_RESPONSE, SkipReason.ERROR_RESPONSE}
 )
 
 
@@ -95,11 +95,6 @@ def _sampled_in(sample_key: str, rate: float) -> bool:
     return draw / 2**64 < rate
 
 
-def _feedback_line(verdict: Verdict) -> str:
-    category = f" [{verdict.category}]" if verdict.category is not None else ""
-    return f"FAIL{category}: {verdict.feedback or 'no details'}"
-
-
 class _Run:
     """Everything about one turn: its attempts, its clock, its spend. Lives for one ``run``."""
 
@@ -125,7 +120,6 @@ class _Run:
         self.attempts: list[Attempt] = []
         self.deadline: float | None = None
         self.verified = False
-        self.last_judge_cost = 0.0
         self.tool_ledger: tuple[ToolCallRecord, ...] = ()
         """The turn's tool calls so far, every attempt's, side effects settled."""
         self.reading = reading
@@ -136,29 +130,11 @@ class _Run:
     def time_left(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.monotonic()
 
-    def spent(self) -> float:
-        """Judge spend plus what the agent reported for its retries."""
-        judged = sum(a.verdict.cost_usd for a in self.attempts if a.verdict is not None)
-        retries = sum(a.reply.meta.cost_usd or 0.0 for a in self.attempts[1:])
-        return judged + retries
-
-    def can_afford_another(self) -> bool:
-        """Whether one more judgement, at the last judge call's cost, fits the ceiling."""
-        ceiling = self.config.max_cost_usd
-        return ceiling is None or self.spent() + self.last_judge_cost <= ceiling
-
     # -- ending -----------------------------------------------------------------------------
 
     def delivery(self, latest: Reply) -> Reply:
         """What a turn that ran out of attempts, money or time delivers, per ``deliver``."""
-        policy = self.config.deliver
-        if policy == "first" and self.attempts:
-            return self.attempts[0].reply
-        if policy == "best":
-            clean = [a for a in self.attempts if a.verdict and all(r.passed for r in a.checks)]
-            if clean:
-                return clean[-1].reply
-        return latest
+        return delivered_reply(self.config.deliver, self.attempts, latest)
 
     async def finish(
         self,
@@ -169,29 +145,9 @@ class _Run:
         *,
         awaiting: bool = False,
     ) -> Outcome:
-        attempts = self.attempts
-        if len(attempts) == 1 and attempts[0].verdict is None and not attempts[0].checks:
-            # Nothing was judged or checked (disabled, skipped, not triggered, refused).
-            judge_cost, response, parsed = 0.0, delivered.text, None
-            agent_cost = attempts[0].reply.meta.cost_usd or 0.0
-        else:
-            judge_cost = sum(a.verdict.cost_usd for a in attempts if a.verdict is not None)
-            agent_cost = sum(a.reply.meta.cost_usd or 0.0 for a in attempts)
-            checks = next((a.checks for a in reversed(attempts) if a.reply is delivered), ())
-            response = next((r.deliver_text for r in checks if r.deliver_text), delivered.text)
-            parsed = next((r.value for r in checks if r.value is not None), None)
-        outcome = Outcome(
-            response=response,
-            parsed=parsed,
-            status=status,
-            reason=reason,
-            attempts=tuple(attempts),
-            skip_reason=skip,
-            awaiting_user=awaiting,
-            cost_usd=judge_cost + agent_cost,
-            judge_cost_usd=judge_cost,
-            latency_ms=(time.perf_counter() - self.started) * 1000,
-        )
+        ending = Ending(status, delivered, reason, skip, awaiting)
+        latency_ms = (time.perf_counter() - self.started) * 1000
+        outcome = settled(ending, self.attempts, latency_ms)
         v = self.v
         self.report(outcome)
         if self.verified and v.ledger is not None:
@@ -337,8 +293,6 @@ class _Run:
             span.set({"replyguard.attempt": number})
             verdict, results = await self.v.assessor.assess(step)
             span.record(verdict_attributes, verdict, tracing.log_content)
-        if verdict.model is not None:
-            self.last_judge_cost = verdict.cost_usd
         return await self.record(
             Attempt(number=number, reply=reply, verdict=verdict, checks=results)
         )
@@ -355,35 +309,21 @@ class _Run:
         ending = self.ending(attempt, previous)
         if ending is None:
             return None
-        status, delivered, reason = ending
-        assert attempt.verdict is not None
-        awaiting = status == Status.PASSED and attempt.verdict.awaiting_user
-        return await self.finish(status, delivered, reason, awaiting=awaiting)
+        return await self.finish(
+            ending.status, ending.delivered, ending.reason, awaiting=ending.awaiting
+        )
 
-    def ending(
-        self, attempt: Attempt, previous: Attempt | None
-    ) -> tuple[Status, Reply, Reason | None] | None:
-        """How a judged ``attempt`` (after ``previous``) ends the turn: status, the reply to
-        deliver and the reason; None when a retry follows it. Decides, records nothing."""
-        config, reply, verdict = self.config, attempt.reply, attempt.verdict
-        assert verdict is not None  # a recorded attempt is a judged one
-        reason = verdict.fail_open_reason
-        if reason is not None:
-            delivered = self.delivery(reply) if reason == Reason.LATENCY_BUDGET else reply
-            return Status.FAILED_OPEN, delivered, reason
-        if verdict.passed:
-            return Status.PASSED, reply, None
-        if config.mode == "shadow":  # judged and logged; the reply goes out unchanged
-            return Status.FLAGGED, reply, None
-        if config.on_side_effects == "deliver" and done(self.tool_ledger):
-            return Status.FLAGGED, reply, Reason.SIDE_EFFECTS  # no repeats
-        if _stagnant(previous, attempt):
-            return Status.EXHAUSTED, self.delivery(reply), Reason.STAGNANT
-        if attempt.number == config.max_attempts:
-            return Status.EXHAUSTED, self.delivery(reply), None
-        if not self.can_afford_another():
-            return Status.FAILED_OPEN, self.delivery(reply), Reason.COST_BUDGET
-        return None
+    def ending(self, attempt: Attempt, previous: Attempt | None) -> Ending | None:
+        """How a judged ``attempt`` (after ``previous``) ends the turn, or None when a retry
+        follows it (``_policy.judged_ending``). Decides, records nothing."""
+        attempts = [*(a for a in self.attempts if a is not attempt), attempt]
+        assert previous is None or attempts[-2] is previous
+        return judged_ending(
+            self.config,
+            attempts,
+            acted=bool(done(self.tool_ledger)),
+            next_cost=last_judge_cost(attempts),
+        )
 
     async def feedback(self, attempt: Attempt, feedback_so_far: list[str]) -> str:
         """The retry message for a failed attempt (noted in ``feedback_so_far``, logged, and
@@ -397,7 +337,7 @@ class _Run:
             done=notice,
             categories=self.config.categories,
         )
-        feedback_so_far.append(_feedback_line(verdict))
+        feedback_so_far.append(feedback_line(verdict))
         self.v.events.info(
             "retry",
             turn_id=self.turn.id,
@@ -443,12 +383,8 @@ class _Run:
         """A retry's reply to judge, or the outcome when what it is ends the turn (a tool-call
         step, an empty or error reply, the previous reply again)."""
         skip = skip_reason(retry)
-        if skip is not None:
-            self.attempts.append(Attempt(number=number, reply=retry, skip_reason=skip))
-            if skip in _BROKEN_RETRY:
-                return await self.finish(Status.FAILED_OPEN, previous, Reason.AGENT_ERROR)
-            return await self.finish(Status.SKIPPED, retry, skip=skip)
-        if _normal(retry.text) == _normal(previous.text):
-            self.attempts.append(Attempt(number=number, reply=retry))
-            return await self.finish(Status.EXHAUSTED, self.delivery(retry), Reason.STAGNANT)
-        return retry
+        ending = retry_ending(self.config, self.attempts, retry, previous, skip)
+        if ending is None:
+            return retry
+        self.attempts.append(Attempt(number=number, reply=retry, skip_reason=skip))
+        return await self.finish(ending.status, ending.delivered, ending.reason, ending.skip)

@@ -37,6 +37,7 @@ from replyguard.checks.base import Check
 from replyguard.checks.running import checks_verdict
 from replyguard.errors import VerificationExhausted
 from replyguard.runner._agents import Agent, Messages, StreamingAgent
+from replyguard.runner._policy import Ending, settled
 from replyguard.runner._run import TurnParts, _sampled_in
 from replyguard.runner._stream_reading import AgentFailed, Reading, scanners
 from replyguard.runner._stream_run import StreamRun
@@ -54,6 +55,7 @@ from replyguard.types import (
     Delta,
     Done,
     Outcome,
+    Progress,
     Reason,
     Reply,
     Retract,
@@ -72,8 +74,10 @@ class StreamTurn:
         agent: StreamingAgent | Agent,
         checks: tuple[Check, ...],
         note_host: Callable[[asyncio.AbstractEventLoop], None],
+        progress: bool = False,
     ) -> None:
         self.run = run
+        self.progress = progress  # yield ``Progress`` at each phase change
         self.agent = agent
         self.checks = checks
         self.note_host = note_host
@@ -103,7 +107,7 @@ class StreamTurn:
 
     # -- the events --------------------------------------------------------------------------
 
-    async def events(self) -> AsyncGenerator[StreamEvent, None]:
+    async def events(self) -> AsyncGenerator[StreamEvent | Progress, None]:
         """The turn's events; the last one is ``Done``."""
         run = self.run
         self.note_host(asyncio.get_running_loop())
@@ -111,6 +115,8 @@ class StreamTurn:
         may_judge, surely = self._foreseen()
         first = Reading(1, scanners(run, self.checks, run.turn) if surely else [])
         self.readings.append(first)
+        if self.progress:
+            yield Progress("writing", 1)
         # The agent's own error on the first attempt is the caller's, as in ``run``.
         with agent_attempt(run.turn, 1):
             first.stream = await open_stream(self.agent, messages, run.v.agent_pool)
@@ -146,7 +152,7 @@ class StreamTurn:
 
     async def _loop(
         self, messages: Messages, reading: Reading, reply: Reply
-    ) -> AsyncGenerator[StreamEvent | Outcome]:
+    ) -> AsyncGenerator[StreamEvent | Progress | Outcome]:
         """From the first reply (judged) to the outcome, which it yields last."""
         run = self.run
         feedback_so_far: list[str] = []
@@ -164,6 +170,8 @@ class StreamTurn:
                     )
                 )
             else:
+                if self.progress:
+                    yield Progress("checking", reading.number)
                 attempt = await run.judged(reading.number, reply, feedback_so_far)
             ended = await run.settle(attempt)
             if ended is not None:
@@ -179,6 +187,8 @@ class StreamTurn:
             previous, number = reply, reading.number + 1
             reading = Reading(number, scanners(run, self.checks, run.turn))
             self.readings.append(reading)
+            if self.progress:
+                yield Progress("revising", number)
             try:
                 async with asyncio.timeout(run.time_left()):
                     with agent_attempt(run.turn, number):
@@ -362,16 +372,9 @@ class StreamTurn:
                 await self._close(reading)
         attempts = [a for a in run.attempts if a.number != reading.number]
         attempts.append(Attempt(number=reading.number, reply=collected.reply()))
-        yield Done(
-            Outcome(
-                response=text if fragment else collected.text,
-                status=Status.FAILED_OPEN,
-                reason=Reason.INTERNAL_ERROR,
-                attempts=tuple(attempts),
-                cost_usd=sum(a.reply.meta.cost_usd or 0.0 for a in attempts),
-                latency_ms=(time.perf_counter() - run.started) * 1000,
-            )
-        )
+        delivered = Reply(text=text if fragment else collected.text)
+        ending = Ending(Status.FAILED_OPEN, delivered, Reason.INTERNAL_ERROR)
+        yield Done(settled(ending, attempts, (time.perf_counter() - run.started) * 1000))
 
 
 def _loop_time(deadline: float) -> float:
@@ -396,8 +399,10 @@ def stream_events(
     profile: Any,
     agent: StreamingAgent | Agent,
     note_host: Callable[[asyncio.AbstractEventLoop], None],
-) -> AsyncGenerator[StreamEvent, None]:
-    """The events of one streamed turn (see the module's docstring)."""
+    progress: bool = False,
+) -> AsyncGenerator[StreamEvent | Progress, None]:
+    """The events of one streamed turn (see the module's docstring); with ``progress``, a
+    ``Progress`` event at each phase change too."""
     sample_key = turn.id if turn.id is not None else turn.user_message
     run = StreamRun(parts, with_turn_id(turn), profile, time.perf_counter(), sample_key=sample_key)
-    return StreamTurn(run, agent, parts.assessor.checks, note_host).events()
+    return StreamTurn(run, agent, parts.assessor.checks, note_host, progress).events()

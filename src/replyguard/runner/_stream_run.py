@@ -16,8 +16,8 @@ from typing import Any
 
 from replyguard.checks.running import checks_verdict
 from replyguard.gate._prechecks import skip_reason
+from replyguard.runner._policy import normal
 from replyguard.runner._run import _Run
-from replyguard.runner._stagnation import normal
 from replyguard.types import Attempt, Outcome, Reason, Reply, Status
 
 

@@ -18,7 +18,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from replyguard._workspace import Workspace
 from replyguard.checks.base import Check, as_check
@@ -40,6 +40,7 @@ from replyguard.runner._assessment import Assessor
 from replyguard.runner._family_guard import FamilyGuard
 from replyguard.runner._hooks import Hook, Hooks
 from replyguard.runner._lifecycle import Lifecycle
+from replyguard.runner._policy import Assessed, PolicyStep
 from replyguard.runner._preflight import config_findings, state_findings
 from replyguard.runner._preload import judging, start_preload
 from replyguard.runner._request import Profile, Step, build_profiles
@@ -56,7 +57,7 @@ from replyguard.telemetry._tracing import (
     turn_attributes,
     verdict_attributes,
 )
-from replyguard.types import Outcome, Reason, Reply, StreamEvent, Turn, Verdict
+from replyguard.types import Outcome, Progress, Reason, Reply, StreamEvent, Turn, Verdict
 
 if TYPE_CHECKING:  # loaded when a config asks for it: most verifiers need none
     from replyguard.state import SharedState
@@ -87,9 +88,12 @@ def _shared_state(config: VerifierConfig, events: Events) -> SharedState | None:
     return SharedState(config, events)
 
 
-def _report_findings(config: VerifierConfig, events: Events, families: FamilyGuard) -> None:
-    """What ``replyguard check-config`` reports, logged (a refusal raises)."""
-    for finding in config_findings(config):
+def _report_findings(
+    config: VerifierConfig, events: Events, families: FamilyGuard, *, credentials: bool
+) -> None:
+    """What ``replyguard check-config`` reports, logged (a refusal raises); ``credentials``:
+    whether judge models without a key are looked for (replyguard's own judge only)."""
+    for finding in config_findings(config, credentials=credentials):
         if finding.refusal is not None:
             raise finding.refusal
         if finding.log_level >= logging.WARNING:
@@ -154,10 +158,13 @@ class Verifier:
             config.tracing, tracer_provider, events, log_content=config.log_content
         )
         shared = _shared_state(config, events)
-        if judge is None:
-            built = LiteLLMJudge.for_verifier(config, events, tracing=tracing)
+        if judge is None:  # replyguard's own: its Router routes locally while Redis is down
+            down = shared.redis_down if shared is not None else None
+            built = LiteLLMJudge.for_verifier(config, events, tracing=tracing, redis_down=down)
             root: BaseJudge = built
             profiles = build_profiles(config, built, built.sibling)
+            # A turn that would call a judge model without a key fails open at once.
+            profiles = {name: p.with_credentials(config.model) for name, p in profiles.items()}
         else:
             root = as_base_judge(judge)
             profiles = build_profiles(config, root)
@@ -187,7 +194,7 @@ class Verifier:
             config, events, assessor, hooks, ledger, pool, tracing, families, side_effects
         )
         set_(self, "_parts", parts)
-        _report_findings(config, events, families)
+        _report_findings(config, events, families, credentials=judge is None)
         if preload:
             start_preload(litellm=judge is None, models=self._judge_models())
 
@@ -255,22 +262,32 @@ class Verifier:
         Never raises for the verifier's own trouble: a fail-open verdict (``passed=True``,
         ``fail_open_reason`` set) says what went wrong.
         """
+        return (await self._assess(turn, as_reply(reply))).verdict
+
+    async def _assess(self, turn: Turn, reply: Reply, step: PolicyStep | None = None) -> Assessed:
+        """``verify``, with what a door that drives its own attempts knows of the turn
+        (``step``: the earlier replies, feedback, attempt number and deadline): the verdict,
+        the check results and the turn's tool ledger, side effects settled, as ``run`` has
+        them."""
         self._life.entered(asyncio.get_running_loop())
-        checked, profile = as_reply(reply), self._profile(turn)
-        if self._parts.families.refused(profile, turn):
-            return Verdict(
+        step = step or PolicyStep()
+        parts, profile = self._parts, self._profile(turn)
+        judged = parts.side_effects.with_turn_ledger(reply, step.earlier)
+        if parts.families.refused(profile, turn):
+            refused = Verdict(
                 passed=True,
                 readable=False,
                 fail_open_reason=Reason.SAME_FAMILY,
                 error=f"judge and agent model {turn.agent_model!r} are of the same family",
             )
-        with self._parts.tracing.span("replyguard.verify") as span:
+            return Assessed(refused, (), judged.meta.tool_calls)
+        with parts.tracing.span("replyguard.verify") as span:
             span.record(turn_attributes, turn, profile.name, profile.config.mode)
-            verdict, _ = await self._parts.assessor.assess(
-                Step(profile, turn, checked, (), 1, None)
+            verdict, results = await parts.assessor.assess(
+                Step(profile, turn, judged, step.feedback, step.number, step.deadline)
             )
-            span.record(verdict_attributes, verdict, self._parts.tracing.log_content)
-        return verdict
+            span.record(verdict_attributes, verdict, parts.tracing.log_content)
+        return Assessed(verdict, results, judged.meta.tool_calls)
 
     def run_sync(self, agent: Agent, turn: Turn) -> Outcome:
         """``run`` for code without an event loop (safe from many threads at once)."""
@@ -310,9 +327,17 @@ class Verifier:
             span.record(outcome_attributes, outcome)
             return outcome
 
+    @overload
     def stream(
-        self, agent: StreamingAgent | Agent, turn: Turn
-    ) -> AsyncGenerator[StreamEvent, None]:
+        self, agent: StreamingAgent | Agent, turn: Turn, *, progress: Literal[False] = False
+    ) -> AsyncGenerator[StreamEvent, None]: ...
+    @overload
+    def stream(
+        self, agent: StreamingAgent | Agent, turn: Turn, *, progress: bool
+    ) -> AsyncGenerator[StreamEvent | Progress, None]: ...
+    def stream(
+        self, agent: StreamingAgent | Agent, turn: Turn, *, progress: bool = False
+    ) -> AsyncGenerator[StreamEvent | Progress, None]:
         """Run a streaming ``agent`` for ``turn``; its reply as events, verified on the way.
 
         ``agent(messages)`` returns an async iterator of text deltas (``str``, or litellm /
@@ -323,7 +348,10 @@ class Verifier:
         ``response``. ``streaming.mode`` (``"buffer"``, ``"release"``) decides what is shown
         before the reply is judged (docs/streaming.md). Closing the iterator (``aclose``, or
         cancelling its consumer) closes the agent's stream and any judge call in flight.
+        With ``progress=True`` a ``Progress(phase, attempt)`` event (no text) also says when
+        the agent starts writing, a reply is being checked, and a retry is being written.
         """
         from replyguard.runner._stream import stream_events
 
-        return stream_events(self._parts, turn, self._profile(turn), agent, self._life.entered)
+        parts, profile = self._parts, self._profile(turn)
+        return stream_events(parts, turn, profile, agent, self._life.entered, progress)

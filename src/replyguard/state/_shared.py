@@ -110,6 +110,11 @@ class SharedState:
         """Whether a Redis is configured (the breaker is then the fleet's)."""
         return self._redis is not None
 
+    def redis_down(self) -> bool:
+        """Whether Redis is known to be unavailable now: no turn asks it then (nor does the
+        judge Router, which routes on its local state meanwhile)."""
+        return self._down_until is not None
+
     def _counters(
         self, agent_id: str | None, run_kind: str | None
     ) -> tuple[tuple[SpendLimit, str, str], ...]:

@@ -4,7 +4,9 @@ replyguard never calls ``structlog.configure()``: its events go through a struct
 wrapped around ``logging.getLogger("replyguard")`` with processors of its own, so a host that
 configured no logging sees nothing (stdlib's last-resort handler shows WARNING and above on
 stderr only), and a host that did gets each event as one record whose message is
-``event key=value ...`` and whose ``replyguard`` attribute holds the event as a dict.
+``event key=value ...`` (``failed_open status=failed_open reason=judge_error ...``: an enum by
+its value, a string in double quotes only when it has a space, a quote or ``=``) and whose
+``replyguard`` attribute holds the event as a dict.
 
 Every string in an event passes through redaction of the configured secrets. Content (user
 text, replies, feedback) is only added by callers when ``logContent`` is on.
@@ -13,7 +15,9 @@ text, replies, feedback) is only added by callers when ``logContent`` is on.
 from __future__ import annotations
 
 import contextlib
+import enum
 import functools
+import json
 import logging
 import re
 import sys
@@ -104,9 +108,23 @@ def _redactor(secrets: tuple[str, ...]) -> Any:
     return processor
 
 
+_BARE = re.compile(r"[^\s\"'=\\]+")
+
+
+def _shown(value: Any) -> str:
+    """One ``key=value`` pair's value: an enum as its value (``status=failed_open``), a string
+    bare when it needs no quotes, else in double quotes (JSON's escapes), anything else as
+    ``repr``."""
+    if isinstance(value, enum.Enum):
+        value = value.value
+    if isinstance(value, str):
+        return value if _BARE.fullmatch(value) else json.dumps(value, ensure_ascii=False)
+    return repr(value)
+
+
 def _to_stdlib(_logger: Any, _name: str, event_dict: MutableMapping[str, Any]) -> Any:
     event = str(event_dict.pop("event", ""))
-    pairs = " ".join(f"{key}={value!r}" for key, value in event_dict.items())
+    pairs = " ".join(f"{key}={_shown(value)}" for key, value in event_dict.items())
     message = f"{event} {pairs}" if pairs else event
     return (message,), {"extra": {"replyguard": {"event": event, **event_dict}}}
 

@@ -87,6 +87,13 @@ def ledger_record(
         "attempts": len(outcome.attempts),
         "costUsd": round(outcome.cost_usd, 8),
         "judgeCostUsd": round(outcome.judge_cost_usd, 8),
+        "usage": {
+            "agentPromptTokens": outcome.usage.agent_prompt_tokens,
+            "agentCompletionTokens": outcome.usage.agent_completion_tokens,
+            "judgePromptTokens": outcome.usage.judge_prompt_tokens,
+            "judgeCompletionTokens": outcome.usage.judge_completion_tokens,
+            "totalTokens": outcome.usage.total_tokens,
+        },
         "latencyMs": round(outcome.latency_ms, 3),
         "rubric": rubric,
         "judgeModels": named or list(configured_models),

@@ -5,7 +5,9 @@ unknown key, a wrong type or a missing key is a ``RecordError`` naming the file,
 datasets) and the key. ``reply`` is a string or ``{"text": ..., "meta": {...}}`` with the
 ``RunMeta`` fields in camelCase (``stopReason``, ``pendingToolCalls``, ``toolCalls``, ...).
 An eval record adds ``label`` (``"PASS"`` or ``"FAIL"``), ``labelCategory`` (only with a FAIL
-label) and ``judgeOutput`` (a recorded raw judge text, for ``eval --replay``).
+label), ``judgeOutput`` (a recorded raw judge text, for ``eval --replay``),
+``judgeOutputModel`` (the model that wrote it) and ``synthetic`` (the record was written, not
+recorded). None of them reaches the judge.
 
 A dataset is read whole before it is refused: every bad line is reported at once (the first
 ``MAX_REPORTED`` of them, then how many more) in one ``DatasetError``.
@@ -115,6 +117,11 @@ class EvalRecord(TurnRecord):
     ``categories`` (any case; spaces and hyphens read as underscores)."""
     judge_output: str | None = None
     """A recorded raw judge text, parsed instead of calling a model under ``--replay``."""
+    judge_output_model: str | None = None
+    """The model that wrote ``judgeOutput``, when known (the report names it under replay)."""
+    synthetic: bool = False
+    """The record was written (by hand or generated), not recorded from a real conversation
+    and judge: the report says so, since its figures then measure no model."""
 
     @field_validator("label_category", mode="before")
     @classmethod
