@@ -12,7 +12,7 @@ bound: noise only ever slows a trial down):
   with the same parameters, both to the loopback judge in its own process.
 
 ``--slow-precheck`` / ``--slow-prompt`` add a busy-wait of that much CPU time to
-``replyguard.runner._run.skip_reason`` / ``replyguard.runner._assessment.judge_prompt``
+``replyguard.runner._run.skip_reason`` / ``replyguard.runner._prompting.build_judge_prompt``
 (CPU time, not wall time: on a busy machine the injected work slows down as much as the
 reference does, like a real regression would). tests/tools/test_bench_guard.py runs this in a
 subprocess so that pytest's log capture and fixtures do not weigh on either side of a ratio.
@@ -63,7 +63,7 @@ async def trials(measure: Callable[[], Awaitable[float]], bound: float) -> list[
 
 
 async def main_async(args: argparse.Namespace) -> dict[str, list[float]]:
-    import replyguard.runner._assessment
+    import replyguard.runner._prompting
     import replyguard.runner._run
 
     slow = args.slow_precheck or args.slow_prompt
@@ -72,8 +72,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, list[float]]:
             replyguard.runner._run.skip_reason, args.slow_precheck
         )
     if args.slow_prompt:
-        replyguard.runner._assessment.judge_prompt = slowed(  # type: ignore[assignment]
-            replyguard.runner._assessment.judge_prompt, args.slow_prompt
+        replyguard.runner._prompting.build_judge_prompt = slowed(  # type: ignore[assignment]
+            replyguard.runner._prompting.build_judge_prompt, args.slow_prompt
         )
     # A slowed pipeline needs few pairs to show (and every trial runs, as each one fails).
     hot_pairs, hot_warmup = (50, 20) if slow else (HOT_PAIRS, 200)

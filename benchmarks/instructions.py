@@ -85,9 +85,9 @@ async def _nothing() -> None:
 def _with_added_work(side: Side, iterations: int) -> Side:
     """``side`` with a loop of ``iterations`` passes added to each judge prompt build: a
     regression of known size, which the guard in the tests must see."""
-    from replyguard.runner import _assessment
+    from replyguard.runner import _prompting
 
-    build = getattr(_assessment, "judge_prompt")  # noqa: B009 - patched below, by name
+    build = getattr(_prompting, "build_judge_prompt")  # noqa: B009 - patched below, by name
 
     def slowed(*args: Any, **kwargs: Any) -> Any:
         for _ in range(iterations):
@@ -95,11 +95,11 @@ def _with_added_work(side: Side, iterations: int) -> Side:
         return build(*args, **kwargs)
 
     async def call() -> None:
-        setattr(_assessment, "judge_prompt", slowed)  # noqa: B010 - a private name
+        setattr(_prompting, "build_judge_prompt", slowed)  # noqa: B010 - a module's name
         try:
             await side()
         finally:
-            setattr(_assessment, "judge_prompt", build)  # noqa: B010
+            setattr(_prompting, "build_judge_prompt", build)  # noqa: B010
 
     return call
 

@@ -176,8 +176,8 @@ _STAGES = (
     ),
     ("replyguard.runner._assessment", "", "run_checks", True, "  checks"),
     ("replyguard.runner._assessment", "", "suspected_injection", False, "  injection scan"),
-    ("replyguard.runner._assessment", "Assessor", "judgement", True, "  judgement"),
-    ("replyguard.runner._assessment", "", "judge_prompt", False, "    judge prompt"),
+    ("replyguard.runner._judging", "Judgements", "judgement", True, "  judgement"),
+    ("replyguard.runner._prompting", "", "build_judge_prompt", False, "    judge prompt"),
     ("replyguard.runner._run", "_Run", "finish", True, "outcome"),
 )
 

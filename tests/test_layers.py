@@ -1,5 +1,6 @@
 """The package's imports run one way: from the loop down to the stages, from the stages down to
-``config``, ``types`` and ``errors``; and litellm is imported inside ``replyguard.judge`` only.
+``config``, ``types`` and ``errors``; and litellm is reached inside ``replyguard.judge`` only
+(imported, ``importlib.import_module``-ed, or looked up in ``sys.modules``).
 
 Read from the source with ``ast`` (nothing is imported): an import inside a function or under
 ``TYPE_CHECKING`` counts the same as one at the top of a module.
@@ -29,6 +30,7 @@ LEVELS: tuple[tuple[str, ...], ...] = (
         "_env",
         "_families",
         "_forks",
+        "_loop_ends",
         "_public",
         "_quoting",
         "_randomness",
@@ -89,6 +91,35 @@ def imports(module: str, path: Path) -> Iterator[tuple[str, int]]:
             and isinstance(node.args[0].value, str)
         ):
             yield node.args[0].value, node.lineno
+        elif (name := _module_looked_up(node)) is not None:
+            yield name, node.lineno
+
+
+def _is_sys_modules(node: ast.expr) -> bool:
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr == "modules"
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "sys"
+    )
+
+
+def _module_looked_up(node: ast.AST) -> str | None:
+    """The module a ``sys.modules[name]`` or ``sys.modules.get(name)`` with a literal name
+    reaches (reaching a module so is using it, as an import would), else None."""
+    if isinstance(node, ast.Subscript) and _is_sys_modules(node.value):
+        key = node.slice
+    elif (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "get"
+        and _is_sys_modules(node.func.value)
+        and node.args
+    ):
+        key = node.args[0]
+    else:
+        return None
+    return key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
 
 
 def package_imports() -> Iterator[tuple[str, str, int]]:
@@ -137,7 +168,8 @@ def test_the_modules_of_a_folder_import_each_other_without_a_circle() -> None:
     assert circles == []
 
 
-def test_litellm_is_imported_inside_the_judge_folder_only() -> None:
+def test_litellm_is_reached_inside_the_judge_folder_only() -> None:
+    """By ``import``, by ``importlib.import_module`` or through ``sys.modules``."""
     outside = [
         f"{module}:{line} imports {target}"
         for module, target, line in package_imports()
@@ -152,6 +184,16 @@ def test_litellm_is_imported_inside_the_judge_folder_only() -> None:
         ("import litellm\n", ["litellm"]),
         ("from litellm.router import Router\n", ["litellm.router"]),
         ("def f():\n    import importlib\n    importlib.import_module('litellm')\n", None),
+        (
+            "import importlib\nimportlib.import_module('litellm.router')\n",
+            ["importlib", "litellm.router"],
+        ),
+        ("import sys\nsys.modules['litellm']\n", ["sys", "litellm"]),
+        (
+            "import sys\nw = sys.modules.get('litellm.litellm_core_utils.logging_worker')\n",
+            ["sys", "litellm.litellm_core_utils.logging_worker"],
+        ),
+        ("import sys\nsys.modules.get(name)\n", ["sys"]),
         ("from replyguard import _quoting as quoting\n", ["replyguard._quoting"]),
         ("from . import _quoting\n", ["replyguard._quoting"]),
     ],

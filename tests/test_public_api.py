@@ -14,6 +14,7 @@ from replyguard.testing import ScriptedAgent, ScriptedJudge
 
 EXPECTED = {
     "Attempt",
+    "BaseJudge",
     "Check",
     "CheckResult",
     "ClaimCheck",

@@ -1,4 +1,4 @@
-"""``types._replaced``: the verified turn's cheap ``model_copy(update=...)`` gives what
+"""``types.replaced``: the verified turn's cheap ``model_copy(update=...)`` gives what
 ``model_copy`` gives, for replyguard's models and for a host's subclass with private state."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, PrivateAttr
 
-from replyguard.types import Reason, Reply, RunMeta, ToolCallRecord, Verdict, _replaced
+from replyguard.types import Reason, Reply, RunMeta, ToolCallRecord, Verdict, replaced
 
 CASES = [
     pytest.param(Verdict(passed=True, model="m"), {"latency_ms": 2.5, "model": "x"}, id="verdict"),
@@ -40,14 +40,14 @@ def _state(model: BaseModel) -> tuple[Any, ...]:
 
 @pytest.mark.parametrize(("model", "update"), CASES)
 def test_replaced_gives_what_model_copy_gives(model: BaseModel, update: dict[str, Any]) -> None:
-    fresh = _replaced(model, update)
+    fresh = replaced(model, update)
     assert _state(fresh) == _state(model.model_copy(update=update))
     assert fresh is not model and fresh.__dict__ is not model.__dict__
 
 
 def test_the_original_is_left_as_it_was() -> None:
     verdict = Verdict(passed=True, model="m")
-    _replaced(verdict, {"model": "x"})
+    replaced(verdict, {"model": "x"})
     assert verdict.model == "m"
     assert verdict.model_fields_set == {"passed", "model"}
 
@@ -59,7 +59,7 @@ class HostVerdict(Verdict):
 def test_a_subclass_with_private_state_keeps_it() -> None:
     verdict = HostVerdict(passed=True)
     verdict._seen.append("judge")
-    fresh = _replaced(verdict, {"model": "x"})
+    fresh = replaced(verdict, {"model": "x"})
     assert isinstance(fresh, HostVerdict)
     assert fresh._seen == ["judge"]
     assert fresh.model == "x"

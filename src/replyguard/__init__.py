@@ -31,6 +31,7 @@ from replyguard.errors import (  # noqa: E402
     VerificationExhausted,
 )
 from replyguard.gate._prechecks import skip_reason  # noqa: E402
+from replyguard.judge._base import BaseJudge  # noqa: E402
 from replyguard.judge._fallbacks import LiteLLMJudge  # noqa: E402
 from replyguard.judge._protocol import Judge, JudgeReply  # noqa: E402
 from replyguard.judge._verdict import parse_verdict  # noqa: E402
@@ -72,6 +73,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Attempt",
+    "BaseJudge",
     "Check",
     "CheckResult",
     "ClaimCheck",

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
 from replyguard.context._prompt import JudgePrompt
+from replyguard.judge._base import BaseJudge
 from replyguard.judge._protocol import JudgeReply
 from replyguard.telemetry._events import LOGGER_NAME
 from replyguard.types import Reply
@@ -86,7 +87,7 @@ class _Script(Generic[A]):
             )
 
 
-class ScriptedJudge(_Script[JudgePrompt]):
+class ScriptedJudge(_Script[JudgePrompt], BaseJudge):
     """A ``Judge`` answering from a script: judge texts, ``JudgeReply`` values or exceptions.
 
     ``delay`` seconds pass before each answer (an ``asyncio.sleep``, so deadlines can cut it);

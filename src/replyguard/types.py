@@ -118,7 +118,7 @@ _set = object.__setattr__
 _M = TypeVar("_M", bound=_Frozen)
 
 
-def _replaced(model: _M, update: dict[str, Any]) -> _M:
+def replaced(model: _M, update: dict[str, Any]) -> _M:
     """``model.model_copy(update=update)`` without pydantic's general copy when the model has
     no extra fields and no private attributes (this module's own never do; a host's subclass
     might): a few microseconds less on every verified turn. Like ``model_copy``, the new

@@ -289,7 +289,7 @@ async def test_internal_error_building_the_prompt_fails_open(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise ValueError("template trouble")
 
-    monkeypatch.setattr("replyguard.runner._assessment.judge_prompt", broken)
+    monkeypatch.setattr("replyguard.runner._prompting.build_judge_prompt", broken)
     outcome = await Verifier(make_config(), judge=ScriptedJudge([])).run(
         ScriptedAgent(["Done."]), TURN
     )
@@ -578,14 +578,22 @@ async def test_zero_cost_ceiling_never_pays_a_judge(make_config: Any) -> None:
 
 async def test_judge_warmup_is_not_counted_in_the_judgement_deadline(make_config: Any) -> None:
     class SlowStart(ScriptedJudge):
+        warm = False
+
+        @property
+        def ready(self) -> bool:
+            return self.warm
+
         async def warmup(self) -> None:
             await asyncio.sleep(0.5)  # a cold import of litellm, say
+            self.warm = True
 
     judge = SlowStart(["PASS"])
     outcome = await Verifier(make_config(timeoutSeconds=0.3), judge=judge).run(
         ScriptedAgent(["Done."]), TURN
     )
     assert outcome.status == Status.PASSED
+    assert judge.warm
 
 
 @pytest.mark.parametrize(

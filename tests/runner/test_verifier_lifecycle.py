@@ -337,7 +337,7 @@ def test_a_call_given_up_on_is_let_go_once_its_loop_is_closed(
     call is not held for ever (the next give-up, on another loop, lets it go)."""
     import litellm
 
-    from replyguard.judge import _fallbacks
+    from replyguard.judge import _settling
 
     async def never_closes(**params: Any) -> Any:
         try:
@@ -357,13 +357,13 @@ def test_a_call_given_up_on_is_let_go_once_its_loop_is_closed(
             loop.run_until_complete(verifier.warmup())
             outcome = loop.run_until_complete(verifier.run(ScriptedAgent([REPLY]), TURN))
             assert outcome.reason == "latency_budget"
-            held.append([call for call in _fallbacks._UNSETTLED if call.get_loop() is loop])
+            held.append([call for call in _settling._UNSETTLED if call.get_loop() is loop])
         finally:
             loop.close()  # the given-up call is still pending on it: no cancel, no run
     assert [len(calls) for calls in held] == [1, 1]
-    assert held[0][0] not in _fallbacks._UNSETTLED
-    assert held[1][0] in _fallbacks._UNSETTLED
-    _fallbacks._UNSETTLED.discard(held[1][0])
+    assert held[0][0] not in _settling._UNSETTLED
+    assert held[1][0] in _settling._UNSETTLED
+    _settling._UNSETTLED.discard(held[1][0])
     # What the careless host left (its calls, the verifiers' sessions) is finalized here, not
     # in a later test; a call closed by the collector raises nothing (its client scope's
     # context is gone).
@@ -458,7 +458,7 @@ def test_a_loops_shutdown_waits_for_a_verifiers_clients_there_only_so_long(
 ) -> None:
     """Closing a verifier's clients of a loop that ends (a Redis server or provider that
     stopped answering) holds up the host's ``asyncio.run`` at most ``CLOSE_SECONDS``."""
-    from replyguard.runner import _loop_ends
+    from replyguard import _loop_ends
 
     monkeypatch.setattr(_loop_ends, "CLOSE_SECONDS", 0.2)
     closing = []

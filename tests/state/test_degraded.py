@@ -201,6 +201,11 @@ async def _settlement_in_flight(verifier: Verifier, redis: RedisServer) -> None:
     state = verifier._state
     assert state is not None
     assert await turn_state(verifier) is None  # the client is made and connected
+    # The turn's own settlement runs in the background too: it lands before the pause (a
+    # busy machine may not have run its ending yet), so the one counted below is this one.
+    if state._settling:  # each leaves the set by a callback that runs before the wait's
+        await asyncio.wait(set(state._settling), timeout=30)  # a hang guard
+    assert not state._settling
     ticket = await state.admit(
         ["openai/replyguard-test-judge"],
         agent_id=None,

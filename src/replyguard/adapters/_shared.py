@@ -25,6 +25,7 @@ import pydantic_core
 
 from replyguard.config._schema import VerifierConfig
 from replyguard.gate._prechecks import skip_reason
+from replyguard.runner import blocked_context
 from replyguard.runner._feedback import feedback_message
 from replyguard.runner._policy import (
     Assessed,
@@ -39,7 +40,6 @@ from replyguard.runner._policy import (
     verdict_status,
 )
 from replyguard.runner._side_effects import done
-from replyguard.runner._sync import blocked_context
 from replyguard.telemetry._events import Events, describe_error
 from replyguard.types import Attempt, Outcome, Reason, Reply, Status, StreamEvent, Turn, Verdict
 

@@ -48,9 +48,6 @@ def failed(name: str, category: FailCategory, feedback: str, **extra: Any) -> Ch
     return CheckResult(name=name, passed=False, category=category, feedback=feedback, **extra)
 
 
-SyncCheckFunction = Callable[[Turn, Reply], Any]
-
-
 class FunctionCheck:
     """A plain function (sync or async) used as a check.
 

@@ -151,6 +151,7 @@ def build_judge_prompt(
     nonce: str | None = None,
     redact: Redact | None = None,
     rubric: Rubric = DEFAULT_RUBRIC,
+    reply_scans: tokens.Cutter | None = None,
 ) -> JudgePrompt:
     """Assemble the judge prompt for one reply within ``limits.budget`` tokens.
 
@@ -159,37 +160,10 @@ def build_judge_prompt(
 
     ``redact`` rewrites every caller-supplied text before anything else happens to it (see the
     module doc); an exception it raises propagates, and no prompt is built.
+
+    ``reply_scans``: a cutter of the reply that has already tokenized its ends (``view_of``'s,
+    the injection screen's), reused when no redaction changed the reply.
     """
-    return judge_prompt(
-        turn,
-        reply_text,
-        limits=limits,
-        rules=rules,
-        heartbeat_tasks=heartbeat_tasks,
-        previous_feedback=previous_feedback,
-        meta=meta,
-        nonce=nonce,
-        redact=redact,
-        rubric=rubric,
-    )
-
-
-def judge_prompt(
-    turn: Turn,
-    reply_text: str,
-    *,
-    limits: ContextLimits,
-    rules: Sequence[RulesSource] = (),
-    heartbeat_tasks: str | None = None,
-    previous_feedback: Sequence[str] = (),
-    meta: RunMeta | None = None,
-    nonce: str | None = None,
-    redact: Redact | None = None,
-    rubric: Rubric = DEFAULT_RUBRIC,
-    reply_scans: tokens.Cutter | None = None,
-) -> JudgePrompt:
-    """``build_judge_prompt``; ``reply_scans``: a cutter of the reply that has already
-    tokenized its ends (``view_of``'s), reused when no redaction changed the reply."""
     code = nonce or new_nonce()
     clean = _cleaner(code)
     piecewise = redact or _same

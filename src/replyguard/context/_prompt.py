@@ -164,7 +164,3 @@ DEFAULT_RUBRIC = Rubric()
 def system_prompt() -> str:
     """The built-in rubric: identical on every call, so providers can cache it."""
     return DEFAULT_RUBRIC.system
-
-
-def _system_tokens() -> int:
-    return DEFAULT_RUBRIC.tokens

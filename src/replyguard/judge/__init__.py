@@ -5,6 +5,7 @@ info for prompt caching, the one-off completions of ``insights``), and where the
 is parsed.
 """
 
+from replyguard.judge._base import BaseJudge
 from replyguard.judge._fallbacks import LiteLLMJudge
 from replyguard.judge._litellm import (
     Failure,
@@ -18,6 +19,7 @@ from replyguard.judge._protocol import VERDICT_FORMAT, Judge, JudgeReply, verdic
 
 __all__ = [
     "VERDICT_FORMAT",
+    "BaseJudge",
     "Failure",
     "Judge",
     "JudgeReply",

@@ -18,7 +18,7 @@ once per ``aclose``.
 
 A scope's clients made on an event loop other than the one ``aclose`` runs on (a loop of the
 caller's own ``asyncio.run`` elsewhere) cannot be closed from there: ``close_loop`` closes
-them as their own loop shuts down (``replyguard.runner._loop_ends``). The ``run_sync`` loop is
+them as their own loop shuts down (``replyguard._loop_ends``). The ``run_sync`` loop is
 closed by the verifier itself.
 """
 
@@ -29,11 +29,11 @@ import contextlib
 import contextvars
 import inspect
 import itertools
-import sys
 import threading
 import weakref
 from typing import Any
 
+from replyguard.judge._answer_cap import AnswerSessions
 from replyguard.telemetry._events import Events, describe_error
 
 _SCOPE: contextvars.ContextVar[str | None] = contextvars.ContextVar(
@@ -222,44 +222,31 @@ _RELEASING: set[asyncio.Task[None]] = set()
 """Releases under way (held so that they are not collected while they run)."""
 
 
-def release_when_collected(owner: object, scope: ClientScope, sessions: Any) -> Any:
-    """When ``owner`` (a verifier) is garbage-collected, close what its ``aclose`` would have:
-    ``scope``'s clients and ``sessions`` (its ``AnswerSessions``) on each event loop it judged
-    on that is still running, in a task there. A turn or stream in flight holds its verifier,
-    so none is using them then. Without it, litellm's client cache keeps such a verifier's
-    clients, and their connections to the provider, open for an hour. Returns the
-    ``weakref.finalize``."""
-    return weakref.finalize(owner, _release, scope, sessions)
+def release_when_collected(owner: object, *parts: ClientScope | AnswerSessions) -> Any:
+    """When ``owner`` (a judge) is garbage-collected, close what its ``aclose`` would have:
+    each of ``parts`` (its ``ClientScope``, its ``AnswerSessions``) on each event loop it was
+    used on that is still running, in a task there. A turn or stream in flight holds its
+    verifier, and so its judge, so none is using them then. Without it, litellm's client cache
+    keeps such a judge's clients, and their connections to the provider, open for an hour.
+    Returns the ``weakref.finalize``."""
+    return weakref.finalize(owner, _release, parts)
 
 
-def _release(scope: ClientScope, sessions: Any) -> None:
-    for loop in {*scope.loops(), *sessions.loops()}:
+def _release(parts: tuple[ClientScope | AnswerSessions, ...]) -> None:
+    for loop in {loop for part in parts for loop in part.loops()}:
         if loop.is_closed() or not loop.is_running():
             continue  # its clients went with it, or go when it runs its own clean-up
         with contextlib.suppress(RuntimeError):  # closed meanwhile
-            loop.call_soon_threadsafe(_start_release, scope, sessions)
+            loop.call_soon_threadsafe(_start_release, parts)
 
 
-def _start_release(scope: ClientScope, sessions: Any) -> None:
-    task = asyncio.get_running_loop().create_task(_released(scope, sessions))
+def _start_release(parts: tuple[ClientScope | AnswerSessions, ...]) -> None:
+    task = asyncio.get_running_loop().create_task(_released(parts))
     _RELEASING.add(task)
     task.add_done_callback(_RELEASING.discard)
 
 
-async def _released(scope: ClientScope, sessions: Any) -> None:
-    with contextlib.suppress(Exception):
-        await scope.aclose()
-    with contextlib.suppress(Exception):
-        await sessions.aclose()
-
-
-async def stop_logging_worker() -> None:
-    """Stop litellm's logging worker if it runs on this loop (it starts again on the next call).
-
-    It runs as a task on the loop of its first call; left there, it is destroyed pending when
-    the loop closes.
-    """
-    worker_module = sys.modules.get("litellm.litellm_core_utils.logging_worker")
-    worker = getattr(worker_module, "GLOBAL_LOGGING_WORKER", None)
-    if worker is not None and getattr(worker, "_bound_loop", None) is asyncio.get_running_loop():
-        await worker.stop()
+async def _released(parts: tuple[ClientScope | AnswerSessions, ...]) -> None:
+    for part in parts:
+        with contextlib.suppress(Exception):
+            await part.aclose()

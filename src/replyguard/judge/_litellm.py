@@ -18,9 +18,9 @@ from typing import Any, Literal
 
 from replyguard._families import model_family
 from replyguard._forks import loading
-from replyguard.judge._clients import stop_logging_worker
 from replyguard.judge._prompt_cache import look_up
 from replyguard.judge._protocol import JudgeReply
+from replyguard.judge._worker import stop_logging_worker
 
 Failure = Literal["config", "timeout", "transient"]
 """What a failed judge call means: our configuration, a timeout, or a passing fault."""
@@ -128,6 +128,18 @@ def load_routes(models: Iterable[str]) -> None:
             for name in _FIRST_CALL_BY_ROUTE.get(route or "", ()):
                 first_use(name)
         look_up(models)
+    _routes_loaded.update(models)
+
+
+_routes_loaded: set[str] = set()
+"""The models whose routes ``load_routes`` has loaded in this process."""
+
+
+async def warm_routes(models: Iterable[str]) -> None:
+    """``load_routes`` off the event loop, for the models not loaded yet (none: no thread)."""
+    left = tuple(model for model in models if model not in _routes_loaded)
+    if left:
+        await asyncio.to_thread(load_routes, left)
 
 
 def _loaded_litellm() -> Any | None:

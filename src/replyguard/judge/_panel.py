@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from replyguard.config._panel import PanelRule
 from replyguard.config._schema import VerifierConfig
-from replyguard.judge._protocol import Judge
+from replyguard.judge._base import BaseJudge
 from replyguard.types import FailCategory, Reason, Verdict
 
 
@@ -31,7 +31,7 @@ class Panel:
     """A profile's judge panel: each member's name, judge and config (its model and fallbacks),
     and how they decide."""
 
-    members: tuple[tuple[str, Judge, VerifierConfig], ...]
+    members: tuple[tuple[str, BaseJudge, VerifierConfig], ...]
     rule: PanelRule
     min_answers: int
 

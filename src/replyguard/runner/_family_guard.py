@@ -8,8 +8,8 @@ from typing import Any
 
 from replyguard.config._schema import VerifierConfig
 from replyguard.errors import CrossFamilyError
-from replyguard.runner._assessment import Profile
 from replyguard.runner._preflight import same_family
+from replyguard.runner._request import Profile
 from replyguard.telemetry._events import Events
 from replyguard.types import Turn
 

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from replyguard.runner._turn_scope import canonical_arguments
-from replyguard.types import Reply, ToolCallRecord, _replaced
+from replyguard.types import Reply, ToolCallRecord, replaced
 
 __all__ = ["SideEffects", "describe_call", "done"]
 
@@ -47,7 +47,7 @@ class SideEffects:
         return tuple(
             call
             if call.side_effect is not None
-            else _replaced(call, {"side_effect": self.changes_world(call)})
+            else replaced(call, {"side_effect": self.changes_world(call)})
             for call in calls
         )
 
@@ -59,8 +59,8 @@ class SideEffects:
         calls = self.resolved((*(c for r in earlier for c in r.meta.tool_calls), *own))
         if not calls or (len(calls) == len(own) and all(map(operator.is_, calls, own))):
             return reply  # no earlier calls, each flag already settled: nothing to change
-        meta = _replaced(reply.meta, {"tool_calls": calls})
-        return _replaced(reply, {"meta": meta})
+        meta = replaced(reply.meta, {"tool_calls": calls})
+        return replaced(reply, {"meta": meta})
 
 
 def _identity(call: ToolCallRecord) -> tuple[str, str]:

@@ -14,13 +14,8 @@ closer there (its HTTP clients of that loop), then cancels whatever is left on i
 ``asyncio.run`` would. Calls in flight when it is closed finish first: the last of them stops
 the loop; a call made after ``close`` starts a new one.
 
-litellm's logging worker is one task, on the loop of the latest litellm call: a call on another
-loop starts a new task there and strands the old one, pending, to be "destroyed but pending"
-(printed by asyncio) when collected. So each ``run_sync`` call first stops the worker on the
-loop it runs on (waiting for that at most ``_HANDOVER_SECONDS``), and stops it on its own loop
-before it returns: mixing ``run_sync`` (from threads) and ``await`` in one process prints
-nothing. When that other loop is too busy to stop it in time, the worker's task is held here
-until it ends and cancelled on its own loop, so it is never collected pending either.
+Each ``run_sync`` call on the background loop runs with litellm's logging worker brought to
+that loop first and stopped there after (``replyguard.judge._worker``).
 """
 
 from __future__ import annotations
@@ -28,103 +23,18 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
-import sys
 import threading
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 from replyguard._forks import forgotten_in_children
+from replyguard.judge._worker import worker_isolated
 
 T = TypeVar("T")
 
 _HANDOVER_SECONDS = 0.25
-"""The longest a ``run_sync`` call waits for litellm's logging worker to stop on another loop."""
-
-
-_HELD: set[asyncio.Task[Any]] = set()
-"""litellm logging-worker tasks left on another loop: held until they end."""
-
-
-def _hold_and_cancel(task: asyncio.Task[Any]) -> None:
-    """Keep ``task`` referenced until it ends, and cancel it on its own loop."""
-    loop = task.get_loop()
-    if task.done() or loop.is_closed():
-        return
-    _HELD.add(task)  # from now on it cannot be collected while pending
-
-    def cancel() -> None:
-        task.add_done_callback(_HELD.discard)
-        task.cancel()
-
-    try:
-        loop.call_soon_threadsafe(cancel)
-    except RuntimeError:  # the loop closed meanwhile
-        _HELD.discard(task)
-
-
-def _logging_worker() -> Any:
-    module = sys.modules.get("litellm.litellm_core_utils.logging_worker")
-    return getattr(module, "GLOBAL_LOGGING_WORKER", None)
-
-
-async def _settle_and_stop(worker: Any) -> None:
-    """On the worker's loop: let a finished call hand its logging over first, then stop it."""
-    for _ in range(3):
-        await asyncio.sleep(0)
-    await worker.stop()
-
-
-async def _stop_worker_elsewhere() -> None:
-    """Stop litellm's logging worker on the other loop it runs on, if any (bounded wait)."""
-    worker = _logging_worker()
-    bound = getattr(worker, "_bound_loop", None)
-    if bound is None or bound is asyncio.get_running_loop() or bound.is_closed():
-        return
-    task = getattr(worker, "_worker_task", None)
-    try:
-        future = asyncio.run_coroutine_threadsafe(_settle_and_stop(worker), bound)
-    except RuntimeError:  # that loop is closed: nothing runs there any more
-        return
-    try:
-        async with asyncio.timeout(_HANDOVER_SECONDS):
-            await asyncio.wrap_future(future)
-    except Exception:  # a busy or stopped loop: litellm moves the worker as it always did
-        future.cancel()
-        if task is not None:
-            _hold_and_cancel(task)
-
-
-async def _stop_worker_here() -> None:
-    # litellm hands a finished call's success logging to the worker from a task of its own,
-    # a loop iteration or two after the call returns: let it run first.
-    for _ in range(3):
-        await asyncio.sleep(0)
-    worker = _logging_worker()
-    loop = asyncio.get_running_loop()
-    # Only the last call in flight on this loop stops it: a stop racing another call's start
-    # would leave a worker task behind.
-    if not _active.get(loop) and getattr(worker, "_bound_loop", None) is loop:
-        await worker.stop()
-
-
-_active: dict[asyncio.AbstractEventLoop, int] = {}
-"""``run_sync`` calls in flight per loop (read and written on that loop only)."""
-
-
-async def _isolated(coroutine: Coroutine[Any, Any, T]) -> T:
-    """``coroutine`` with litellm's logging worker brought here first and stopped after."""
-    loop = asyncio.get_running_loop()
-    _active[loop] = _active.get(loop, 0) + 1
-    if _active[loop] == 1:
-        await _stop_worker_elsewhere()
-    try:
-        return await coroutine
-    finally:
-        _active[loop] -= 1
-        if not _active[loop]:
-            del _active[loop]
-            await _stop_worker_here()
+"""The longest a ``run_sync`` call waits for the host loop to take its turn up."""
 
 
 Closer = Callable[[], Awaitable[None]]
@@ -257,7 +167,7 @@ class SyncLoop:
             self._in_flight[loop] = self._in_flight.get(loop, 0) + 1
         try:
             future: concurrent.futures.Future[T] = asyncio.run_coroutine_threadsafe(
-                _isolated(make()), loop
+                worker_isolated(make()), loop
             )
             return future.result()
         finally:

@@ -15,7 +15,6 @@ turns, from any thread.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable, Sequence
@@ -26,12 +25,9 @@ from replyguard.checks.base import Check, as_check
 from replyguard.checks.registry import build_checks
 from replyguard.config._schema import VerifierConfig
 from replyguard.errors import VerificationExhausted
-from replyguard.judge._answer_cap import AnswerSessions
-from replyguard.judge._breaker import CircuitBreaker
-from replyguard.judge._clients import ClientScope, release_when_collected, stop_logging_worker
+from replyguard.judge._base import BaseJudge, as_base_judge
 from replyguard.judge._fallbacks import LiteLLMJudge
 from replyguard.judge._limiter import ConcurrencyLimiter
-from replyguard.judge._litellm import import_litellm, load_routes
 from replyguard.judge._protocol import Judge
 from replyguard.runner._agents import (
     Agent,
@@ -40,13 +36,14 @@ from replyguard.runner._agents import (
     as_reply,
     call_agent,
 )
-from replyguard.runner._assessment import Assessor, Profile, Step
+from replyguard.runner._assessment import Assessor
 from replyguard.runner._family_guard import FamilyGuard
 from replyguard.runner._hooks import Hook, Hooks
-from replyguard.runner._loop_ends import LoopEnds
+from replyguard.runner._lifecycle import Lifecycle
 from replyguard.runner._policy import Assessed, PolicyStep
 from replyguard.runner._preflight import config_findings, state_findings
-from replyguard.runner._preload import judging, prepare_turn, start_preload
+from replyguard.runner._preload import judging, start_preload
+from replyguard.runner._request import Profile, Step, build_profiles
 from replyguard.runner._run import TurnParts, _Run
 from replyguard.runner._side_effects import SideEffects
 from replyguard.runner._sync import SyncLoop
@@ -55,7 +52,6 @@ from replyguard.runner._turn_scope import agent_attempt, with_turn_id
 from replyguard.telemetry._events import Events
 from replyguard.telemetry._ledger import Ledger
 from replyguard.telemetry._tracing import (
-    Tracing,
     build_tracing,
     outcome_attributes,
     turn_attributes,
@@ -63,25 +59,54 @@ from replyguard.telemetry._tracing import (
 )
 from replyguard.types import Outcome, Progress, Reason, Reply, StreamEvent, Turn, Verdict
 
-if TYPE_CHECKING:  # loaded when a config asks for them: most verifiers need none
-    from replyguard.judge._router import JudgeRouter
+if TYPE_CHECKING:  # loaded when a config asks for it: most verifiers need none
     from replyguard.state import SharedState
 
-# How much longer than the longest judgement ``aclose`` waits for judge calls in flight.
-_DRAIN_MARGIN = 1.0
+
+def _checks_of(
+    config: VerifierConfig, events: Events, checks: Sequence[Check | Callable[[Turn, Reply], Any]]
+) -> tuple[Check, ...]:
+    """The configured checks, then the given ones; their names must be unique."""
+    all_checks = (*build_checks(config, events), *(as_check(c) for c in checks))
+    names = [c.name for c in all_checks]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ValueError(f"check names must be unique; repeated: {', '.join(duplicates)}")
+    return all_checks
 
 
-async def close_loop_parts(
-    state: SharedState | None, clients: ClientScope, sessions: AnswerSessions, *, ending: bool
+def _shared_state(config: VerifierConfig, events: Events) -> SharedState | None:
+    """The fleet's shared state and spend limits, when configured; a refusal of the ``state``
+    section raises before anything connects or reads a key."""
+    for finding in state_findings(config):
+        if finding.refusal is not None:
+            raise finding.refusal
+    if not (config.state or config.spend_limits):
+        return None
+    from replyguard.state import SharedState
+
+    return SharedState(config, events)
+
+
+def _report_findings(
+    config: VerifierConfig, events: Events, families: FamilyGuard, *, credentials: bool
 ) -> None:
-    """Close a verifier's clients of the running loop: its Redis client, its share of
-    litellm's clients (``ending``: as the loop shuts down, the verifier staying open; else
-    ``aclose``), its capped answer sessions, and litellm's logging worker there."""
-    if state is not None:
-        await state.aclose()
-    await (clients.close_loop() if ending else clients.aclose())
-    await sessions.aclose()
-    await stop_logging_worker()
+    """What ``replyguard check-config`` reports, logged (a refusal raises); ``credentials``:
+    whether judge models without a key are looked for (replyguard's own judge only)."""
+    for finding in config_findings(config, credentials=credentials):
+        if finding.refusal is not None:
+            raise finding.refusal
+        if finding.log_level >= logging.WARNING:
+            families.warn_once(finding.event, **finding.fields)
+        else:
+            events.emit(finding.log_level, finding.event, **finding.fields)
+
+
+def _judges_of(root: BaseJudge, profiles: dict[str | None, Profile]) -> tuple[BaseJudge, ...]:
+    """The verifier's judge and every judge its profiles hold, each once: what ``warmup``,
+    ``aclose`` and ``close`` reach."""
+    judges = {id(j): j for j in (root, *(j for p in profiles.values() for j in p.judges))}
+    return tuple(judges.values())
 
 
 class Verifier:
@@ -89,39 +114,21 @@ class Verifier:
 
     __slots__ = (
         "__weakref__",  # closing its clients when collected without aclose
-        "_agent_pool",
-        "_answer_sessions",
-        "_assessor",
-        "_clients",
         "_config",
-        "_events",
-        "_families",
-        "_hooks",
-        "_ledger",
-        "_loop_ends",
+        "_life",
         "_parts",
         "_profiles",
-        "_router",
         "_state",
         "_sync",
-        "_tracing",
     )
-    _agent_pool: ThreadPool
-    _answer_sessions: AnswerSessions
-    _assessor: Assessor
-    _clients: ClientScope
     _config: VerifierConfig
-    _events: Events
-    _families: FamilyGuard
-    _hooks: Hooks
-    _ledger: Ledger | None
-    _loop_ends: LoopEnds
+    _life: Lifecycle
     _parts: TurnParts
+    """The shared helpers a turn uses (assessor, events, hooks, ledger, pool, tracing ...)."""
     _profiles: dict[str | None, Profile]
-    _router: JudgeRouter | None
     _state: SharedState | None
     _sync: SyncLoop
-    _tracing: Tracing
+    """Its ``run_sync`` loop (the lifecycle's; adapters submit to it)."""
 
     def __init__(
         self,
@@ -147,130 +154,47 @@ class Verifier:
         leaves it to ``warmup()`` or the first judgement (a command that may not judge). A
         fork meanwhile waits for the load in flight, so a child never gets half of litellm."""
         events = Events(config.secrets())
-        all_checks = (*build_checks(config, events), *(as_check(c) for c in checks))
-        names = [c.name for c in all_checks]
-        duplicates = sorted({n for n in names if names.count(n) > 1})
-        if duplicates:
-            raise ValueError(f"check names must be unique; repeated: {', '.join(duplicates)}")
         tracing = build_tracing(
             config.tracing, tracer_provider, events, log_content=config.log_content
         )
-        limit = config.max_concurrent_judge_calls
-        limiter = ConcurrencyLimiter(limit) if limit is not None else None
-        workspace = Workspace(config.workspace_dir, events)
-        if config.state is not None:
-            from replyguard.judge._fleet_breaker import FleetBreaker
-
-            breaker: CircuitBreaker = FleetBreaker.from_config(config.circuit_breaker)
-        else:
-            breaker = CircuitBreaker.from_config(config.circuit_breaker)
-        for finding in state_findings(config):  # before anything connects or reads a key
-            if finding.refusal is not None:
-                raise finding.refusal
-        shared = None
-        if config.state or config.spend_limits:
-            from replyguard.state import SharedState
-
-            shared = SharedState(config, events)
-
-        router = None
-        if config.router is not None and not judge:
-            from replyguard.judge._router import JudgeRouter
-
-            state = config.state
-            router = JudgeRouter(
-                config.router,
-                redis_url=state.resolve_url() if state is not None else None,
-                redis_timeout=state.timeout_ms / 1000 if state is not None else None,
-                redis_down=shared.redis_down if shared is not None else None,
-            )
-        kinds = [config.for_run_kind(name) for name in config.run_kinds]
-        longest = max(c.timeout_seconds for c in (config, *kinds))
-        clients = ClientScope(events, drain_seconds=longest + _DRAIN_MARGIN)
-        answer_sessions = AnswerSessions()
-
-        def judge_for(profile_config: VerifierConfig) -> Judge:
-            return judge or LiteLLMJudge(
-                profile_config,
-                events,
-                breaker=breaker,
-                key_owner=config.model,
-                tracing=tracing,
-                router=router,
-                clients=clients,
-                sessions=answer_sessions,
-            )
-
-        def member_judge(member_config: VerifierConfig) -> Judge:
-            if judge is None:
-                return judge_for(member_config)
-            # A custom judge may give each panel member a judge of its own (``member(model)``);
-            # otherwise it answers for every member.
-            member = getattr(judge, "member", None)
-            return member(member_config.model) if callable(member) else judge
-
-        criteria = config.operator_rubric()  # read once: the rubric stays the same every call
-
-        def profile_for(name: str | None, profile_config: VerifierConfig) -> Profile:
-            spec = profile_config.panel
-            if spec is None:
-                return Profile.build(name, profile_config, judge_for(profile_config), criteria)
-            from replyguard.judge._panel import Panel
-
-            configs = [profile_config.member_config(m) for m in spec.members]
-            members = tuple((c.model, member_judge(c), c) for c in configs)
-            panel = Panel(members, spec.rule, spec.min_answers)
-            return Profile.build(name, profile_config, members[0][1], criteria, panel)
-
-        profiles: dict[str | None, Profile] = {None: profile_for(None, config)}
-        for name in config.run_kinds:
-            profiles[name] = profile_for(name, config.for_run_kind(name))
-        if judge is None:  # replyguard's own judge: a turn without a key fails open at once
+        shared = _shared_state(config, events)
+        if judge is None:  # replyguard's own: its Router routes locally while Redis is down
+            down = shared.redis_down if shared is not None else None
+            built = LiteLLMJudge.for_verifier(config, events, tracing=tracing, redis_down=down)
+            root: BaseJudge = built
+            profiles = build_profiles(config, built, built.sibling)
+            # A turn that would call a judge model without a key fails open at once.
             profiles = {name: p.with_credentials(config.model) for name, p in profiles.items()}
+        else:
+            root = as_base_judge(judge)
+            profiles = build_profiles(config, root)
+        limit = config.max_concurrent_judge_calls
+        assessor = Assessor(
+            _checks_of(config, events, checks),
+            Workspace(config.workspace_dir, events),
+            events,
+            ConcurrencyLimiter(limit) if limit is not None else None,
+            redact,
+            tracing,
+            shared,
+        )
+        hooks = Hooks(on_verdict, on_retry, on_exhausted, on_fail_open, on_skip)
+        ledger = Ledger(config.ledger_path, events) if config.ledger_path else None
+        pool = ThreadPool(config.agent_threads, "replyguard-agent")
+        families = FamilyGuard(config, events)
+        side_effects = SideEffects(config.side_effect_tools)
         set_ = object.__setattr__
         set_(self, "_config", config)
-        set_(self, "_events", events)
-        set_(
-            self,
-            "_assessor",
-            Assessor(all_checks, workspace, events, limiter, redact, tracing, shared),
-        )
+        life = Lifecycle(_judges_of(root, profiles), shared, hooks, pool)
+        set_(self, "_life", life)
         set_(self, "_state", shared)
         set_(self, "_profiles", profiles)
-        set_(self, "_hooks", Hooks(on_verdict, on_retry, on_exhausted, on_fail_open, on_skip))
-        set_(self, "_ledger", Ledger(config.ledger_path, events) if config.ledger_path else None)
-        set_(self, "_clients", clients)
-        set_(self, "_answer_sessions", answer_sessions)
-        set_(self, "_agent_pool", ThreadPool(config.agent_threads, "replyguard-agent"))
-        set_(self, "_sync", SyncLoop(self._close_loop_clients))
-        set_(self, "_tracing", tracing)
-        set_(self, "_router", router)
-        set_(self, "_families", FamilyGuard(config, events))
-        set_(
-            self,
-            "_parts",
-            TurnParts(
-                config,
-                events,
-                self._assessor,
-                self._hooks,
-                self._ledger,
-                self._agent_pool,
-                tracing,
-                self._families,
-                SideEffects(config.side_effect_tools),
-            ),
+        set_(self, "_sync", life.sync)
+        parts = TurnParts(
+            config, events, assessor, hooks, ledger, pool, tracing, families, side_effects
         )
-        for finding in config_findings(config, credentials=judge is None):  # check-config's
-            if finding.refusal is not None:
-                raise finding.refusal
-            if finding.log_level >= logging.WARNING:
-                self._families.warn_once(finding.event, **finding.fields)
-            else:
-                events.emit(finding.log_level, finding.event, **finding.fields)
-        release_when_collected(self, clients, answer_sessions)
-        ending = functools.partial(close_loop_parts, shared, clients, answer_sessions, ending=True)
-        set_(self, "_loop_ends", LoopEnds(ending))
+        set_(self, "_parts", parts)
+        _report_findings(config, events, families, credentials=judge is None)
         if preload:
             start_preload(litellm=judge is None, models=self._judge_models())
 
@@ -288,7 +212,7 @@ class Verifier:
     @property
     def checks(self) -> tuple[Check, ...]:
         """The checks run before the judge, in order (configured ones first)."""
-        return self._assessor.checks
+        return self._parts.assessor.checks
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -298,59 +222,35 @@ class Verifier:
         return tuple(dict.fromkeys(models))
 
     async def warmup(self) -> None:
-        """Import litellm (with what its first call to each judge model's route would load) and
-        load the tokenizer off the event loop, before the first turn."""
-        from replyguard.context import _tokens as tokens
-
-        await asyncio.to_thread(prepare_turn)
-        await import_litellm()
-        await asyncio.to_thread(load_routes, self._judge_models())
-        await asyncio.to_thread(tokens.encoding)
-        if self._state is not None:
-            await self._state.warmup()
-        if self._router is not None:
-            await self._router.router()
+        """Load what a first turn would, off the event loop: the judge's ``warmup`` (litellm,
+        with what its first call to each judge model's route would load), the tokenizer, and
+        the shared state's connection."""
+        await self._life.warmup()
 
     async def aclose(self) -> None:
         """Close what this verifier alone owns; nothing of any other verifier.
 
-        Its judge Router; its HTTP clients of the running loop, once its judge calls in flight
-        there have finished (turns in flight go on); its ``run_sync`` loop, once the
-        ``run_sync`` calls in flight have returned; its idle hook threads; its sync agents'
-        thread pool (``agentThreads``; agents running there finish). A verifier used
-        after ``aclose`` opens what it needs again and logs one ``verifier_reopened`` warning.
+        Its judges (``aclose``: litellm's judge closes its Router, and its HTTP clients of the
+        running loop once its judge calls in flight there have finished; turns in flight go
+        on); its shared state's clients there; its ``run_sync`` loop, once the ``run_sync``
+        calls in flight have returned; its idle hook threads; its sync agents' thread pool
+        (``agentThreads``; agents running there finish). A verifier used after ``aclose``
+        opens what it needs again and logs one ``verifier_reopened`` warning.
         """
-        if self._router is not None:
-            await self._router.aclose()
-        await self._close_loop_clients()
-        await asyncio.to_thread(self._sync.close)
-        self._hooks.close()
-        self._agent_pool.close()
+        await self._life.aclose()
 
     def close(self) -> None:
-        """Close the ``run_sync`` loop and its HTTP clients, the Router and the hook threads
-        (for code without an event loop; ``aclose`` also closes the running loop's clients)."""
-        self._sync.close()
-        self._hooks.close()
-        self._agent_pool.close()
-        if self._router is not None:
-            self._router.close()
-
-    async def _close_loop_clients(self) -> None:
-        await close_loop_parts(self._state, self._clients, self._answer_sessions, ending=False)
-
-    def _entered(self, loop: asyncio.AbstractEventLoop) -> None:
-        """The async API runs on ``loop``: ``run_sync`` may hand turns to it, and this
-        verifier's clients there close as it shuts down."""
-        self._sync.note_host(loop)
-        self._loop_ends.watch(loop)
+        """Close the judges' Router, the ``run_sync`` loop and its HTTP clients, and the hook
+        threads (for code without an event loop; ``aclose`` also closes the running loop's
+        clients)."""
+        self._life.close()
 
     # -- run kinds ----------------------------------------------------------------------------
 
     def _profile(self, turn: Turn) -> Profile:
         profile = self._profiles.get(turn.run_kind)
         if profile is None:
-            self._families.warn_once("run_kind_unknown", run_kind=turn.run_kind)
+            self._parts.families.warn_once("run_kind_unknown", run_kind=turn.run_kind)
             return self._profiles[None]
         return profile
 
@@ -369,11 +269,11 @@ class Verifier:
         (``step``: the earlier replies, feedback, attempt number and deadline): the verdict,
         the check results and the turn's tool ledger, side effects settled, as ``run`` has
         them."""
-        self._entered(asyncio.get_running_loop())
+        self._life.entered(asyncio.get_running_loop())
         step = step or PolicyStep()
-        profile = self._profile(turn)
-        judged = self._parts.side_effects.with_turn_ledger(reply, step.earlier)
-        if self._families.refused(profile, turn):
+        parts, profile = self._parts, self._profile(turn)
+        judged = parts.side_effects.with_turn_ledger(reply, step.earlier)
+        if parts.families.refused(profile, turn):
             refused = Verdict(
                 passed=True,
                 readable=False,
@@ -381,12 +281,12 @@ class Verifier:
                 error=f"judge and agent model {turn.agent_model!r} are of the same family",
             )
             return Assessed(refused, (), judged.meta.tool_calls)
-        with self._tracing.span("replyguard.verify") as span:
+        with parts.tracing.span("replyguard.verify") as span:
             span.record(turn_attributes, turn, profile.name, profile.config.mode)
-            verdict, results = await self._assessor.assess(
+            verdict, results = await parts.assessor.assess(
                 Step(profile, turn, judged, step.feedback, step.number, step.deadline)
             )
-            span.record(verdict_attributes, verdict, self._tracing.log_content)
+            span.record(verdict_attributes, verdict, parts.tracing.log_content)
         return Assessed(verdict, results, judged.meta.tool_calls)
 
     def run_sync(self, agent: Agent, turn: Turn) -> Outcome:
@@ -402,20 +302,20 @@ class Verifier:
         exhausted turn raises ``VerificationExhausted``.
         """
         started = time.perf_counter()
-        self._entered(asyncio.get_running_loop())
+        self._life.entered(asyncio.get_running_loop())
         profile = self._profile(turn)
         sample_key = turn.id if turn.id is not None else turn.user_message
         turn = with_turn_id(turn)
-        with self._tracing.span("replyguard.turn") as span:
+        with self._parts.tracing.span("replyguard.turn") as span:
             span.record(turn_attributes, turn, profile.name, profile.config.mode)
             messages: Messages = [*turn.history, {"role": "user", "content": turn.user_message}]
             # A turn that may be judged reads its workspace files during the agent's call
             # (on replyguard's threads; wasted on a turn its reply does not trigger).
             ahead = profile.config.enabled and profile.triggers.may_judge(turn)
-            reading = self._assessor.read_workspace(profile, turn) if ahead else None
+            reading = self._parts.assessor.read_workspace(profile, turn) if ahead else None
             try:
                 with agent_attempt(turn, 1):
-                    reply = await call_agent(agent, messages, self._agent_pool)
+                    reply = await call_agent(agent, messages, self._parts.agent_pool)
                 run = _Run(
                     self._parts, turn, profile, started, sample_key=sample_key, reading=reading
                 )
@@ -454,4 +354,4 @@ class Verifier:
         from replyguard.runner._stream import stream_events
 
         parts, profile = self._parts, self._profile(turn)
-        return stream_events(parts, turn, profile, agent, self._entered, progress)
+        return stream_events(parts, turn, profile, agent, self._life.entered, progress)

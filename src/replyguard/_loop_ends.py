@@ -1,4 +1,4 @@
-"""A verifier's clients of an event loop, closed when that loop shuts down.
+"""What a verifier and its judge hold on an event loop, closed when that loop shuts down.
 
 litellm, aiohttp and redis-py tie their clients to the event loop they were made on. A host
 that runs each request in an event loop of its own (``asyncio.run`` per request, as sync web

@@ -1,0 +1,69 @@
+"""A judge call cut off from outside: cancelled once, given a moment to close its connection,
+then let go (``cancelled_once``); and the loop pass a cut-off call needs to close its socket
+(``closing_pass``)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+# How long a judge call cancelled from outside is given to close its connection (a few
+# milliseconds) before the turn goes on without waiting for it (``cancelled_once``).
+_SETTLE_SECONDS = 0.1
+# Judge calls given up on while still closing, held until they end (or their loop is closed).
+_UNSETTLED: set[asyncio.Task[Any]] = set()
+
+
+async def cancelled_once(call: asyncio.Task[Any]) -> Any:
+    """The result of ``call`` (a judge call in a task of its own), cancelling it at most once.
+
+    A cancelled HTTP request closes its connection in a few steps (httpcore's clean-up awaits
+    a lock and the stream's close); a second cancellation arriving meanwhile ends the clean-up
+    before the socket is closed, and the connection stays open at the provider until its
+    client is closed. Two are common: the turn's deadline and the judgement's fall a few
+    milliseconds after this model's own share, and a busy loop runs them while the first
+    clean-up is still under way. So the call runs in its own task, shielded: the caller's
+    cancellation cancels it once (not at all when its own share already did), and waits up
+    to ``_SETTLE_SECONDS`` for it to finish (cancellations meanwhile are held back, then
+    raised). A call still closing after that ends by itself.
+    """
+    try:
+        return await asyncio.shield(call)
+    except asyncio.CancelledError:
+        if not call.done() and not call.cancelling():
+            call.cancel()
+        await _settled(call)
+        raise
+
+
+async def _settled(call: asyncio.Task[Any]) -> None:
+    """Wait up to ``_SETTLE_SECONDS`` for ``call`` to end, holding back cancellations."""
+    for given_up in list(_UNSETTLED):  # a snapshot: run_sync's loop may add from its thread
+        if given_up.get_loop().is_closed():  # a host closed it with the call unfinished:
+            _UNSETTLED.discard(given_up)  # nothing will run it again, nor let it go
+    _UNSETTLED.add(call)
+    call.add_done_callback(_forget)
+    loop = asyncio.get_running_loop()
+    until = loop.time() + _SETTLE_SECONDS
+    while not call.done() and (left := until - loop.time()) > 0:
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.wait((call,), timeout=left)
+
+
+def _forget(call: asyncio.Task[Any]) -> None:
+    """A settled call's end, read (it was given up on: nobody else reads it)."""
+    _UNSETTLED.discard(call)
+    if not call.cancelled():
+        call.exception()
+
+
+async def closing_pass() -> None:
+    """One pass of the event loop after a call was cut off mid-request.
+
+    Cutting the call off closes its connection's transport, but the socket itself is closed
+    by a callback the loop runs on its next pass; without this pass the turn could end (and a
+    host could stop its loop, or block it) with the hung request's connection still open at
+    the provider.
+    """
+    await asyncio.sleep(0)
