@@ -10,6 +10,10 @@ import pytest
 
 from support import docs_snippets
 
+# One fresh interpreter a page, most importing litellm (about a minute in all): `.ci/run` runs
+# these in its slow step, `pytest -m slow tests/test_docs_snippets.py` when editing the docs.
+pytestmark = pytest.mark.slow
+
 ROOT = docs_snippets.ROOT
 RUNNER = Path(docs_snippets.__file__)
 

@@ -131,6 +131,7 @@ def test_watching_puts_logging_back_as_it_found_it() -> None:
     assert (logging.Logger.isEnabledFor, logging.Logger.handle) == before
 
 
+@pytest.mark.slow  # a pytester subprocess: `.ci/run` runs it in its slow step
 def test_a_test_that_logs_a_known_key_fails_at_teardown(pytester: pytest.Pytester) -> None:
     pytester.makeconftest((TESTS / "conftest.py").read_text(encoding="utf-8"))
     shutil.copytree(TESTS / "support", pytester.path / "support")

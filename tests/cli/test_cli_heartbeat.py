@@ -221,6 +221,7 @@ def test_the_output_is_ascii_json_and_an_internal_error_exits_two(
     assert code == 1 and "internal error" not in capsys.readouterr().err
 
 
+@pytest.mark.slow  # the replyguard command in fresh interpreters: run in .ci/run's slow step
 def test_closed_standard_streams_and_a_reader_that_stops(workspace: Path) -> None:
     """As a service manager or a shell pipeline runs it: stdin closed is an input error
     (it was "internal error: AttributeError"); stderr closed keeps the JSON alone on stdout;

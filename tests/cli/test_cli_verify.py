@@ -230,6 +230,7 @@ def test_help_lists_every_status(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--run-kind NAME" in shown
 
 
+@pytest.mark.slow  # a fresh interpreter importing litellm: `.ci/run` runs it in its slow step
 def test_the_installed_command_exits_zero_one_and_two(
     tmp_path: Path, provider: ProviderServer
 ) -> None:
@@ -334,6 +335,7 @@ def test_a_reader_that_stops_reading_leaves_the_decisions_code(
     assert "internal error" not in capsys.readouterr().err
 
 
+@pytest.mark.slow  # a fresh interpreter importing litellm: `.ci/run` runs it in its slow step
 def test_the_output_is_ascii_json_whatever_the_stdout_encoding(
     tmp_path: Path, provider: ProviderServer
 ) -> None:
@@ -351,6 +353,7 @@ def test_the_output_is_ascii_json_whatever_the_stdout_encoding(
     assert json.loads(done.stdout)["feedback"] == "nommez le troisième risque (recrutement) — 招聘"
 
 
+@pytest.mark.slow  # a fresh interpreter importing litellm: `.ci/run` runs it in its slow step
 def test_latency_leaves_out_the_cold_start(tmp_path: Path, provider: ProviderServer) -> None:
     # litellm's first import takes seconds; loaded before the judgement, it is not counted.
     provider.push(Step(text="PASS"))

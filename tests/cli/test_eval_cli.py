@@ -524,6 +524,7 @@ def test_plain_progress_prints_at_most_a_line_per_interval() -> None:
     assert len(stream.getvalue().splitlines()) == 1
 
 
+@pytest.mark.slow  # a fresh interpreter importing litellm: `.ci/run` runs it in its slow step
 def test_live_latency_leaves_out_the_cold_start(tmp_path: Path, provider: ProviderServer) -> None:
     # litellm's first import takes seconds; loaded before the first record, it is not counted.
     provider.respond_with(lambda seen: Step(text="PASS"))

@@ -27,7 +27,10 @@ from test_cold_start import run_script
 from replyguard import _forks
 from replyguard.runner._preload import wait_for_preload
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="os.fork is POSIX only")
+pytestmark = [
+    pytest.mark.skipif(sys.platform == "win32", reason="os.fork is POSIX only"),
+    pytest.mark.slow,  # forked children importing litellm: `.ci/run` runs these in its slow step
+]
 
 
 FORK_MID_IMPORT = textwrap.dedent(
