@@ -39,6 +39,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built
 
 
+@pytest.mark.slow  # builds the wheel with hatchling in a subprocess: .ci/run's slow step
 def test_wheel_contains_prompts_and_type_marker(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     for template in ("judge_system.j2", "judge_context.j2", "feedback.j2"):
@@ -46,6 +47,7 @@ def test_wheel_contains_prompts_and_type_marker(wheel: Path) -> None:
     assert "replyguard/py.typed" in names
 
 
+@pytest.mark.slow  # installs the wheel into a venv: .ci/run's slow step
 def test_installed_wheel_renders_its_own_prompts(wheel: Path, tmp_path: Path) -> None:
     target = tmp_path / "site"
     subprocess.run(

@@ -320,6 +320,7 @@ with ProviderServer(default=Step(text="PASS")) as server:
 """
 
 
+@pytest.mark.slow  # a fresh interpreter importing litellm (about 5 s): .ci/run's slow step
 @pytest.mark.parametrize("closed", [True, False], ids=["aclose", "no-aclose"])
 def test_run_sync_from_threads_mixed_with_await_is_silent_and_correct(closed: bool) -> None:
     close = "await verifier.aclose()" if closed else "pass  # a host that never closes"
