@@ -11,6 +11,7 @@ import re
 from typing import Any
 from unittest import mock
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -39,6 +40,9 @@ from replyguard.gate._prechecks import skip_reason
 from replyguard.gate._triggers import TriggerKind, TriggerMatcher
 from replyguard.judge import _verdict as verdict_module
 from replyguard.types import ToolCallRecord
+
+# Hundreds of generated examples a property (about 20 s in all): .ci/run's slow step runs them.
+pytestmark = pytest.mark.slow
 
 PROPERTY = settings(
     max_examples=150, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
