@@ -38,6 +38,7 @@ LEVELS: tuple[tuple[str, ...], ...] = (
         "_version",
         "types",
     ),
+    ("_frozen",),  # the frozen-model base of types
 )
 """Top down: a unit (a top-level module or folder of ``replyguard``) imports only units on
 lower levels (and its own modules). ``__init__`` is the face, ``replyguard`` itself."""

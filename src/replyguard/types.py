@@ -8,12 +8,14 @@ enums so they serialise as their plain values.
 from __future__ import annotations
 
 import functools
-import inspect
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from replyguard._frozen import _FieldSignature, _Frozen
+from replyguard._frozen import replaced as replaced  # the turn's cheap copy, from here too
 
 
 class SkipReason(StrEnum):
@@ -65,73 +67,6 @@ class Reason(StrEnum):
     SAMPLED_OUT = "sampled_out"
     SIDE_EFFECTS = "side_effects"
     MISSING_CREDENTIALS = "missing_credentials"
-
-
-class _Factory:
-    """The default of a field whose default is made per instance (a fresh list, dict ...)."""
-
-    def __repr__(self) -> str:
-        return "<factory>"
-
-
-_FACTORY = _Factory()
-
-
-class _FieldSignature:
-    """``inspect.signature`` of a model class before pydantic builds it (``defer_build``): the
-    typed keyword parameters pydantic gives a built model, instead of ``(**data: Any)``.
-
-    ``help()``, IPython, Jupyter and editors that run code read it; static checkers (mypy,
-    pyright) read the fields through pydantic's ``dataclass_transform`` anyway. Once pydantic
-    builds the model it sets its own ``__signature__`` on the class, which takes over. An
-    instance has no signature of its own (``inspect`` then reads ``__call__``).
-    """
-
-    def __get__(self, instance: object, owner: type[BaseModel]) -> inspect.Signature:
-        if instance is not None:
-            raise AttributeError("__signature__")
-        parameters = []
-        for name, info in owner.model_fields.items():
-            if info.is_required():
-                default: Any = inspect.Parameter.empty
-            else:
-                default = _FACTORY if info.default_factory is not None else info.default
-            parameters.append(
-                inspect.Parameter(
-                    name,
-                    inspect.Parameter.KEYWORD_ONLY,
-                    default=default,
-                    annotation=info.annotation,
-                )
-            )
-        return inspect.Signature(parameters, return_annotation=None)
-
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
-
-    # A descriptor in place of pydantic's ClassVar[Signature]: it reads the same from the class.
-    __signature__ = _FieldSignature()
-
-
-_set = object.__setattr__
-_M = TypeVar("_M", bound=_Frozen)
-
-
-def replaced(model: _M, update: dict[str, Any]) -> _M:
-    """``model.model_copy(update=update)`` without pydantic's general copy when the model has
-    no extra fields and no private attributes (this module's own never do; a host's subclass
-    might): a few microseconds less on every verified turn. Like ``model_copy``, the new
-    values are not validated."""
-    if model.__pydantic_extra__ is not None or model.__pydantic_private__ is not None:
-        return model.model_copy(update=update)
-    cls = type(model)
-    fresh = cls.__new__(cls)
-    _set(fresh, "__dict__", {**model.__dict__, **update})
-    _set(fresh, "__pydantic_extra__", None)
-    _set(fresh, "__pydantic_fields_set__", model.__pydantic_fields_set__ | update.keys())
-    _set(fresh, "__pydantic_private__", None)
-    return fresh
 
 
 class ToolCallRecord(_Frozen):
