@@ -21,6 +21,7 @@ LEVELS: tuple[tuple[str, ...], ...] = (
     ("cli",),
     ("evaluation",),
     ("__init__", "adapters", "_cli"),
+    ("_commands",),  # what the commands share (usage errors, the config, stdin)
     ("_records", "insights", "runner", "testing"),
     ("checks", "gate", "judge"),
     ("state", "_credentials"),

@@ -26,9 +26,9 @@ from replyguard._cli.verify import (
     add_heartbeat_arguments,
     add_verify_arguments,
     heartbeat_main,
-    run_command,
     verify_main,
 )
+from replyguard._commands import run_command
 from replyguard._version import __version__
 from replyguard.config._schema import VerifierConfig
 from replyguard.evaluation import add_arguments as add_eval_arguments

@@ -29,26 +29,24 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 from replyguard._cli.streams import discard_stdout
-from replyguard._records import RecordError, TurnRecord, read_record
+from replyguard._commands import UsageError, check_run_kind, load_config, read_text, run_command
+from replyguard._records import TurnRecord, read_record
 from replyguard._workspace import Workspace
 from replyguard.checks.heartbeat import MAX_LISTED, is_acknowledgement, open_tasks
 from replyguard.checks.markdown import bulleted
 from replyguard.config._checks import HeartbeatCheckSpec
 from replyguard.config._schema import VerifierConfig
-from replyguard.errors import ConfigError, CrossFamilyError
+from replyguard.errors import CrossFamilyError
 from replyguard.judge._protocol import Judge
 from replyguard.runner._feedback import feedback_message
 from replyguard.runner._judgement import FAILED, FAILED_OPEN, Judgement, decide, judge_one
 from replyguard.runner._verifier import Verifier
-from replyguard.telemetry._events import Events, describe_error
+from replyguard.telemetry._events import Events
 from replyguard.types import FailCategory, Reason, Reply, SkipReason, Turn, Verdict
 
-STDIN = "<stdin>"
-"""How stdin is named in messages."""
 STATUSES_HELP = (
     "statuses: passed, skipped (a pre-check delivers the reply as it is), failed_open (the "
     "judgement went wrong; the reply is delivered), flagged (a FAIL in shadow mode, or after "
@@ -62,44 +60,12 @@ HEARTBEAT_REQUEST = (
 )
 
 
-class UsageError(Exception):
-    """A command's input cannot be used: printed on stderr, exit 2."""
-
-
-def load_config(path: str | None) -> VerifierConfig:
-    """The config at ``path``, or the defaults without one; raises ``ConfigError``."""
-    return VerifierConfig() if path is None else VerifierConfig.load(path)
-
-
 def build_verifier(config: VerifierConfig, judge: Judge | None = None) -> Verifier:
     """A verifier for ``config``; a refused judge/agent pairing is a usage error."""
     try:
         return Verifier(config, judge=judge, preload=False)  # loaded only if the judge is called
     except CrossFamilyError as exc:
         raise UsageError(str(exc)) from None
-
-
-def read_text(argument: str | None, what: str) -> tuple[str, str]:
-    """``(text, name)`` of a file argument, or of stdin for ``-`` or no argument."""
-    name = STDIN if argument is None or argument == "-" else argument
-    try:
-        if name == STDIN:
-            if sys.stdin is None:
-                closed = "stdin is closed: pass it another way (see --help)"
-                raise UsageError(f"{what} {name}: {closed}")
-            return sys.stdin.read(), name
-        return Path(name).read_text(encoding="utf-8"), name
-    except FileNotFoundError:
-        raise UsageError(f"{what} {name}: file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{what} {name}: cannot read: {type(exc).__name__}") from None
-
-
-def check_run_kind(config: VerifierConfig, name: str | None) -> None:
-    """A named run kind must be one of the config's ``runKinds``; raises ``UsageError``."""
-    if name is not None and name not in config.run_kinds:
-        known = ", ".join(sorted(config.run_kinds)) or "none"
-        raise UsageError(f"run kind {name!r} is not in the config's runKinds (known: {known})")
 
 
 def add_run_kind_argument(parser: argparse.ArgumentParser) -> None:
@@ -155,21 +121,6 @@ def _finish(judgement: Judgement, command: str) -> int:
     if notice is not None:
         print(notice, file=sys.stderr)
     return 1 if judgement.status == FAILED else 0
-
-
-def run_command(
-    command: str, body: Callable[[argparse.Namespace], int], args: argparse.Namespace
-) -> int:
-    """``body(args)``; a usage, input, config or internal error prints and exits 2."""
-    try:
-        return body(args)
-    except BrokenPipeError:  # not an internal error: ``main`` ends quietly
-        raise
-    except (UsageError, ConfigError, RecordError) as exc:
-        print(f"replyguard {command}: {exc}", file=sys.stderr)
-    except Exception as exc:  # an internal error must never exit 1, which means FAIL
-        print(f"replyguard {command}: internal error: {describe_error(exc)}", file=sys.stderr)
-    return 2
 
 
 # -- verify ------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
-from replyguard._cli.verify import UsageError, check_run_kind, load_config, read_text, run_command
+from replyguard._commands import UsageError, check_run_kind, load_config, read_text, run_command
 from replyguard._records import EvalRecord, parse_dataset, read_dataset
 from replyguard.config._schema import VerifierConfig
 from replyguard.errors import CrossFamilyError
