@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import importlib.metadata
 import json
 import subprocess
 import sys
@@ -34,6 +36,8 @@ FIELDS = {
     "categories",
     "awaitingUser",
     "sideEffects",
+    "litellm",
+    "judged",
 }
 
 
@@ -87,8 +91,44 @@ async def test_feedback_is_recorded_only_with_content_logging(
     (record,) = lines(ledger)
     assert record["categories"] == ["refusal"]
     assert ("feedback" in record) is log_content
+    assert ("content" in record) is log_content
+    assert "No." not in json.dumps({k: v for k, v in record.items() if k != "content"})
     if log_content:
         assert record["feedback"] == ["Do it, do not decline."]
+        assert record["content"]["userMessage"] == "q"
+        first, second = record["content"]["attempts"]
+        assert (first["reply"], first["judgeOutput"]) == (
+            "No.",
+            "FAIL [refusal]: Do it, do not decline.",
+        )
+        assert first["feedback"] == "Do it, do not decline."
+        assert (second["attempt"], second["reply"]) == (2, "Here it is.")
+
+
+async def test_every_judged_reply_is_recorded_by_its_hash_and_vote(
+    make_config: Any, tmp_path: Path
+) -> None:
+    ledger = tmp_path / "ledger.jsonl"
+    config = make_config(verifyAll=True, ledgerPath=str(ledger))
+    v = Verifier(config, judge=ScriptedJudge(["FAIL [refusal]: Do it.", ""]))
+    await v.run(ScriptedAgent(["No.", "Here it is."]), Turn(user_message="q"))
+    (record,) = lines(ledger)
+    assert record["judged"] == [
+        {
+            "attempt": 1,
+            "replySha256": hashlib.sha256(b"No.").hexdigest(),
+            "vote": "FAIL",
+            "category": "refusal",
+        },
+        # an empty judge answer is unreadable: a fail-open PASS, which is no vote
+        {
+            "attempt": 2,
+            "replySha256": hashlib.sha256(b"Here it is.").hexdigest(),
+            "vote": None,
+            "category": None,
+        },
+    ]
+    assert record["litellm"] == importlib.metadata.version("litellm")
 
 
 async def test_a_ledger_that_cannot_be_written_never_touches_the_turn(

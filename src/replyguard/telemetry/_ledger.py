@@ -2,8 +2,11 @@
 
 Each line is written with a single ``write`` on a file opened with ``O_APPEND`` under an
 exclusive ``flock``, in a worker thread, so lines never interleave or tear, across processes
-too. A failure to write is logged and never reaches the turn. Feedback texts are recorded only
-with ``logContent``.
+too. A failure to write is logged and never reaches the turn. Feedback texts, and the turn's
+``content`` (the user message, each judged reply, the judge's raw answer and reasoning) are
+recorded only with ``logContent``; every line has ``judged``: each judged attempt's reply hash
+(SHA-256 of its UTF-8 text) and vote, so verdicts on byte-identical replies can be compared
+across judge models, rubrics and ``litellm`` versions (``litellm``) without keeping the text.
 
 The ledger never delays delivery for long: what is not a regular file (a FIFO, a device) is
 refused without blocking (opened ``O_NONBLOCK``), a lock held elsewhere is tried again without
@@ -17,6 +20,9 @@ the characters: lone surrogates (from a turn id, an agent id, feedback) become U
 from __future__ import annotations
 
 import asyncio
+import functools
+import hashlib
+import importlib.metadata
 import json
 import os
 import re
@@ -50,6 +56,53 @@ def panel_record(outcome: Outcome) -> list[dict[str, Any]]:
         for a in outcome.attempts
         if a.verdict is not None and a.verdict.members
     ]
+
+
+def reply_hash(text: str) -> str:
+    """The SHA-256 of a reply's UTF-8 text, in hex (lone surrogates as U+FFFD)."""
+    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
+
+
+@functools.cache
+def litellm_version() -> str | None:
+    """The installed litellm's version (read from its metadata, never imported), or None."""
+    try:
+        return importlib.metadata.version("litellm")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def judged_record(outcome: Outcome) -> list[dict[str, Any]]:
+    """Each judged attempt: its number, reply hash, vote (None: fail open) and category."""
+    return [
+        {
+            "attempt": a.number,
+            "replySha256": reply_hash(a.reply.text),
+            "vote": vote(a.verdict),
+            "category": str(a.verdict.category) if a.verdict.category is not None else None,
+        }
+        for a in outcome.attempts
+        if a.verdict is not None
+    ]
+
+
+def content_record(turn: Turn, outcome: Outcome) -> dict[str, Any]:
+    """What the turn said (only with ``logContent``): the user message, and each judged
+    attempt's reply, the judge's raw answer, its reasoning and feedback."""
+    return {
+        "userMessage": turn.user_message,
+        "attempts": [
+            {
+                "attempt": a.number,
+                "reply": a.reply.text,
+                "judgeOutput": a.verdict.raw,
+                "reasoning": a.verdict.reasoning,
+                "feedback": a.verdict.feedback,
+            }
+            for a in outcome.attempts
+            if a.verdict is not None
+        ],
+    }
 
 
 def ledger_record(
@@ -104,6 +157,8 @@ def ledger_record(
         ],
         "awaitingUser": outcome.awaiting_user,
         "sideEffects": list(side_effects),
+        "litellm": litellm_version(),
+        "judged": judged_record(outcome),
     }
     if any(v.shared_state == "degraded" for v in outcome.verdicts):
         record["sharedState"] = "degraded"
@@ -112,6 +167,7 @@ def ledger_record(
         record["panel"] = panels
     if with_content:
         record["feedback"] = [a.verdict.feedback for a in failed if a.verdict]
+        record["content"] = content_record(turn, outcome)
     return record
 
 
