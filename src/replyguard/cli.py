@@ -3,9 +3,10 @@
 Commands: ``demo`` (scripted turns through the real runner, no API key needed), ``schema``
 (the config's JSON Schema), ``check-config FILE`` (check a config as the verifier would;
 ``--show`` prints it with secrets masked), ``insights LEDGER`` (recurring failures and
-suggestions from a ledger), ``verify [FILE]`` (judge one turn given as JSON), ``heartbeat
---workspace DIR [REPLY]`` (judge a heartbeat agent's reply) and ``eval [DATASET.jsonl]``
-(agreement of the judge with labels).
+suggestions from a ledger), ``review LEDGER`` (label the turns worth a look in a local page),
+``verify [FILE]`` (judge one turn given as JSON), ``heartbeat --workspace DIR [REPLY]`` (judge
+a heartbeat agent's reply) and ``eval [DATASET.jsonl]`` (agreement of the judge with labels,
+and the trust gate).
 Exit codes: 0 on success (for ``verify``/``heartbeat``: the reply may be delivered), 1 when a
 requested model call failed (``verify``/``heartbeat``: the reply FAILed), 2 on a usage or
 config error (``verify``/``heartbeat``: an internal error too, never read as a FAIL), 141 when
@@ -81,6 +82,20 @@ def _parser() -> argparse.ArgumentParser:
             "2 on a usage error or a ledger that cannot be read",
         )
     )
+    from replyguard.review import add_arguments as add_review_arguments
+
+    add_review_arguments(
+        commands.add_parser(
+            "review",
+            help="label the ledger's turns worth a look in a local page; labels become an eval set",
+            description="Serve a local page that shows, one at a time, the ledger's turns worth "
+            "a human look (contradicted by a later outcome, panel splits, exhausted, flagged, "
+            "failed open, then a seeded sample of passes stratified by run kind) and appends each "
+            "label to the label file as an eval record with the turn's recorded verdict, ready "
+            "for replyguard eval --replay. Keys: p pass, f fail (then a category), s skip, n note.",
+            epilog="exit 0 when stopped (Ctrl-C), 2 on a usage error",
+        )
+    )
     add_verify_arguments(
         commands.add_parser(
             "verify",
@@ -141,6 +156,10 @@ def _run(argv: Sequence[str] | None) -> int:
     if args.command == "schema":
         print(json.dumps(VerifierConfig.json_schema(), indent=2))
         return 0
+    if args.command == "review":
+        from replyguard.review import main as review_main
+
+        return review_main(args)
     if args.command == "insights":
         from replyguard.insights import main as insights_main
 

@@ -194,7 +194,9 @@ def _lock(descriptor: int, until: float) -> None:
             time.sleep(_LOCK_PAUSE)
 
 
-def _append(path: str, data: bytes, until: float) -> None:
+def append_locked(path: str, data: bytes, until: float) -> None:
+    """Append ``data`` to the regular file at ``path`` in one ``O_APPEND`` write under an
+    exclusive ``flock`` taken by ``until`` (``time.monotonic``); raises ``OSError``."""
     # O_NONBLOCK: opening a FIFO with no reader fails at once instead of waiting for one.
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NONBLOCK", 0)
     descriptor = os.open(path, flags, 0o600)
@@ -229,7 +231,7 @@ class Ledger:
             data = ledger_line(record)
             async with asyncio.timeout(time_limit):
                 until = time.monotonic() + time_limit
-                await asyncio.to_thread(_append, self.path, data, until)
+                await asyncio.to_thread(append_locked, self.path, data, until)
         except TimeoutError:
             self._events.warning(
                 "ledger_write_failed",
