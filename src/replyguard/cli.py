@@ -121,7 +121,8 @@ def _parser() -> argparse.ArgumentParser:
             help="measure the judge against a labelled dataset; write report.json/.html",
             description="Judge every record of a JSONL dataset (pre-checks apply, triggers do "
             "not), report agreement with the labels, and write report.json and report.html.",
-            epilog="exit 0 when the eval ran (disagreements included), 2 on a bad dataset, "
+            epilog="exit 0 when the eval ran (disagreements included) and the trust gate, if "
+            "limits are set, answered TRUSTED; 1 UNTRUSTED; 3 INCONCLUSIVE; 2 on a bad dataset, "
             "config or usage",
         )
     )

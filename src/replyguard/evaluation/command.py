@@ -1,7 +1,9 @@
 """The ``eval`` command: judge a labelled dataset, print a summary, write the two reports.
 
-Exit codes: 0 when the eval ran (disagreements included), 2 on a bad dataset (every bad line is
-reported at once, up to a cap), config or usage.
+Exit codes: 0 when the eval ran (disagreements included) and, with limits set
+(``--max-false-fail``, ``--max-false-pass``, ``--min-agreement``), the trust gate answered
+TRUSTED; 1 UNTRUSTED; 3 INCONCLUSIVE; 2 on a bad dataset (every bad line is reported at once,
+up to a cap), config or usage. ``--probes`` runs the bias probes (live only).
 The dataset is read from stdin when its argument is ``-`` or absent. Progress goes to stderr: a
 bar redrawn in place on a terminal, otherwise a plain line at each tenth of the dataset (ten
 lines at most, at most one a second), each with the time elapsed and an estimate of the time
@@ -22,6 +24,10 @@ from replyguard._commands import UsageError, check_run_kind, load_config, read_t
 from replyguard._records import EvalRecord, parse_dataset, read_dataset
 from replyguard.config._schema import VerifierConfig
 from replyguard.errors import CrossFamilyError
+from replyguard.evaluation.gate import Threshold, trust
+from replyguard.evaluation.gate import describe as describe_gate
+from replyguard.evaluation.probes import describe as describe_probes
+from replyguard.evaluation.probes import not_run, run_probes
 from replyguard.evaluation.report import build_report, summary, write_reports
 from replyguard.evaluation.run import Progress, judge_records
 from replyguard.types import FailCategory
@@ -84,6 +90,29 @@ def _positive(value: str) -> int:
     return int(value)
 
 
+def _share(value: str) -> float:
+    """A share between 0 and 1, written ``0.05`` or ``5%``."""
+    text = value.strip()
+    try:
+        share = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        share = -1.0
+    if not 0.0 <= share <= 1.0:
+        raise argparse.ArgumentTypeError(
+            f"must be a share from 0 to 1 (or 0% to 100%), not {value!r}"
+        )
+    return share
+
+
+def _thresholds(args: argparse.Namespace) -> list[Threshold]:
+    given = {
+        "falseFailRate": args.max_false_fail,
+        "falsePassRate": args.max_false_pass,
+        "accuracy": args.min_agreement,
+    }
+    return [Threshold(rate, limit) for rate, limit in given.items() if limit is not None]
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of ``replyguard eval``."""
     parser.add_argument(
@@ -108,6 +137,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"records judged at once ({DEFAULT_CONCURRENCY})",
     )
     parser.add_argument("--config", metavar="FILE", help="the verifier config (else defaults)")
+    gate = parser.add_argument_group(
+        "trust gate",
+        "limits on the 95 % intervals; the answer is TRUSTED (exit 0), UNTRUSTED (exit 1) or "
+        "INCONCLUSIVE (exit 3, with how many more labels would decide it)",
+    )
+    gate.add_argument(
+        "--max-false-fail",
+        type=_share,
+        metavar="RATE",
+        help="the false FAIL rate's upper bound must be at most RATE (0.05 or 5%%)",
+    )
+    gate.add_argument(
+        "--max-false-pass",
+        type=_share,
+        metavar="RATE",
+        help="the false PASS rate's upper bound must be at most RATE",
+    )
+    gate.add_argument(
+        "--min-agreement",
+        type=_share,
+        metavar="RATE",
+        help="the agreement's (accuracy's) lower bound must be at least RATE (0.85 or 85%%)",
+    )
+    parser.add_argument(
+        "--probes",
+        action="store_true",
+        help="bias probes: judge each labelled reply again padded, with a compliment to the "
+        "judge, and reordered, and count the flips (live only)",
+    )
 
 
 def _records(
@@ -135,7 +193,8 @@ def _records(
 
 
 def main(args: argparse.Namespace) -> int:
-    """Run ``replyguard eval``: 0 when it ran, 2 on a usage/input/config/internal error."""
+    """Run ``replyguard eval``: 0 when it ran (and the gate, if set, answered TRUSTED), 1
+    UNTRUSTED, 3 INCONCLUSIVE, 2 on a usage/input/config/internal error."""
     return run_command("eval", _eval, args)
 
 
@@ -157,11 +216,25 @@ def _eval(args: argparse.Namespace) -> int:
     report = build_report(
         results, dataset=dataset, replay=args.replay, mode=config.mode, judge_model=config.model
     )
+    if args.probes:
+        report["biasProbes"] = (
+            not_run()
+            if args.replay
+            else asyncio.run(run_probes(results, config, concurrency=args.concurrency))
+        )
+    gate = trust(report, _thresholds(args))
+    if gate is not None:
+        report["trust"] = gate
     try:
         json_path, html_path = write_reports(report, Path(args.out))
     except OSError as exc:
         print(f"replyguard eval: cannot write to {args.out}: {type(exc).__name__}", file=sys.stderr)
         return 2
     print(summary(report))
+    for line in [
+        *(describe_probes(report["biasProbes"]) if "biasProbes" in report else []),
+        *(describe_gate(gate) if gate is not None else []),
+    ]:
+        print(line)
     print(f"wrote {json_path} and {html_path}")
-    return 0
+    return 0 if gate is None else int(gate["exitCode"])

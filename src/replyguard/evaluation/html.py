@@ -1,14 +1,15 @@
 """``report.html``: one self-contained page (inline CSS and SVG; no script, no external asset).
 
 In order: a headline (the agreement sentence, a warning when records are marked synthetic, the
-dataset, what produced the verdicts: live calls to the judge model, or under replay the
-recorded outputs and the models that wrote them, the date and records), the figures with
-readable names, rounded values and 95 % intervals, how many more labels would narrow them to
-+-5 points, a table per FAIL category with recall and precision, the disagreements with the
-judge's feedback, the confusion matrix and FAILs by category, a latency histogram with labelled
-axes (live runs only: under replay the latencies measure parsing), then every record in a table
-that fits the page width. Long texts are clipped in the table, with the whole text one click away
-(``<details>``). Every text from the dataset or the judge is escaped.
+dataset, what produced the verdicts: live calls to the judge model, or under replay the recorded
+outputs and the models that wrote them, the date and records), the trust gate's answer and the
+bias probes (when the run had them), the figures with readable names, rounded values and 95 %
+intervals, how many more labels would narrow them to +-5 points, a table per FAIL category with
+recall and precision, the disagreements with the judge's feedback, the confusion matrix and
+FAILs by category, a latency histogram with labelled axes (live runs only: under replay the
+latencies measure parsing), then every record in a table that fits the page width. Long texts
+are clipped in the table, with the whole text one click away (``<details>``). Every text from
+the dataset or the judge is escaped.
 
 The charts (``charts``) are drawn by hand as SVG.
 """
@@ -20,6 +21,8 @@ from html import escape
 from typing import Any
 
 from replyguard.evaluation.charts import categories_svg, confusion_svg, latency_svg
+from replyguard.evaluation.gate import describe as describe_gate
+from replyguard.evaluation.probes import describe as describe_probes
 from replyguard.evaluation.wording import (
     five_points,
     plural,
@@ -359,13 +362,35 @@ def _records(rows: list[dict[str, Any]]) -> str:
     )
 
 
+def _trust(report: dict[str, Any]) -> str:
+    """The trust gate's answer and the bias probes, when the run had them."""
+    parts = []
+    gate = report.get("trust")
+    if gate is not None:
+        first, *rest = describe_gate(gate)
+        items = "".join(f"<li>{_unbroken(escape(line.strip()))}</li>" for line in rest)
+        tone = "PASS" if gate["verdict"] == "TRUSTED" else "FAIL"
+        parts.append(
+            f'<div class="panel" id="trust"><h3 class="{tone}">{escape(first)}</h3>'
+            f"<ul>{items}</ul></div>"
+        )
+    probes = report.get("biasProbes")
+    if probes is not None:
+        first, *rest = describe_probes(probes)
+        items = "".join(f"<li>{_unbroken(escape(line.strip()))}</li>" for line in rest)
+        parts.append(
+            f'<div class="panel" id="probes"><h3>{escape(first)}</h3><ul>{items}</ul></div>'
+        )
+    return f"<h2>Trust</h2>{''.join(parts)}" if parts else ""
+
+
 def render_html(report: dict[str, Any]) -> str:
     """The whole page for ``report`` (as built by ``build_report``)."""
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>replyguard eval: {escape(report['dataset'])}</title><style>{_CSS}</style>"
-        f"</head><body><main>{_header(report)}{_figures(report)}"
+        f"</head><body><main>{_header(report)}{_trust(report)}{_figures(report)}"
         f"{_categories(report)}{_disagreements(report['results'])}{_panel(report)}"
         f"{_charts(report)}"
         f"{_records(report['results'])}"
