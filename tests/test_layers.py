@@ -31,6 +31,7 @@ LEVELS: tuple[tuple[str, ...], ...] = (
         "_env",
         "_families",
         "_forks",
+        "_intervals",
         "_loop_ends",
         "_public",
         "_quoting",

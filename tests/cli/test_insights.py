@@ -341,6 +341,7 @@ def test_cli_json_prints_the_report_with_stable_keys(capsys: pytest.CaptureFixtu
         "panelMembers",
         "themes",
         "suggestions",
+        "drift",
     ]
     assert list(data["runKinds"][0]) == list(report_of(SUPPORT).run_kinds[0].model_dump())
     assert data["suggestions"][0]["rule"] == "exhausted"

@@ -24,6 +24,10 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from replyguard._intervals import Z95 as Z95
+from replyguard._intervals import Interval as Interval
+from replyguard._intervals import wilson as wilson
+
 PASS = "PASS"
 FAIL = "FAIL"
 UNCATEGORISED = "uncategorised"
@@ -117,38 +121,10 @@ def by_category(rows: Sequence[Categorised]) -> dict[str, dict[str, int]]:
 
 # -- 95 % intervals -----------------------------------------------------------------------------
 
-Z95 = 1.959964
-"""The standard normal quantile for a two-sided 95 % interval."""
 KAPPA_RESAMPLES = 2000
 """Bootstrap resamples behind kappa's interval."""
 KAPPA_SEED = 20261128
 """The bootstrap's fixed seed: the same labels always give the same interval."""
-
-
-@dataclass(frozen=True)
-class Interval:
-    """A 95 % interval ``[low, high]`` around a figure, and ``n``, the labels behind it."""
-
-    low: float
-    high: float
-    n: int
-
-
-def wilson(successes: int, n: int, z: float = Z95) -> Interval | None:
-    """The Wilson score interval of ``successes`` out of ``n`` (None when ``n`` is 0).
-
-    Unlike the normal approximation it stays inside [0, 1] and is not empty at 0 or ``n``
-    successes: 8 of 10 gives [0.490, 0.943], 10 of 10 gives [0.722, 1].
-    """
-    if n <= 0:
-        return None
-    rate, z2 = successes / n, z * z
-    scale = 1 + z2 / n
-    centre = (rate + z2 / (2 * n)) / scale
-    half = z * math.sqrt(rate * (1 - rate) / n + z2 / (4 * n * n)) / scale
-    low = 0.0 if successes == 0 else max(0.0, centre - half)
-    high = 1.0 if successes == n else min(1.0, centre + half)
-    return Interval(low, high, n)
 
 
 def wilson_half_width(rate: float, n: int, z: float = Z95) -> float:

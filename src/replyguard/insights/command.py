@@ -26,7 +26,9 @@ from replyguard.insights.stats import (
     PROPOSAL_MAX_TOKENS,
     PROPOSAL_PROMPT,
     PROPOSAL_TIMEOUT_SECONDS,
+    DriftStats,
     Entry,
+    JudgeSetup,
     Report,
     RunKindStats,
 )
@@ -50,6 +52,34 @@ def _flagged(kind: RunKindStats) -> str:
     if kind.side_effects_delivered:
         text += f", {kind.side_effects_delivered_rate:.0%} flagged (side effects, not retried)"
     return text
+
+
+def _setup(setup: JudgeSetup, changed: list[str]) -> str:
+    values = {
+        "judgeModels": ",".join(setup.judge_models) or "?",
+        "rubric": setup.rubric or "?",
+        "litellm": setup.litellm or "?",
+    }
+    return " ".join(f"{name} {values[name]}" for name in changed)
+
+
+def _drift(d: DriftStats) -> str:
+    """One change of judge setup and the flips on the replies judged on both sides."""
+    rate = (
+        f"{d.flip_rate:.1%}, 95 % interval {d.low:.1%} to {d.high:.1%}"
+        if d.low is not None
+        else "-"
+    )
+    noise = (
+        f"; the same setup twice: {d.same_setup_flipped} of {d.same_setup_compared} flipped"
+        if d.same_setup_compared
+        else ""
+    )
+    shown = f" ({', '.join(d.flips)})" if d.flips else ""
+    return (
+        f"{_setup(d.before, d.changed)} -> {_setup(d.after, d.changed)} (from {d.since or '?'}): "
+        f"{d.flipped} of {d.compared} identical replies flipped ({rate}){noise}{shown}"
+    )
 
 
 def render(report: Report) -> str:
@@ -103,6 +133,9 @@ def render(report: Report) -> str:
         f"FEEDBACK THEMES (of {t.feedbacks} feedbacks)": [
             f'"{th.text}": {th.feedbacks} ({th.share:.0%}), e.g. "{th.example}"'
             for th in report.themes
+        ],
+        "DRIFT (verdicts on byte-identical replies, before and after a change of judge)": [
+            _drift(d) for d in report.drift
         ],
         "SUGGESTIONS": [f"{n}. {s.text}" for n, s in enumerate(report.suggestions, start=1)],
     }

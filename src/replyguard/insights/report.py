@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from replyguard.insights.drift import drift
 from replyguard.insights.stats import (
     NO_CATEGORY,
     SKIPPED_SHOWN,
@@ -228,4 +229,5 @@ def summarise(
         panel_members=_panel_members(entries),
         themes=ranked[:top],
         suggestions=suggest(entries, totals, kinds, checks, models, ranked),
+        drift=drift(entries),
     )

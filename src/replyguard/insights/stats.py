@@ -63,6 +63,16 @@ class PanelLine(_Value):
     votes: dict[str, str | None] = {}
 
 
+class JudgedLine(_Value):
+    """One judged attempt of a turn, as a ledger line records it: its reply's hash and vote."""
+
+    model_config = ConfigDict(extra="ignore")
+    attempt: int = 1
+    reply_sha256: str | None = None
+    vote: str | None = None
+    category: str | None = None
+
+
 class Entry(_Value):
     """One ledger line; unknown keys are ignored, missing ones take these defaults."""
 
@@ -82,6 +92,8 @@ class Entry(_Value):
     ts: str | None = None
     rubric: str | None = None
     panel: tuple[PanelLine, ...] = ()
+    litellm: str | None = None
+    judged: tuple[JudgedLine, ...] = ()
 
 
 class Totals(_Value):
@@ -193,6 +205,37 @@ class Suggestion(_Value):
     text: str
 
 
+class JudgeSetup(_Value):
+    """What judged a turn: the models whose verdict counted, the rubric, litellm's version."""
+
+    judge_models: tuple[str, ...]
+    rubric: str | None
+    litellm: str | None
+
+
+class DriftStats(_Value):
+    """Verdicts on byte-identical replies before and after one change of judge setup.
+
+    ``compared`` replies were judged on both sides (the last vote before against the first
+    after), ``flipped`` of them got the other verdict; ``low``/``high`` bound the flip rate's
+    95 % Wilson interval. ``sameSetupCompared``/``sameSetupFlipped``: replies judged twice in a
+    row by the *before* setup, the judge's own noise to read the flips against."""
+
+    before: JudgeSetup
+    after: JudgeSetup
+    changed: list[str]
+    since: str | None
+    compared: int
+    flipped: int
+    flip_rate: float | None
+    low: float | None
+    high: float | None
+    same_setup_compared: int
+    same_setup_flipped: int
+    flips: list[str]
+    """``PASS->FAIL`` or ``FAIL->PASS`` with the reply hash's first 12 digits (at most 10)."""
+
+
 class Report(_Value):
     """Everything ``insights`` says about its ledgers (``--json`` prints it as it is)."""
 
@@ -214,6 +257,9 @@ class Report(_Value):
     """Each judge panel member's agreement with the panel's decisions, by name."""
     themes: list[Theme]
     suggestions: list[Suggestion]
+    drift: list[DriftStats] = []
+    """Each change of judge (models, rubric, litellm version) with verdicts on byte-identical
+    replies on both sides: how many flipped."""
 
 
 # -- small pure helpers shared by the report and the suggestions --------------------------
