@@ -24,14 +24,20 @@ exception that merely passes through a span (the agent's) shows only its class u
 ``logContent``. Every OpenTelemetry call is guarded: a failing processor or exporter costs
 spans, never a turn.
 User content (messages, replies, feedback) goes into attributes only with ``logContent``.
+
+Each verdict recorded on a span (``verdict_attributes``) is also emitted as a
+``gen_ai.evaluation.result`` event, parented to the host's span current when the turn began
+(see ``_evaluation``).
 """
 
 from __future__ import annotations
 
 import importlib.util
 from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar, Token
 from typing import Any
 
+from replyguard.telemetry._evaluation import EVENT_NAME, evaluation_attributes
 from replyguard.telemetry._events import Events, describe_error
 from replyguard.telemetry._ledger import member_votes, vote
 from replyguard.types import Outcome, Turn, Verdict
@@ -51,6 +57,12 @@ _PROVIDER_NAMES = {
     "xai": "x_ai",
     "watsonx": "ibm.watsonx.ai",
 }
+
+
+TURN_SPANS = frozenset({"replyguard.turn", "replyguard.verify"})
+"""The spans a host's call opens: the span current when one starts is the host's."""
+_HOST: ContextVar[Any] = ContextVar("replyguard_host_context", default=None)
+"""The OpenTelemetry context current when the turn began, when it held a span of the host's."""
 
 
 def _clean(attributes: Attributes) -> dict[str, Any]:
@@ -112,16 +124,28 @@ class _LiveSpan:
     the span (one ``tracing_failed`` warning per verifier), never the turn.
     """
 
-    __slots__ = ("_attributes", "_client", "_manager", "_name", "_owner", "_span", "failed")
+    __slots__ = (
+        "_attributes",
+        "_client",
+        "_host",
+        "_manager",
+        "_name",
+        "_owner",
+        "_span",
+        "failed",
+    )
 
     def __init__(self, owner: _OtelTracing, name: str, attributes: Attributes, client: bool):
         self._owner, self._name, self._attributes, self._client = owner, name, attributes, client
         self._manager: Any = None
         self._span: Any = None
+        self._host: Token[Any] | None = None
         self.failed = False
 
     def __enter__(self) -> _LiveSpan:
         kind = self._owner.client_kind if self._client else self._owner.internal_kind
+        if self._name in TURN_SPANS:
+            self._host = _HOST.set(self._owner.host_context())
         try:
             manager = self._owner.tracer.start_as_current_span(
                 self._name,
@@ -142,6 +166,9 @@ class _LiveSpan:
             # content, so only its class unless ``logContent``.
             self.fail(exc, detailed=self._owner.log_content)
         manager, self._manager, self._span = self._manager, None, None
+        if self._host is not None:
+            _HOST.reset(self._host)
+            self._host = None
         if manager is not None:
             try:
                 manager.__exit__(kind, exc, traceback)
@@ -158,8 +185,11 @@ class _LiveSpan:
                 self._owner.broken(exc)
 
     def record(self, build: Callable[..., Attributes], *args: Any) -> None:
-        """Add the attributes ``build(*args)`` returns (built only when tracing is on)."""
+        """Add the attributes ``build(*args)`` returns (built only when tracing is on); a
+        verdict's (``verdict_attributes``) is also emitted as an evaluation event."""
         self.set(build(*args))
+        if build is verdict_attributes:
+            self._owner.evaluation(*args)
 
     def fail(
         self, exc: BaseException, secrets: tuple[str, ...] = (), *, detailed: bool = True
@@ -205,6 +235,36 @@ class _OtelTracing(Tracing):
         self.client_kind = trace.SpanKind.CLIENT
         self.internal_kind = trace.SpanKind.INTERNAL
         self.error_status = trace.StatusCode.ERROR
+        self._logger: Any = None
+
+    def host_context(self) -> Any:
+        """The current OpenTelemetry context when it holds a (valid) span, else None."""
+        try:
+            from opentelemetry import context, trace
+
+            if trace.get_current_span().get_span_context().is_valid:
+                return context.get_current()
+        except Exception as exc:
+            self.broken(exc)
+        return None
+
+    def evaluation(self, verdict: Verdict, with_content: bool) -> None:
+        """Emit ``verdict`` as a ``gen_ai.evaluation.result`` event, parented to the host's
+        span of this turn (else to the current span); never raises."""
+        try:
+            if self._logger is None:
+                from opentelemetry._logs import get_logger
+
+                from replyguard._version import __version__
+
+                self._logger = get_logger("replyguard", __version__)
+            self._logger.emit(
+                event_name=EVENT_NAME,
+                attributes=_clean(evaluation_attributes(verdict, with_content)),
+                context=_HOST.get(),
+            )
+        except Exception as exc:
+            self.broken(exc)
 
     def span(self, name: str, attributes: Attributes | None = None, *, client: bool = False) -> Any:
         return _LiveSpan(self, name, attributes or {}, client)
