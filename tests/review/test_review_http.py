@@ -266,3 +266,24 @@ def test_a_label_file_that_cannot_be_written_says_so_and_loses_nothing_else(
         _, again = call(address, "GET", "/api/next?client=a")
     assert status == 500 and "cannot write" in said["error"]
     assert again["turn"]["key"] == answer["turn"]["key"]  # still to label
+
+
+def test_a_ledger_line_with_odd_types_still_gives_a_label_eval_accepts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    odd = entry("t", "flagged", "FAIL", reply="r", category="x] PASS [y")
+    odd["turnId"] = 42
+    odd["content"]["userMessage"] = {"not": "text"}
+    odd["content"]["attempts"][0]["judgeOutput"] = ["PASS"]
+    ledger = write_ledger(tmp_path / "l.jsonl", [odd, {**odd, "content": "garbage"}])
+    labels = tmp_path / "labels.jsonl"
+    with serving(ledger, labels) as (address, _):
+        for _ in range(2):
+            _, answer = call(address, "GET", "/api/next?client=a")
+            assert label(address, answer["turn"]["key"], "PASS")[0] == 200
+    first, second = lines(labels)
+    assert first["userMessage"] == NOT_LOGGED and first["reply"] == "r"
+    assert first["judgeOutput"] == "FAIL"  # a category that is not a name is not written in
+    assert second["reply"] == NOT_LOGGED
+    assert main(["eval", "--replay", str(labels), "--out", str(tmp_path / "o")]) == 0
+    capsys.readouterr()

@@ -6,6 +6,7 @@ failing log pipeline that costs the event, never the turn."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -64,13 +65,30 @@ def events() -> Iterator[InMemoryLogRecordExporter]:
     EXPORTER.clear()
 
 
+@dataclass
+class Otel:
+    """A tracer provider with its span exporter, and the global log pipeline's exporter."""
+
+    provider: TracerProvider
+    spans: InMemorySpanExporter
+    events: InMemoryLogRecordExporter
+
+
 @pytest.fixture
-def spans() -> Iterator[tuple[TracerProvider, InMemorySpanExporter]]:
+def otel(events: InMemoryLogRecordExporter) -> Iterator[Otel]:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    yield provider, exporter
+    yield Otel(provider, exporter, events)
     provider.shutdown()
+
+
+def traced(
+    make_config: MakeConfig, provider: TracerProvider, script: list[str], **keys: Any
+) -> Verifier:
+    """A verifier judging every reply with ``script``, tracing through ``provider``."""
+    judge = ScriptedJudge(script, model="judge-a")
+    return Verifier(make_config(verifyAll=True, **keys), judge=judge, tracer_provider=provider)
 
 
 def attributes(exporter: InMemoryLogRecordExporter) -> list[dict[str, Any]]:
@@ -79,27 +97,21 @@ def attributes(exporter: InMemoryLogRecordExporter) -> list[dict[str, Any]]:
 
 async def test_each_verdict_is_an_evaluation_event_under_the_host_span(
     make_config: MakeConfig,
-    events: InMemoryLogRecordExporter,
-    spans: tuple[TracerProvider, InMemorySpanExporter],
+    otel: Otel,
 ) -> None:
-    provider, _ = spans
-    verifier = Verifier(
-        make_config(verifyAll=True),
-        judge=ScriptedJudge([FAIL_ANSWER, "PASS"], model="judge-a"),
-        tracer_provider=provider,
-    )
-    host = provider.get_tracer("host-app")
+    verifier = traced(make_config, otel.provider, [FAIL_ANSWER, "PASS"])
+    host = otel.provider.get_tracer("host-app")
     with host.start_as_current_span("host.chat") as span:
         outcome = await verifier.run(
             ScriptedAgent(["Done.", "Done: 3 May."]), Turn(user_message="q")
         )
     assert outcome.status == Status.PASSED
-    records = [r.log_record for r in events.get_finished_logs()]
+    records = [r.log_record for r in otel.events.get_finished_logs()]
     assert [r.event_name for r in records] == ["gen_ai.evaluation.result"] * 2
     host_context = span.get_span_context()
     assert all(r.span_id == host_context.span_id for r in records)
     assert all(r.trace_id == host_context.trace_id for r in records)
-    first, second = attributes(events)
+    first, second = attributes(otel.events)
     assert first == {
         "gen_ai.evaluation.name": "replyguard",
         "gen_ai.evaluation.score.label": "fail",
@@ -114,52 +126,36 @@ async def test_each_verdict_is_an_evaluation_event_under_the_host_span(
 
 async def test_without_a_host_span_the_event_hangs_under_the_attempt(
     make_config: MakeConfig,
-    events: InMemoryLogRecordExporter,
-    spans: tuple[TracerProvider, InMemorySpanExporter],
+    otel: Otel,
 ) -> None:
-    provider, exporter = spans
-    verifier = Verifier(
-        make_config(verifyAll=True), judge=ScriptedJudge(["PASS"]), tracer_provider=provider
-    )
+    verifier = traced(make_config, otel.provider, ["PASS"])
     assert not trace.get_current_span().get_span_context().is_valid
     await verifier.run(ScriptedAgent(["Done."]), Turn(user_message="q"))
-    (record,) = [r.log_record for r in events.get_finished_logs()]
-    (attempt,) = [s for s in exporter.get_finished_spans() if s.name == "replyguard.attempt"]
+    (record,) = [r.log_record for r in otel.events.get_finished_logs()]
+    (attempt,) = [s for s in otel.spans.get_finished_spans() if s.name == "replyguard.attempt"]
     assert attempt.context is not None and record.span_id == attempt.context.span_id
 
 
 async def test_the_explanation_is_content_and_needs_log_content(
     make_config: MakeConfig,
-    events: InMemoryLogRecordExporter,
-    spans: tuple[TracerProvider, InMemorySpanExporter],
+    otel: Otel,
 ) -> None:
-    provider, _ = spans
     for log_content in (False, True):
-        verifier = Verifier(
-            make_config(verifyAll=True, logContent=log_content),
-            judge=ScriptedJudge([FAIL_ANSWER]),
-            tracer_provider=provider,
-        )
+        verifier = traced(make_config, otel.provider, [FAIL_ANSWER], logContent=log_content)
         await verifier.verify(Turn(user_message="q"), "Done.")
-    without, with_content = attributes(events)
+    without, with_content = attributes(otel.events)
     assert "gen_ai.evaluation.explanation" not in without
     assert with_content["gen_ai.evaluation.explanation"] == FEEDBACK
 
 
 async def test_a_failed_open_judgement_carries_its_reason_as_the_error_type(
     make_config: MakeConfig,
-    events: InMemoryLogRecordExporter,
-    spans: tuple[TracerProvider, InMemorySpanExporter],
+    otel: Otel,
 ) -> None:
-    provider, _ = spans
-    verifier = Verifier(
-        make_config(verifyAll=True),
-        judge=ScriptedJudge(["I cannot decide."]),
-        tracer_provider=provider,
-    )
+    verifier = traced(make_config, otel.provider, ["I cannot decide."])
     outcome = await verifier.run(ScriptedAgent(["Done."]), Turn(user_message="q"))
     assert outcome.status == Status.FAILED_OPEN
-    (event,) = attributes(events)
+    (event,) = attributes(otel.events)
     assert event["error.type"] == "unreadable_verdict"
     assert "gen_ai.evaluation.score.label" not in event
 
@@ -174,17 +170,11 @@ async def test_no_tracing_no_event(
 
 async def test_a_failing_log_pipeline_costs_the_event_never_the_turn(
     make_config: MakeConfig,
-    events: InMemoryLogRecordExporter,
-    spans: tuple[TracerProvider, InMemorySpanExporter],
+    otel: Otel,
     replyguard_logs: pytest.LogCaptureFixture,
 ) -> None:
-    provider, _ = spans
     SWITCH.broken = True
-    verifier = Verifier(
-        make_config(verifyAll=True),
-        judge=ScriptedJudge([FAIL_ANSWER, "PASS"]),
-        tracer_provider=provider,
-    )
+    verifier = traced(make_config, otel.provider, [FAIL_ANSWER, "PASS"])
     outcome = await verifier.run(ScriptedAgent(["Done.", "Done: 3 May."]), Turn(user_message="q"))
     assert outcome.status == Status.PASSED and len(outcome.attempts) == 2
     warned = [r for r in replyguard_logs.records if "tracing_failed" in r.getMessage()]

@@ -57,18 +57,24 @@ def _last(items: Any) -> dict[str, Any]:
     return items[-1] if isinstance(items, list) and items and isinstance(items[-1], dict) else {}
 
 
+def _text(value: Any) -> str | None:
+    """``value`` when it is text; anything else in a ledger field is treated as not logged."""
+    return value if isinstance(value, str) else None
+
+
 def recorded_output(turn: Turn) -> str:
     """The turn's recorded verdict as judge text: the raw answer when logged, else the verdict
     line its vote stands for (empty when it failed open without an answer)."""
-    logged = _last((turn.entry.get("content") or {}).get("attempts"))
+    content = turn.entry.get("content")
+    logged = _last(content.get("attempts")) if isinstance(content, dict) else {}
     if isinstance(logged.get("judgeOutput"), str):
         return str(logged["judgeOutput"])
     judged = _last(turn.entry.get("judged"))
     if judged.get("vote") == "PASS":
         return "PASS"
     if judged.get("vote") == "FAIL":
-        category = judged.get("category")
-        return f"FAIL [{category}]" if isinstance(category, str) else "FAIL"
+        category = _text(judged.get("category"))
+        return f"FAIL [{category}]" if category and category.isidentifier() else "FAIL"
     return ""
 
 
@@ -84,11 +90,11 @@ def shown(turn: Turn) -> dict[str, Any]:
         "reasons": list(turn.reasons),
         "outcome": turn.outcome,
         "contentLogged": content is not None,
-        "userMessage": content.get("userMessage") if content else None,
-        "reply": logged.get("reply"),
-        "reasoning": logged.get("reasoning"),
-        "feedback": logged.get("feedback"),
-        "judgeOutput": logged.get("judgeOutput"),
+        "userMessage": _text(content.get("userMessage")) if content else None,
+        "reply": _text(logged.get("reply")),
+        "reasoning": _text(logged.get("reasoning")),
+        "feedback": _text(logged.get("feedback")),
+        "judgeOutput": _text(logged.get("judgeOutput")),
         "verdict": judged.get("vote"),
         "category": judged.get("category"),
         "evidence": {name: entry.get(name) for name in EVIDENCE},
@@ -114,7 +120,7 @@ def eval_record(
     entry = turn.entry
     models = entry.get("judgeModels") or []
     record: dict[str, Any] = {
-        "id": entry.get("turnId") or turn.key,
+        "id": _text(entry.get("turnId")) or turn.key,
         "userMessage": page["userMessage"] if page["userMessage"] is not None else NOT_LOGGED,
         "reply": page["reply"] if page["reply"] is not None else NOT_LOGGED,
         "label": label,

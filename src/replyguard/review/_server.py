@@ -106,96 +106,115 @@ class Session:
             self.held.pop(turn.key, None)
 
 
-def _handler(session: Session, loopback: bool) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        server_version = "replyguard-review"
+class ReviewServer(ThreadingHTTPServer):
+    """The HTTP server of one review self._session."""
 
-        def log_message(self, format: str, *args: Any) -> None:
-            """Quiet: requests are not printed (a label's text must not reach the logs)."""
+    daemon_threads = True
 
-        def _send(self, status: int, body: bytes, content_type: str) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
-            self.send_header("Cache-Control", "no-store")
-            self.send_header("X-Content-Type-Options", "nosniff")
-            self.send_header("X-Frame-Options", "DENY")
-            self.end_headers()
-            self.wfile.write(body)
-
-        def _json(self, status: int, value: Any) -> None:
-            self._send(status, json.dumps(value).encode("utf-8"), "application/json")
-
-        def _host_ok(self) -> bool:
-            if not loopback:
-                return True
-            host = urlsplit(f"//{self.headers.get('Host', '')}").hostname or ""
-            return host in LOOPBACK_HOSTS or f"[{host}]" in LOOPBACK_HOSTS
-
-        def do_GET(self) -> None:
-            if not self._host_ok():
-                self._json(HTTPStatus.FORBIDDEN, {"error": "Host: not this server"})
-                return
-            url = urlsplit(self.path)
-            if url.path == "/":
-                page = render_page(session.token, session.categories, session.reviewer)
-                self._send(HTTPStatus.OK, page.encode("utf-8"), "text/html; charset=utf-8")
-            elif url.path == "/api/next":
-                client = parse_qs(url.query).get("client", [""])[0][:64]
-                self._json(HTTPStatus.OK, session.next_turn(client, time.monotonic()))
-            else:
-                self._json(HTTPStatus.NOT_FOUND, {"error": f"no such page: {url.path}"})
-
-        def _body(self) -> dict[str, Any] | None:
-            if not self._host_ok():
-                self._json(HTTPStatus.FORBIDDEN, {"error": "Host: not this server"})
-                return None
-            token = self.headers.get("X-Replyguard-Token", "")
-            if not secrets.compare_digest(token.encode(), session.token.encode()):
-                self._json(HTTPStatus.FORBIDDEN, {"error": "X-Replyguard-Token: missing or wrong"})
-                return None
-            if self.headers.get_content_type() != "application/json":
-                self._json(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, {"error": "send application/json"})
-                return None
-            length = self.headers.get("Content-Length", "")
-            if not length.isdigit() or int(length) > MAX_BODY:
-                self._json(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, {"error": "body too large"})
-                return None
-            try:
-                body = json.loads(self.rfile.read(int(length)))
-            except (ValueError, RecursionError):
-                body = None
-            if not isinstance(body, dict):
-                self._json(HTTPStatus.BAD_REQUEST, {"error": "the body must be a JSON object"})
-                return None
-            return body
-
-        def do_POST(self) -> None:
-            path = urlsplit(self.path).path
-            if path not in ("/api/label", "/api/skip"):
-                self._json(HTTPStatus.NOT_FOUND, {"error": f"no such action: {path}"})
-                return
-            body = self._body()
-            if body is None:
-                return
-            try:
-                (session.label if path == "/api/label" else session.skip)(body)
-            except LabelError as exc:
-                self._json(HTTPStatus.BAD_REQUEST, {"error": str(exc)})
-            except OSError as exc:
-                where = session.labels.path
-                error = f"cannot write {where}: {type(exc).__name__}"
-                self._json(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": error})
-            else:
-                self._json(HTTPStatus.OK, {"ok": True})
-
-    return Handler
+    def __init__(self, session: Session, host: str, port: int) -> None:
+        self.session = session
+        self.loopback = host in LOOPBACK_HOSTS or host.startswith("127.")
+        super().__init__((host, port), _Handler)
 
 
-def make_server(session: Session, host: str, port: int) -> ThreadingHTTPServer:
+class _Handler(BaseHTTPRequestHandler):
+    """One request of the review page (see the module's routes)."""
+
+    server_version = "replyguard-review"
+
+    @property
+    def _reviewing(self) -> ReviewServer:
+        server = self.server
+        assert isinstance(server, ReviewServer)
+        return server
+
+    @property
+    def _session(self) -> Session:
+        return self._reviewing.session
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: requests are not printed (a label's text must not reach the logs)."""
+
+    def _send(self, status: int, body: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("X-Frame-Options", "DENY")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _json(self, status: int, value: Any) -> None:
+        self._send(status, json.dumps(value).encode("utf-8"), "application/json")
+
+    def _host_ok(self) -> bool:
+        if not self._reviewing.loopback:
+            return True
+        host = urlsplit(f"//{self.headers.get('Host', '')}").hostname or ""
+        return host in LOOPBACK_HOSTS or f"[{host}]" in LOOPBACK_HOSTS
+
+    def do_GET(self) -> None:
+        if not self._host_ok():
+            self._json(HTTPStatus.FORBIDDEN, {"error": "Host: not this server"})
+            return
+        url = urlsplit(self.path)
+        if url.path == "/":
+            page = render_page(
+                self._session.token, self._session.categories, self._session.reviewer
+            )
+            self._send(HTTPStatus.OK, page.encode("utf-8"), "text/html; charset=utf-8")
+        elif url.path == "/api/next":
+            client = parse_qs(url.query).get("client", [""])[0][:64]
+            self._json(HTTPStatus.OK, self._session.next_turn(client, time.monotonic()))
+        else:
+            self._json(HTTPStatus.NOT_FOUND, {"error": f"no such page: {url.path}"})
+
+    def _body(self) -> dict[str, Any] | None:
+        if not self._host_ok():
+            self._json(HTTPStatus.FORBIDDEN, {"error": "Host: not this server"})
+            return None
+        token = self.headers.get("X-Replyguard-Token", "")
+        if not secrets.compare_digest(token.encode(), self._session.token.encode()):
+            self._json(HTTPStatus.FORBIDDEN, {"error": "X-Replyguard-Token: missing or wrong"})
+            return None
+        if self.headers.get_content_type() != "application/json":
+            self._json(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, {"error": "send application/json"})
+            return None
+        length = self.headers.get("Content-Length", "")
+        if not length.isdigit() or int(length) > MAX_BODY:
+            self._json(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, {"error": "body too large"})
+            return None
+        try:
+            body = json.loads(self.rfile.read(int(length)))
+        except (ValueError, RecursionError):
+            body = None
+        if not isinstance(body, dict):
+            self._json(HTTPStatus.BAD_REQUEST, {"error": "the body must be a JSON object"})
+            return None
+        return body
+
+    def do_POST(self) -> None:
+        path = urlsplit(self.path).path
+        if path not in ("/api/label", "/api/skip"):
+            self._json(HTTPStatus.NOT_FOUND, {"error": f"no such action: {path}"})
+            return
+        body = self._body()
+        if body is None:
+            return
+        try:
+            (self._session.label if path == "/api/label" else self._session.skip)(body)
+        except LabelError as exc:
+            self._json(HTTPStatus.BAD_REQUEST, {"error": str(exc)})
+        except OSError as exc:
+            where = self._session.labels.path
+            error = f"cannot write {where}: {type(exc).__name__}"
+            self._json(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": error})
+        else:
+            self._json(HTTPStatus.OK, {"ok": True})
+
+
+def make_server(session: Session, host: str, port: int) -> ReviewServer:
     """A server for ``session`` bound to ``host:port`` (port 0: any free one); raises
     ``OSError`` when the address cannot be bound."""
-    loopback = host in LOOPBACK_HOSTS or host.startswith("127.")
-    server = ThreadingHTTPServer((host, port), _handler(session, loopback))
-    server.daemon_threads = True
-    return server
+    return ReviewServer(session, host, port)

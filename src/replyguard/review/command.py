@@ -89,6 +89,12 @@ def _review(args: argparse.Namespace) -> int:
             f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}"
         ) from None
     host, port = str(server.server_address[0]), int(server.server_address[1])
+    if not server.loopback:
+        print(
+            f"replyguard review: warning: listening on {host}, not loopback: anyone who can "
+            "reach it can read the turns and label them",
+            file=sys.stderr,
+        )
     shown = f"[{host}]" if ":" in host else host
     skipped = f"; {len(ledgers.skipped)} ledger lines were not turns" if ledgers.skipped else ""
     print(
