@@ -22,8 +22,9 @@ import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from replyguard.context import _encoding
 from replyguard.context import _joins as joins
-from replyguard.context._encoding import encoding, size_bound, surely_within
+from replyguard.context._encoding import size_bound, surely_within
 
 _CHARS_PER_TOKEN_CEILING = 16
 SAMPLE_CHARS = 384  # the first piece tokenized at an end: it measures the text's density
@@ -73,7 +74,7 @@ def _grown(text: str, known: Scan | None, size: int, *, from_end: bool) -> Scan:
     """The tokens of the first (or last) ``size`` characters of ``text``, reusing ``known``'s
     (a shorter piece of the same end) up to the last point near its inner end where the
     tokens on either side add up (``_joins.split``): only what lies beyond is tokenized."""
-    enc = encoding()
+    enc = _encoding.encoding()
     whole = size >= len(text)
     size = min(size, len(text))
     if known is not None and known.tokens and not known.whole:
@@ -103,7 +104,7 @@ def _grown(text: str, known: Scan | None, size: int, *, from_end: bool) -> Scan:
 
 def _decode(tokens: list[int]) -> str:
     # A token slice may end inside a multi-byte character; drop the partial character.
-    data: bytes = encoding().decode_bytes(tokens)
+    data: bytes = _encoding.encoding().decode_bytes(tokens)
     return data.decode("utf-8", errors="ignore")
 
 
@@ -135,7 +136,7 @@ def _partial(data: bytes) -> int:
 def _dropped(tokens: Iterable[int], size: int, wanted: int) -> int | None:
     """How many of ``tokens`` (taken in turn, from the end of ``size`` bytes of text) to drop
     to leave ``wanted`` bytes, or None when no token boundary is there."""
-    single = encoding().decode_single_token_bytes
+    single = _encoding.encoding().decode_single_token_bytes
     dropped = 0
     for token in tokens:
         if size <= wanted:
@@ -154,7 +155,7 @@ def aligned_head(text: str, tokens: list[int], limit: int) -> tuple[str, int | N
     the tokens before that point. With no such point near, the start as cut, and None.
     """
     kept = min(limit, len(tokens))
-    data: bytes = encoding().decode_bytes(tokens[:kept])
+    data: bytes = _encoding.encoding().decode_bytes(tokens[:kept])
     start = data.decode("utf-8", errors="ignore")
     point = joins.last_split(text, len(start) - joins.LOOK, len(start) + 1)
     if point is None:
@@ -171,7 +172,7 @@ def aligned_tail(text: str, tokens: list[int], limit: int) -> tuple[str, int | N
     first point where the tokens add up."""
     kept = max(min(limit, len(tokens)), 0)
     tail = tokens[len(tokens) - kept :] if kept else []
-    data: bytes = encoding().decode_bytes(tail)
+    data: bytes = _encoding.encoding().decode_bytes(tail)
     end = data.decode("utf-8", errors="ignore")
     while end and not text.endswith(end):  # debris of a character the first token splits
         end = end[1:]

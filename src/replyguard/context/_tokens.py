@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from replyguard.context import _encoding
 from replyguard.context import _joins as joins
 from replyguard.context._encoding import (
     ENCODING_NAME,
@@ -194,7 +195,7 @@ class Cutter:
         a quarter over ``limit``: then counting it is cheaper than proving it over."""
         if self._head is None:
             sample = self.text[:SAMPLE_CHARS]
-            tokens = encoding().encode_ordinary(sample)
+            tokens = _encoding.encoding().encode_ordinary(sample)
             self._head = Scan(tokens, len(sample) == len(self.text), len(sample))
         head = self._head
         return head.whole or len(self.text) * len(head.tokens) <= head.size * limit * 1.25
