@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Self
 from pydantic import BaseModel, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from replyguard.config._checks import relative_inside
+from replyguard.config._checks import FILE_MODEL, relative_inside
 from replyguard.config._rubric import checked_categories
 from replyguard.errors import ReplyguardError
 
@@ -40,6 +40,8 @@ def _stripped(value: tuple[str, ...], what: str) -> tuple[str, ...]:
 
 class ConfigRules(BaseModel):
     """The validators of ``VerifierConfig``'s fields, and of the config as a whole."""
+
+    model_config = FILE_MODEL  # as every model of the file: built on first use, not at import
 
     if TYPE_CHECKING:  # the fields the whole-config rules read (declared by VerifierConfig)
         model: str
