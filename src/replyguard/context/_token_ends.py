@@ -195,23 +195,20 @@ def within(text: str, limit: int) -> bool:
 
 def head(text: str, limit: int) -> str:
     """The longest start of ``text`` with at most ``limit`` tokens (char-aligned)."""
-    if limit <= 0:
-        return ""
-    if surely_within(text, limit):
-        return text
-    found = scan(text, limit, from_end=False)
-    if found.whole and len(found.tokens) <= limit:
-        return text
-    return _head_of(found.tokens, limit)
+    return _end(text, limit, from_end=False)
 
 
 def tail(text: str, limit: int) -> str:
     """The longest end of ``text`` with at most ``limit`` tokens (char-aligned)."""
+    return _end(text, limit, from_end=True)
+
+
+def _end(text: str, limit: int, *, from_end: bool) -> str:
     if limit <= 0:
         return ""
     if surely_within(text, limit):
         return text
-    found = scan(text, limit, from_end=True)
+    found = scan(text, limit, from_end=from_end)
     if found.whole and len(found.tokens) <= limit:
         return text
-    return _tail_of(text, found.tokens, limit)
+    return _tail_of(text, found.tokens, limit) if from_end else _head_of(found.tokens, limit)
