@@ -18,6 +18,7 @@ from replyguard.context import (
     ContextLimits,
     JudgePrompt,
     RulesSource,
+    _encoding,
     build_judge_prompt,
     render_message,
     render_metadata,
@@ -957,7 +958,7 @@ def test_a_turn_that_fits_by_its_size_is_built_without_tokenizing(
     def no_tokenizing() -> None:
         raise AssertionError("a text was tokenized")
 
-    monkeypatch.setattr(tokens, "encoding", no_tokenizing)
+    monkeypatch.setattr(_encoding, "encoding", no_tokenizing)
     prompt = _build(turn)
     assert prompt.user == expected.user and prompt.trimmed == ()
     assert (_section(prompt, "conversation_history") or "").count("see[U+200B] the 📎 file") == 3

@@ -11,6 +11,7 @@ from replyguard.context import (
     MESSAGE_OVERHEAD,
     ContextLimits,
     RulesSource,
+    _encoding,
     build_judge_prompt,
     reply_in_view,
 )
@@ -87,7 +88,7 @@ def _recorded_build(
     meta = RunMeta(stop_reason="stop", tool_calls=(ToolCallRecord(name="search"),))
     recording = Recording()
     with monkeypatch.context() as patch:
-        patch.setattr(tokens, "encoding", lambda: recording)
+        patch.setattr(_encoding, "encoding", lambda: recording)
         prompt = build_judge_prompt(turn, reply, limits=ContextLimits(), rules=rules, meta=meta)
         counted = prompt.counted_tokens
     exact = tokens.count(prompt.system) + tokens.count(prompt.user) + MESSAGE_OVERHEAD
@@ -124,7 +125,7 @@ def test_the_reply_s_view_tokenizes_the_same_for_a_10_mb_reply_as_for_a_1_mb_one
         recording = Recording()
         reply = _prose(chars, 3)
         with monkeypatch.context() as patch:
-            patch.setattr(tokens, "encoding", lambda recording=recording: recording)
+            patch.setattr(_encoding, "encoding", lambda recording=recording: recording)
             view = reply_in_view(reply, ContextLimits().response_cap)
         sizes.append((sum(map(len, recording.texts)), len(view)))
     (one, one_view), (ten, ten_view) = sizes

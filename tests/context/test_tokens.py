@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
+from replyguard.context import _token_ends as token_ends
 from replyguard.context import _tokens as tokens
 
 MILLION = 1_000_000
@@ -299,7 +300,7 @@ def test_a_grown_scan_holds_the_tokens_of_its_whole_piece(
 ) -> None:
     """A scan grown from a shorter one tokenizes only what it adds past a point where the
     tokens add up: its tokens are still exactly those of the whole piece it covers."""
-    shorter = tokens._scan(text, first, from_end=from_end)
-    grown = tokens._scan(text, then, from_end=from_end, known=shorter)
+    shorter = token_ends.scan(text, first, from_end=from_end)
+    grown = token_ends.scan(text, then, from_end=from_end, known=shorter)
     piece = text if grown.whole else text[-grown.size :] if from_end else text[: grown.size]
     assert grown.tokens == tokens.encoding().encode_ordinary(piece)

@@ -63,6 +63,7 @@ async def test_fail_mode_still_fails_a_long_reply_addressing_the_judge(make_conf
 async def test_the_prompt_reuses_the_reply_s_ends_the_screen_tokenized(
     make_config: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from replyguard.context import _encoding
     from replyguard.context import _tokens as tokens
 
     real = tokens.encoding()
@@ -77,7 +78,7 @@ async def test_the_prompt_reuses_the_reply_s_ends_the_screen_tokenized(
             result: list[int] = real.encode_ordinary(text)
             return result
 
-    monkeypatch.setattr(tokens, "encoding", Recording)
+    monkeypatch.setattr(_encoding, "encoding", Recording)
     monkeypatch.setattr(tokens, "loaded", lambda: True)
     reply = Reply(text="Done.\n" + FILLER * 12_000)
     verdict = await verifier(make_config).verify(TURN, reply)

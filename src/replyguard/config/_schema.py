@@ -4,39 +4,31 @@ JSON keys are camelCase, Python attributes snake_case. ``VerifierConfig.load(pat
 either the bare verifier object or a document holding it at ``agents.defaults.verifier``.
 Every problem is reported as a ``ConfigError`` naming the file and the key; an input value is
 never echoed (it may be a secret).
+
+This module declares the fields (a new key is a field line here, its section's model in a
+module of its own); the validators beyond a field's type are ``ConfigRules``'s
+(``config/_rules.py``) and the file's reading and error naming are ``config/_loading.py``'s.
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import (
-    BaseModel,
-    Field,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, Field, ValidationError
 from pydantic.alias_generators import to_camel
-from pydantic_core import PydanticCustomError
 
-from replyguard.config._checks import FILE_MODEL, CheckSpec, HeartbeatCheckSpec, relative_inside
+from replyguard.config._checks import FILE_MODEL, CheckSpec, HeartbeatCheckSpec
 from replyguard.config._field_docs import DocumentedSchema
-from replyguard.config._json_file import (
-    _locate,
-    _non_json_value,
-    _parse_json,
-    _problems,
-)
 from replyguard.config._keys import ENV_PREFIX, MASK, ApiKey, key_values, resolved_key
+from replyguard.config._loading import beside_file, checked_now, read_document, validated
 from replyguard.config._panel import PanelConfig, PanelMember
 from replyguard.config._router import RouterConfig
-from replyguard.config._rubric import check_fits, checked_categories, read_rubric
+from replyguard.config._rubric import check_fits, read_rubric
+from replyguard.config._rules import ConfigRules, RunKindsInvalid
 from replyguard.config._state import SpendLimit, StateConfig
 from replyguard.config._streaming import StreamingConfig
-from replyguard.errors import ConfigError, ReplyguardError
+from replyguard.errors import ConfigError
 
 __all__ = [
     "ENV_PREFIX",
@@ -63,15 +55,6 @@ JudgeAfterChecks = Literal["on_pass", "always", "never"]
 Mode = Literal["enforce", "shadow"]
 OnSideEffects = Literal["notice", "deliver", "retry"]
 ModelNames = Annotated[tuple[str, ...], Field(strict=False)]
-
-
-class _RunKindsInvalid(ReplyguardError):
-    """A run kind does not validate merged over its config (not a ValueError, so pydantic lets
-    it through with its keys; ``load``/``from_dict`` turn it into a ``ConfigError``)."""
-
-    def __init__(self, problems: list[tuple[str, str]]) -> None:
-        self.problems = problems
-        super().__init__("; ".join(f"{key}: {message}" for key, message in problems))
 
 
 class CircuitBreakerConfig(BaseModel):
@@ -115,7 +98,7 @@ class RunKind(BaseModel):
         return {name: getattr(self, name) for name in self.model_fields_set}
 
 
-class VerifierConfig(BaseModel):
+class VerifierConfig(ConfigRules):
     """The verifier's configuration. Every attribute has the contract's default."""
 
     model_config = FILE_MODEL
@@ -237,78 +220,6 @@ class VerifierConfig(BaseModel):
     stakes): ``models`` (two or more, asked concurrently within the same deadline), ``rule``
     (``"any_fail"`` or ``"majority"``) and ``minAnswers`` (docs/panels.md)."""
 
-    @model_validator(mode="before")
-    @classmethod
-    def _drop_schema_key(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "$schema" in data:
-            data = {k: v for k, v in data.items() if k != "$schema"}
-        return data
-
-    @field_validator("workspace_dir", mode="before")
-    @classmethod
-    def _path_to_text(cls, value: Any) -> Any:
-        return os.fspath(value) if isinstance(value, os.PathLike) else value
-
-    @field_validator("model")
-    @classmethod
-    def _model_not_empty(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must name a model")
-        return value.strip()
-
-    @model_validator(mode="after")
-    def _model_is_a_router_group(self) -> Self:
-        # After the fields, so that a default ``model`` (never field-validated) is checked too.
-        if self.router is not None and self.model not in self.router.groups:
-            groups = ", ".join(sorted(self.router.groups))
-            problem = f"{self.model!r} is not a router group (one of: {groups})"
-            error = PydanticCustomError("value_error", "{problem}", {"problem": problem})
-            raise ValidationError.from_exception_data(
-                type(self).__name__, [{"type": error, "loc": ("model",), "input": self.model}]
-            )
-        return self
-
-    @field_validator("fallback_models")
-    @classmethod
-    def _fallbacks_not_empty(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        if any(not m.strip() for m in value):
-            raise ValueError("model names must not be empty")
-        return tuple(m.strip() for m in value)
-
-    @field_validator("trigger_keywords")
-    @classmethod
-    def _keywords_not_empty(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        if any(not k.strip() for k in value):
-            raise ValueError("keywords must not be empty")
-        return tuple(k.strip() for k in value)
-
-    @field_validator("side_effect_tools")
-    @classmethod
-    def _patterns_not_empty(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        if any(not p.strip() for p in value):
-            raise ValueError("tool-name patterns must not be empty")
-        return value
-
-    @field_validator("rules_files")
-    @classmethod
-    def _rules_files_relative(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        return tuple(relative_inside(v, "rulesFiles entry") for v in value)
-
-    @field_validator("heartbeat_file")
-    @classmethod
-    def _heartbeat_file_relative(cls, value: str) -> str:
-        return relative_inside(value, "heartbeatFile")
-
-    @field_validator("rubric_file")
-    @classmethod
-    def _rubric_file_relative(cls, value: str | None) -> str | None:
-        return None if value is None else relative_inside(value, "rubricFile")
-
-    @field_validator("categories")
-    @classmethod
-    def _categories_named(cls, value: dict[str, str]) -> dict[str, str]:
-        return checked_categories(value)
-
     # -- derived values ------------------------------------------------------------------
 
     def for_run_kind(self, name: str | None) -> VerifierConfig:
@@ -338,7 +249,7 @@ class VerifierConfig(BaseModel):
                     message = error["msg"].removeprefix("Value error, ")
                     problems.append((f"runKinds.{name}.{path}", message))
         if problems:
-            raise _RunKindsInvalid(problems)
+            raise RunKindsInvalid(problems)
 
     def operator_rubric(self) -> str:
         """The rubric file's text, read now ("" without ``rubricFile``); ``ConfigError`` (key
@@ -424,12 +335,7 @@ class VerifierConfig(BaseModel):
         """Validate a parsed JSON object, raising ``ConfigError`` that names each bad key."""
         if not isinstance(data, dict):
             raise ConfigError(source, [("", "the verifier config must be a JSON object")])
-        try:
-            return cls.model_validate(data, by_alias=True, by_name=False)
-        except ValidationError as exc:
-            raise ConfigError(source, _problems(exc, schema=cls.json_schema())) from None
-        except _RunKindsInvalid as exc:
-            raise ConfigError(source, exc.problems) from None
+        return validated(cls, data, source=source, schema=cls.json_schema)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Self:
@@ -437,34 +343,8 @@ class VerifierConfig(BaseModel):
 
         A relative ``workspaceDir`` is taken relative to the file's folder.
         """
-        file = Path(path)
-        try:
-            text = file.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise ConfigError(str(file), [("", "file not found")]) from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(str(file), [("", f"cannot read: {exc.__class__.__name__}")]) from None
-        document, repeated = _parse_json(text, str(file))
-        data, prefix = _locate(document, str(file))
-        problem = _non_json_value(data, repeated)
-        if problem is not None:
-            raise ConfigError(str(file), [(prefix + problem[0], problem[1])])
-        try:
-            config = cls.model_validate(data, by_alias=True, by_name=False)
-        except ValidationError as exc:
-            raise ConfigError(str(file), _problems(exc, prefix, cls.json_schema())) from None
-        except _RunKindsInvalid as exc:
-            problems = [(prefix + key, message) for key, message in exc.problems]
-            raise ConfigError(str(file), problems) from None
-        relative = {
-            key: str((file.parent / value).resolve())
-            for key in ("workspace_dir", "ledger_path")
-            if (value := getattr(config, key)) is not None and not Path(value).is_absolute()
-        }
-        config = config.model_copy(update=relative) if relative else config
-        try:
-            config.operator_rubric()
-        except ConfigError as exc:
-            problems = [(prefix + key, message) for key, message in exc.problems]
-            raise ConfigError(str(file), problems) from None
+        data, prefix, source = read_document(path)
+        config = validated(cls, data, source=source, schema=cls.json_schema, prefix=prefix)
+        config = beside_file(config, path)
+        checked_now(config.operator_rubric, source, prefix)
         return config

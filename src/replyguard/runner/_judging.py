@@ -28,8 +28,8 @@ from replyguard.judge._protocol import JudgeReply
 from replyguard.runner._preload import judging
 from replyguard.runner._prompting import INLINE_CHARS, prompt_of
 from replyguard.runner._request import Budget, Reading, Seat, Step, until
+from replyguard.runner._turn_report import report_verdict
 from replyguard.telemetry._events import Events, describe_error, redact
-from replyguard.telemetry._ledger import member_votes
 from replyguard.types import Reason, Verdict, replaced
 
 if TYPE_CHECKING:  # loaded when a config asks for a panel or shared state
@@ -112,7 +112,7 @@ class Judgements:
         else:
             verdict = await self._ask_panel(profile.panel, prompt, step, budget, deadline)
         if self._events.enabled(logging.INFO):
-            self._report_verdict(step, verdict, prompt)
+            report_verdict(self._events, step, verdict, prompt)
         return verdict
 
     async def _setup(self, judge: BaseJudge, step: Step) -> tuple[Reason, str] | None:
@@ -238,31 +238,6 @@ class Judgements:
         if len(answer.text) > INLINE_CHARS:
             return await asyncio.to_thread(redacted_verdict, verdict, secrets)
         return redacted_verdict(verdict, secrets)
-
-    def _report_verdict(self, step: Step, verdict: Verdict, prompt: JudgePrompt) -> None:
-        """The ``verdict`` event. Its tokens are the judge's usage; the prompt's own count is
-        added only when the build already made it (counting a prompt takes milliseconds)."""
-        fields: dict[str, Any] = {
-            "turn_id": step.turn.id,
-            "attempt": step.attempt,
-            "passed": verdict.passed,
-            "category": verdict.category,
-            "readable": verdict.readable,
-            "model": verdict.model,
-            "prompt_tokens": verdict.prompt_tokens,
-            "completion_tokens": verdict.completion_tokens,
-            "cost_usd": verdict.cost_usd,
-            "latency_ms": round(verdict.latency_ms, 2),
-            "trimmed": prompt.trimmed,
-        }
-        counted = prompt.counted_tokens
-        if counted is not None:
-            fields["prompt_tokens_counted"] = counted
-        if verdict.members:
-            fields["panel"] = member_votes(verdict)
-        if step.profile.config.log_content:
-            fields["feedback"] = verdict.feedback
-        self._events.info("verdict", **fields)
 
 
 def _refusal(ticket: Ticket) -> tuple[Reason, str] | None:

@@ -1,10 +1,11 @@
 """The turn's policy, once: what follows a verdict, a check or a retry, as pure functions.
 
-Every way into a verified turn decides with these: ``Verifier.run`` and ``run_sync`` (``_Run``),
-``Verifier.stream`` (a ``_Run`` too), the LangChain middleware, the pydantic-ai output
-validator, the Agents SDK guardrail, the ``verify`` and ``heartbeat`` commands, ``eval`` and
-shadow mode. They differ in how they get a reply and what they can do with a decision (a
-guardrail cannot retry, a one-shot command has no second attempt), never in the decision.
+Every way into a verified turn decides with these: ``Verifier.run``, ``run_sync`` and
+``Verifier.stream`` (one loop, ``runner/_driver.drive``, over a ``_Run``), the LangChain
+middleware, the pydantic-ai output validator, the Agents SDK guardrail, the ``verify`` and
+``heartbeat`` commands, ``eval`` and shadow mode. They differ in how they get a reply and
+what they can do with a decision (a guardrail cannot retry, a one-shot command has no second
+attempt), never in the decision.
 
 - ``verdict_status``: what a verdict means under a mode and the turn's side effects (passed,
   failed open, flagged, or a FAIL that is acted on);

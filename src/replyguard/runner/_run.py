@@ -6,9 +6,7 @@ What it uses of the verifier comes in one ``TurnParts`` record, built once per v
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
-import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,7 +16,6 @@ from replyguard.config._schema import VerifierConfig
 from replyguard.errors import VerificationExhausted
 from replyguard.gate._prechecks import skip_reason
 from replyguard.gate._triggers import TriggerKind
-from replyguard.runner._agents import Agent, Messages, call_agent
 from replyguard.runner._assessment import Assessor, Profile, Reading, Step
 from replyguard.runner._family_guard import FamilyGuard
 from replyguard.runner._feedback import feedback_message
@@ -34,10 +31,9 @@ from replyguard.runner._policy import (
 from replyguard.runner._policy import delivery as delivered_reply
 from replyguard.runner._side_effects import SideEffects, done
 from replyguard.runner._threads import ThreadPool
-from replyguard.runner._turn_scope import agent_attempt
-from replyguard.telemetry._events import Events, describe_error
-from replyguard.telemetry._ledger import TIME_LIMIT as LEDGER_TIME_LIMIT
-from replyguard.telemetry._ledger import Ledger, ledger_record
+from replyguard.runner._turn_report import append_to_ledger, report_outcome
+from replyguard.telemetry._events import Events
+from replyguard.telemetry._ledger import Ledger
 from replyguard.telemetry._tracing import Tracing, verdict_attributes
 from replyguard.types import (
     Attempt,
@@ -65,17 +61,6 @@ class TurnParts:
     families: FamilyGuard
     side_effects: SideEffects
 
-
-_REPORTED = {
-    Status.FAILED_OPEN: (logging.WARNING, "failed_open"),
-    Status.EXHAUSTED: (logging.WARNING, "exhausted"),
-    Status.PASSED: (logging.INFO, "passed"),
-    Status.FLAGGED: (logging.INFO, "flagged"),
-    Status.SKIPPED: (logging.DEBUG, "skipped"),
-    Status.NOT_TRIGGERED: (logging.DEBUG, "not_triggered"),
-    Status.DISABLED: (logging.DEBUG, "disabled"),
-}
-"""The log level and event name of each outcome."""
 
 _FINAL_HOOKS = {
     Status.EXHAUSTED: "on_exhausted",
@@ -148,22 +133,16 @@ class _Run:
         ending = Ending(status, delivered, reason, skip, awaiting)
         latency_ms = (time.perf_counter() - self.started) * 1000
         outcome = settled(ending, self.attempts, latency_ms)
-        v = self.v
         self.report(outcome)
-        if self.verified and v.ledger is not None:
-            record = ledger_record(
+        if self.verified and self.v.ledger is not None:
+            await append_to_ledger(
+                self.v.ledger,
                 self.turn,
                 outcome,
-                run_kind=self.profile.name,
-                with_content=self.config.log_content,
-                configured_models=self.config.judge_models,
-                side_effects=[call.name for call in done(self.tool_ledger)],
-                rubric=self.profile.rubric.digest,
+                self.profile,
+                self.tool_ledger,
+                self.time_left(),
             )
-            # Bounded: by the time the turn has left, at least a moment, at most the default.
-            left = self.time_left()
-            limit = LEDGER_TIME_LIMIT if left is None else min(LEDGER_TIME_LIMIT, max(left, 0.05))
-            await v.ledger.append(record, time_limit=limit)
         hook = _FINAL_HOOKS.get(status)
         if hook is not None:
             await self.hook(hook, outcome)
@@ -184,56 +163,25 @@ class _Run:
             self.deadline += time.monotonic() - paused
 
     def report(self, outcome: Outcome) -> None:
-        events = self.v.events
-        level, event = _REPORTED[outcome.status]
-        if not events.enabled(level):  # nothing to build
-            return
-        fields: dict[str, Any] = {
-            "turn_id": self.turn.id,
-            "run_kind": self.profile.name,
-            "status": outcome.status,
-            "reason": outcome.reason,
-            "skip_reason": outcome.skip_reason,
-            "attempts": len(outcome.attempts),
-            "cost_usd": outcome.cost_usd,
-            "latency_ms": round(outcome.latency_ms, 2),
-        }
-        last = outcome.attempts[-1].verdict if outcome.attempts else None
-        if last is not None and last.error:
-            fields["error"] = last.error
-        if self.config.log_content:
-            fields["user_message"] = self.turn.user_message
-            fields["response"] = outcome.response
-        events.emit(level, event, **fields)
+        """The outcome's log event."""
+        report_outcome(
+            self.v.events,
+            self.turn,
+            self.profile.name,
+            outcome,
+            log_content=self.config.log_content,
+        )
 
-    # -- the loop ---------------------------------------------------------------------------
-
-    async def verify(self, agent: Agent, messages: Messages, reply: Reply) -> Outcome:
-        """From the first reply to the delivered one."""
-        decided = await self.gate(reply)
-        if decided is not None:
-            return decided
-        return await self.loop(agent, messages, reply)
+    # -- the steps of the turn's loop (``runner/_driver.drive``) ---------------------------
 
     async def gate(self, reply: Reply) -> Outcome | None:
         """The outcome of a turn whose first reply is not judged (disabled, skipped, not
         triggered, refused), or None when it is: then the turn's clock starts."""
         config, turn, v = self.config, self.turn, self.v
-        if not config.enabled:
-            self.attempts.append(Attempt(number=1, reply=reply))
-            return await self.finish(Status.DISABLED, reply)
-        skip = skip_reason(reply)
-        if skip is not None:
-            self.attempts.append(Attempt(number=1, reply=reply, skip_reason=skip))
-            return await self.finish(Status.SKIPPED, reply, skip=skip)
-        trigger = self.profile.triggers.decide(turn, reply.text)
-        sampled_out = trigger == TriggerKind.VERIFY_ALL and not _sampled_in(
-            self.sample_key, config.sample_rate
-        )
-        if trigger is None or sampled_out:
-            self.attempts.append(Attempt(number=1, reply=reply))
-            reason = None if trigger is None else Reason.SAMPLED_OUT
-            return await self.finish(Status.NOT_TRIGGERED, reply, reason)
+        unjudged = _unjudged(self, reply)
+        if unjudged is not None:
+            self.attempts.append(Attempt(number=1, reply=reply, skip_reason=unjudged.skip))
+            return await self.finish(unjudged.status, reply, unjudged.reason, unjudged.skip)
         self.verified = True
         if v.families.refused(self.profile, turn):
             self.attempts.append(Attempt(number=1, reply=reply))
@@ -242,37 +190,6 @@ class _Run:
             self.deadline = time.monotonic() + config.max_latency_ms / 1000
         if self.reading is None:
             self.reading = v.assessor.read_workspace(self.profile, turn)
-        return None
-
-    async def loop(self, agent: Agent, messages: Messages, reply: Reply) -> Outcome:
-        feedback_so_far: list[str] = []
-        for number in range(1, self.config.max_attempts + 1):
-            late = await self.out_of_time(reply)
-            if late is not None:
-                return late
-            attempt = await self.judged(number, reply, feedback_so_far)
-            ended = await self.settle(attempt)
-            if ended is not None:
-                return ended
-            feedback = await self.feedback(attempt, feedback_so_far)
-            messages = [
-                *messages,
-                {"role": "assistant", "content": reply.text},
-                {"role": "user", "content": feedback},
-            ]
-            retried = await self.retry(agent, messages, number + 1, reply)
-            if isinstance(retried, Outcome):
-                return retried
-            reply = retried
-        raise AssertionError("unreachable: the loop returns on its last attempt")
-
-    async def out_of_time(self, reply: Reply) -> Outcome | None:
-        """The outcome when the turn's deadline has passed before the next judgement."""
-        left = self.time_left()
-        if left is not None and left <= 0:
-            return await self.finish(
-                Status.FAILED_OPEN, self.delivery(reply), Reason.LATENCY_BUDGET
-            )
         return None
 
     async def judged(self, number: int, reply: Reply, feedback_so_far: Sequence[str]) -> Attempt:
@@ -348,37 +265,6 @@ class _Run:
         await self.hook("on_retry", attempt, feedback)
         return feedback
 
-    async def retry(
-        self, agent: Agent, messages: Messages, number: int, previous: Reply
-    ) -> Reply | Outcome:
-        """The agent's next reply, or the outcome when the retry itself ends the turn."""
-        try:
-            async with asyncio.timeout(self.time_left()):
-                with agent_attempt(self.turn, number):
-                    retry = await call_agent(agent, messages, self.v.agent_pool)
-        except TimeoutError:
-            return await self.retry_timed_out(number, previous)
-        except Exception as exc:
-            return await self.retry_failed(exc, number, previous)
-        return await self.accept(retry, number, previous)
-
-    async def retry_timed_out(self, number: int, previous: Reply) -> Outcome:
-        """The outcome when the turn's deadline passes while the agent retries."""
-        self.v.events.warning("agent_retry_timed_out", turn_id=self.turn.id, attempt=number)
-        delivered = self.delivery(previous)
-        return await self.finish(Status.FAILED_OPEN, delivered, Reason.LATENCY_BUDGET)
-
-    async def retry_failed(self, exc: Exception, number: int, previous: Reply) -> Outcome:
-        """The outcome when the agent fails on a retry: the previous reply, failing open."""
-        events = self.v.events
-        events.warning(
-            "agent_retry_failed",
-            turn_id=self.turn.id,
-            attempt=number,
-            error=describe_error(exc, events.secrets),
-        )
-        return await self.finish(Status.FAILED_OPEN, previous, Reason.AGENT_ERROR)
-
     async def accept(self, retry: Reply, number: int, previous: Reply) -> Reply | Outcome:
         """A retry's reply to judge, or the outcome when what it is ends the turn (a tool-call
         step, an empty or error reply, the previous reply again)."""
@@ -388,3 +274,20 @@ class _Run:
             return retry
         self.attempts.append(Attempt(number=number, reply=retry, skip_reason=skip))
         return await self.finish(ending.status, ending.delivered, ending.reason, ending.skip)
+
+
+def _unjudged(run: _Run, reply: Reply) -> Ending | None:
+    """How a turn whose first reply is not judged ends (verification off, a skipped reply, no
+    trigger, sampled out), or None when it is judged."""
+    config = run.config
+    if not config.enabled:
+        return Ending(Status.DISABLED, reply)
+    skip = skip_reason(reply)
+    if skip is not None:
+        return Ending(Status.SKIPPED, reply, skip=skip)
+    trigger = run.profile.triggers.decide(run.turn, reply.text)
+    if trigger is None:
+        return Ending(Status.NOT_TRIGGERED, reply)
+    if trigger == TriggerKind.VERIFY_ALL and not _sampled_in(run.sample_key, config.sample_rate):
+        return Ending(Status.NOT_TRIGGERED, reply, Reason.SAMPLED_OUT)
+    return None

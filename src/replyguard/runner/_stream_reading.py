@@ -63,6 +63,28 @@ class Reading:
         """Whether the attempt's text is a fragment: its stream was cut short."""
         return self.cut is not None and not self.complete
 
+    def release(self, text: str, hold: int) -> str:
+        """Hold ``text``; what of the held text may be shown now (release mode): all but the
+        last ``hold`` characters and what a scanner has not decided yet (``pending_from``)."""
+        self.held += text
+        limit = self.collected.length - hold
+        for _, scanner in self.scanners:
+            pending = scanner.pending_from
+            if pending is not None and pending < limit:
+                limit = pending
+        if limit <= self.released:
+            return ""
+        count = limit - self.released
+        out, self.held = self.held[:count], self.held[count:]
+        self.released = limit
+        return out
+
+    def release_all(self) -> str:
+        """The held text, all of it (the stream has ended, its checks passed)."""
+        out, self.held = self.held, ""
+        self.released = self.collected.length
+        return out
+
     def scan(self, run: StreamRun, text: str) -> bool:
         """Feed ``text`` to the scanners; True when one of them cut the stream."""
         crashed: list[tuple[tuple[str, PrefixScanner], Exception]] = []

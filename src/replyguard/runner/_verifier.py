@@ -15,19 +15,13 @@ turns, from any thread.
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from replyguard._workspace import Workspace
-from replyguard.checks.base import Check, as_check
-from replyguard.checks.registry import build_checks
+from replyguard.checks.base import Check
 from replyguard.config._schema import VerifierConfig
 from replyguard.errors import VerificationExhausted
-from replyguard.judge._base import BaseJudge, as_base_judge
-from replyguard.judge._fallbacks import LiteLLMJudge
-from replyguard.judge._limiter import ConcurrencyLimiter
 from replyguard.judge._protocol import Judge
 from replyguard.runner._agents import (
     Agent,
@@ -36,77 +30,25 @@ from replyguard.runner._agents import (
     as_reply,
     call_agent,
 )
-from replyguard.runner._assessment import Assessor
-from replyguard.runner._family_guard import FamilyGuard
+from replyguard.runner._assembly import assemble
+from replyguard.runner._assessed import assessed
+from replyguard.runner._driver import AgentCalls, outcome_of
 from replyguard.runner._hooks import Hook, Hooks
 from replyguard.runner._lifecycle import Lifecycle
 from replyguard.runner._policy import Assessed, PolicyStep
-from replyguard.runner._preflight import config_findings, state_findings
 from replyguard.runner._preload import judging, start_preload
-from replyguard.runner._request import Profile, Step, build_profiles
+from replyguard.runner._request import Profile
 from replyguard.runner._run import TurnParts, _Run
-from replyguard.runner._side_effects import SideEffects
 from replyguard.runner._sync import SyncLoop
-from replyguard.runner._threads import ThreadPool
 from replyguard.runner._turn_scope import agent_attempt, with_turn_id
-from replyguard.telemetry._events import Events
-from replyguard.telemetry._ledger import Ledger
 from replyguard.telemetry._tracing import (
-    build_tracing,
     outcome_attributes,
     turn_attributes,
-    verdict_attributes,
 )
-from replyguard.types import Outcome, Progress, Reason, Reply, StreamEvent, Turn, Verdict
+from replyguard.types import Outcome, Progress, Reply, StreamEvent, Turn, Verdict
 
 if TYPE_CHECKING:  # loaded when a config asks for it: most verifiers need none
     from replyguard.state import SharedState
-
-
-def _checks_of(
-    config: VerifierConfig, events: Events, checks: Sequence[Check | Callable[[Turn, Reply], Any]]
-) -> tuple[Check, ...]:
-    """The configured checks, then the given ones; their names must be unique."""
-    all_checks = (*build_checks(config, events), *(as_check(c) for c in checks))
-    names = [c.name for c in all_checks]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
-    if duplicates:
-        raise ValueError(f"check names must be unique; repeated: {', '.join(duplicates)}")
-    return all_checks
-
-
-def _shared_state(config: VerifierConfig, events: Events) -> SharedState | None:
-    """The fleet's shared state and spend limits, when configured; a refusal of the ``state``
-    section raises before anything connects or reads a key."""
-    for finding in state_findings(config):
-        if finding.refusal is not None:
-            raise finding.refusal
-    if not (config.state or config.spend_limits):
-        return None
-    from replyguard.state import SharedState
-
-    return SharedState(config, events)
-
-
-def _report_findings(
-    config: VerifierConfig, events: Events, families: FamilyGuard, *, credentials: bool
-) -> None:
-    """What ``replyguard check-config`` reports, logged (a refusal raises); ``credentials``:
-    whether judge models without a key are looked for (replyguard's own judge only)."""
-    for finding in config_findings(config, credentials=credentials):
-        if finding.refusal is not None:
-            raise finding.refusal
-        if finding.log_level >= logging.WARNING:
-            families.warn_once(finding.event, **finding.fields)
-        else:
-            events.emit(finding.log_level, finding.event, **finding.fields)
-
-
-def _judges_of(root: BaseJudge, profiles: dict[str | None, Profile]) -> tuple[BaseJudge, ...]:
-    """The verifier's judge and every judge its profiles hold, each once: what ``warmup``,
-    ``aclose`` and ``close`` reach."""
-    judges = {id(j): j for j in (root, *(j for p in profiles.values() for j in p.judges))}
-    return tuple(judges.values())
 
 
 class Verifier:
@@ -153,48 +95,15 @@ class Verifier:
         once per process, so the first judged turn waits only for what is left; ``False``
         leaves it to ``warmup()`` or the first judgement (a command that may not judge). A
         fork meanwhile waits for the load in flight, so a child never gets half of litellm."""
-        events = Events(config.secrets())
-        tracing = build_tracing(
-            config.tracing, tracer_provider, events, log_content=config.log_content
-        )
-        shared = _shared_state(config, events)
-        if judge is None:  # replyguard's own: its Router routes locally while Redis is down
-            down = shared.redis_down if shared is not None else None
-            built = LiteLLMJudge.for_verifier(config, events, tracing=tracing, redis_down=down)
-            root: BaseJudge = built
-            profiles = build_profiles(config, built, built.sibling)
-            # A turn that would call a judge model without a key fails open at once.
-            profiles = {name: p.with_credentials(config.model) for name, p in profiles.items()}
-        else:
-            root = as_base_judge(judge)
-            profiles = build_profiles(config, root)
-        limit = config.max_concurrent_judge_calls
-        assessor = Assessor(
-            _checks_of(config, events, checks),
-            Workspace(config.workspace_dir, events),
-            events,
-            ConcurrencyLimiter(limit) if limit is not None else None,
-            redact,
-            tracing,
-            shared,
-        )
         hooks = Hooks(on_verdict, on_retry, on_exhausted, on_fail_open, on_skip)
-        ledger = Ledger(config.ledger_path, events) if config.ledger_path else None
-        pool = ThreadPool(config.agent_threads, "replyguard-agent")
-        families = FamilyGuard(config, events)
-        side_effects = SideEffects(config.side_effect_tools)
+        built = assemble(config, judge, checks, hooks, redact, tracer_provider)
         set_ = object.__setattr__
         set_(self, "_config", config)
-        life = Lifecycle(_judges_of(root, profiles), shared, hooks, pool)
-        set_(self, "_life", life)
-        set_(self, "_state", shared)
-        set_(self, "_profiles", profiles)
-        set_(self, "_sync", life.sync)
-        parts = TurnParts(
-            config, events, assessor, hooks, ledger, pool, tracing, families, side_effects
-        )
-        set_(self, "_parts", parts)
-        _report_findings(config, events, families, credentials=judge is None)
+        set_(self, "_life", built.life)
+        set_(self, "_state", built.state)
+        set_(self, "_profiles", built.profiles)
+        set_(self, "_sync", built.life.sync)
+        set_(self, "_parts", built.parts)
         if preload:
             start_preload(litellm=judge is None, models=self._judge_models())
 
@@ -270,24 +179,7 @@ class Verifier:
         the check results and the turn's tool ledger, side effects settled, as ``run`` has
         them."""
         self._life.entered(asyncio.get_running_loop())
-        step = step or PolicyStep()
-        parts, profile = self._parts, self._profile(turn)
-        judged = parts.side_effects.with_turn_ledger(reply, step.earlier)
-        if parts.families.refused(profile, turn):
-            refused = Verdict(
-                passed=True,
-                readable=False,
-                fail_open_reason=Reason.SAME_FAMILY,
-                error=f"judge and agent model {turn.agent_model!r} are of the same family",
-            )
-            return Assessed(refused, (), judged.meta.tool_calls)
-        with parts.tracing.span("replyguard.verify") as span:
-            span.record(turn_attributes, turn, profile.name, profile.config.mode)
-            verdict, results = await parts.assessor.assess(
-                Step(profile, turn, judged, step.feedback, step.number, step.deadline)
-            )
-            span.record(verdict_attributes, verdict, parts.tracing.log_content)
-        return Assessed(verdict, results, judged.meta.tool_calls)
+        return await assessed(self._parts, self._profile(turn), turn, reply, step or PolicyStep())
 
     def run_sync(self, agent: Agent, turn: Turn) -> Outcome:
         """``run`` for code without an event loop (safe from many threads at once)."""
@@ -320,7 +212,8 @@ class Verifier:
                     self._parts, turn, profile, started, sample_key=sample_key, reading=reading
                 )
                 with judging():
-                    outcome = await run.verify(agent, messages, reply)
+                    source = AgentCalls(run, agent)
+                    outcome = await outcome_of(run, source, messages, reply)
             except VerificationExhausted as exc:
                 span.record(outcome_attributes, exc.outcome)
                 raise
