@@ -59,15 +59,24 @@ VERDICT_FORMAT: dict[str, Any] = {
 """The ``response_format`` sent to a judge model that supports JSON schemas."""
 
 
+# The verdict-first order of the schema's keys (``judgeAnswer: "verdict_first"``): what a PASS
+# needs first, the reasoning last.
+_VERDICT_FIRST = ("verdict", "awaitingUser", "category", "feedback", "reasoning")
+
+
 @functools.cache
-def verdict_format(categories: tuple[str, ...] = ()) -> dict[str, Any]:
-    """``VERDICT_FORMAT`` whose ``category`` also accepts the custom ``categories`` (shared:
-    never mutate it)."""
-    if not categories:
+def verdict_format(categories: tuple[str, ...] = (), verdict_first: bool = False) -> dict[str, Any]:
+    """``VERDICT_FORMAT`` whose ``category`` also accepts the custom ``categories``, its keys
+    in the verdict-first order when asked (shared: never mutate it)."""
+    if not categories and not verdict_first:
         return VERDICT_FORMAT
     extended = copy.deepcopy(VERDICT_FORMAT)
-    enum = extended["json_schema"]["schema"]["properties"]["category"]["anyOf"][0]["enum"]
+    schema = extended["json_schema"]["schema"]
+    enum = schema["properties"]["category"]["anyOf"][0]["enum"]
     enum.extend(name for name in categories if name not in enum)
+    if verdict_first:
+        schema["properties"] = {key: schema["properties"][key] for key in _VERDICT_FIRST}
+        schema["required"] = list(_VERDICT_FIRST)
     return extended
 
 

@@ -1,0 +1,283 @@
+"""``judgeAnswer: "verdict_first"``: the judge's answer streamed, a PASS ending the call at once.
+
+The loopback provider (``support.provider_server``) streams each answer in its wire's real
+format (OpenAI chunks, Anthropic's events), a piece at a time; that the call ended at the
+verdict is proved by the server seeing the client close the stream before its end
+(``ProviderServer.cut``), never by a wall time.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from conftest import API_KEY
+from replyguard import Turn, Verifier, VerifierConfig
+from replyguard.judge._protocol import verdict_format
+from replyguard.judge._streamed import early_pass, verdict_last
+from replyguard.types import FailCategory, Reason, Verdict
+from support.provider_server import ANTHROPIC, OPENAI, ProviderServer, Step, Wire
+
+WIRES = [pytest.param(OPENAI, id="openai"), pytest.param(ANTHROPIC, id="anthropic")]
+TEXT_MODEL = "openai/gpt-3.5-turbo"  # litellm says it takes no JSON schema: the text format
+REASONING = tuple(f"word{i} " for i in range(40))
+
+
+def pieces(text: str, size: int = 6) -> tuple[str, ...]:
+    return tuple(text[i : i + size] for i in range(0, len(text), size))
+
+
+def json_answer(verdict: str, **fields: Any) -> str:
+    body = {"verdict": verdict, "awaitingUser": False, "category": None, "feedback": ""}
+    body.update(fields)
+    body["reasoning"] = "".join(REASONING)
+    return json.dumps(body)
+
+
+@pytest.fixture
+def config_for(
+    make_config: Callable[..., VerifierConfig], provider: ProviderServer
+) -> Callable[..., VerifierConfig]:
+    def build(wire: Wire, **keys: Any) -> VerifierConfig:
+        base = {
+            "model": wire.judge_model,
+            "agentModel": wire.agent_model,
+            "apiKey": API_KEY,
+            "apiBase": provider.url,
+            "judgeAnswer": "verdict_first",
+        }
+        return make_config(**{**base, **keys})
+
+    return build
+
+
+async def judge(config: VerifierConfig) -> Verdict:
+    verifier = Verifier(config)
+    try:
+        return await verifier.verify(Turn(user_message="Email the summary to Ana."), "Sent.")
+    finally:
+        await verifier.aclose()
+
+
+# --- what a stream's start decides ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("start", "decided"),
+    [
+        ('{"verdict": "PASS", "awaitingUser": false', '{"verdict": "PASS", "awaitingUser": false}'),
+        ('{"verdict":"PASS","awaitingUser":true', '{"verdict": "PASS", "awaitingUser": true}'),
+        ('{"verdict": "PASS", "awaitingUser": fal', None),  # not yet
+        ('{"verdict": "PASS"', None),  # the awaiting-the-user mark still to come
+        ('{"verdict": "FAIL", "awaitingUser": false', None),  # a FAIL is read to its end
+        ('{"reasoning": "PASS", "verdict": "PASS", "awaitingUser": false', None),
+        ("PASS\n", "PASS"),
+        ("**Verdict:** PASS [awaiting_user]\nThe", "**Verdict:** PASS [awaiting_user]"),
+        ("PASS", None),  # the line is not finished
+        ("> PASS\n", None),  # quoted
+        ('"PASS"\n', None),
+        ("```\nPASS\n", None),  # a fence first
+        ("FAIL [incomplete]: send it\n", None),
+        ("The reply passes.\nPASS\n", None),  # reasoning first: read to the end
+        ("Passing the tests is fine\n", None),
+    ],
+)
+def test_only_a_leading_pass_decides_early(start: str, decided: str | None) -> None:
+    assert early_pass(start) == decided
+
+
+def test_a_text_answer_led_by_its_verdict_is_read_with_the_lines_after_it_as_reasoning() -> None:
+    text = "FAIL [incomplete]: Send it to Ana.\nThe user asked for an email."
+    moved = "The user asked for an email.\n\nFAIL [incomplete]: Send it to Ana."
+    assert verdict_last(text) == moved
+    assert verdict_last("Reasoning.\nPASS") == "Reasoning.\nPASS"
+    assert verdict_last('{"verdict": "PASS"}') == '{"verdict": "PASS"}'
+
+
+def test_the_verdict_first_schema_leads_with_the_verdict_and_keeps_every_key() -> None:
+    first = verdict_format((), True)["json_schema"]["schema"]
+    plain = verdict_format(())["json_schema"]["schema"]
+    assert list(first["properties"])[:2] == ["verdict", "awaitingUser"]
+    assert list(first["properties"])[-1] == "reasoning"
+    assert first["required"] == list(first["properties"])
+    assert set(first["properties"]) == set(plain["properties"])
+    assert next(iter(plain["properties"])) == "reasoning"  # the default order is unchanged
+
+
+# --- a PASS ends the call -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("wire", WIRES)
+async def test_a_pass_closes_the_stream_before_the_reasoning_and_counts_what_came(
+    provider: ProviderServer, config_for: Callable[..., VerifierConfig], wire: Wire
+) -> None:
+    chunks = pieces(json_answer("PASS"))
+    provider.push(Step(chunks=chunks, pace=0.05, completion_tokens=120))
+    verdict = await judge(config_for(wire))
+    assert verdict.passed and verdict.readable and not verdict.awaiting_user
+    assert await provider.wait_for_cut(1) == 1
+    events_before_text = 1 if wire is OPENAI else 3  # Anthropic opens with two events
+    assert provider.cut[0].sent - events_before_text < len(chunks) // 2
+    sent = provider.seen[0].body
+    assert sent["stream"] is True
+    assert "verdict first" in json.dumps(sent)
+    assert 0 < verdict.completion_tokens < 120  # what was received, not the whole answer
+    assert verdict.prompt_tokens > 0 and verdict.cost_usd > 0
+
+
+async def test_a_text_pass_awaiting_the_user_ends_at_its_line(
+    provider: ProviderServer, config_for: Callable[..., VerifierConfig]
+) -> None:
+    provider.push(Step(chunks=("PASS [awaiting_user]", "\n", *REASONING), pace=0.05))
+    verdict = await judge(config_for(OPENAI, model=TEXT_MODEL))
+    assert verdict.passed and verdict.awaiting_user
+    assert await provider.wait_for_cut(1) == 1
+    assert "response_format" not in provider.seen[0].body
+
+
+# --- a FAIL is read to its end --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("wire", WIRES)
+async def test_a_fail_is_read_to_its_end_for_its_feedback(
+    provider: ProviderServer, config_for: Callable[..., VerifierConfig], wire: Wire
+) -> None:
+    answer = json_answer("FAIL", category="incomplete", feedback="Send the email to Ana.")
+    provider.push(Step(chunks=pieces(answer), completion_tokens=77))
+    verdict = await judge(config_for(wire))
+    assert not verdict.passed
+    assert verdict.category is FailCategory.INCOMPLETE
+    assert verdict.feedback == "Send the email to Ana."
+    assert verdict.reasoning == "".join(REASONING).strip()
+    assert verdict.completion_tokens == 77  # the provider's own usage
+    assert provider.cut == []
+
+
+async def test_a_text_fail_keeps_its_feedback_apart_from_the_reasoning_after_it(
+    provider: ProviderServer, config_for: Callable[..., VerifierConfig]
+) -> None:
+    text = "FAIL [incomplete]: Send the email to Ana.\nNo email was sent.\n"
+    provider.push(Step(chunks=pieces(text)))
+    verdict = await judge(config_for(OPENAI, model=TEXT_MODEL))
+    assert not verdict.passed and verdict.category is FailCategory.INCOMPLETE
+    assert verdict.feedback == "Send the email to Ana."
+    assert verdict.reasoning == "No email was sent."
+
+
+# --- a judge that does not lead with its verdict, or a forged one ---------------------------------
+
+
+async def test_a_reasoning_first_answer_is_read_whole_as_before(
+    provider: ProviderServer, config_for: Callable[..., VerifierConfig]
+) -> None:
+    provider.push(Step(chunks=pieces("The reply mentions PASS.\nFAIL [refusal]: Do it.")))
+    verdict = await judge(config_for(OPENAI, model=TEXT_MODEL))
+    assert not verdict.passed and verdict.category is FailCategory.REFUSAL
+    assert provider.cut == []
+
+
+async def test_a_quoted_pass_first_never_ends_the_call(
+    provider: ProviderServer, config_for: Callable[..., VerifierConfig]
+) -> None:
+    text = "> PASS\nThe reply quotes a verdict.\nFAIL [rule_violation]: Do not address me."
+    provider.push(Step(chunks=pieces(text)))
+    verdict = await judge(config_for(OPENAI, model=TEXT_MODEL))
+    assert not verdict.passed and verdict.category is FailCategory.RULE_VIOLATION
+    assert provider.cut == []
+
+
+async def test_json_keys_in_another_order_are_read_whole(
+    provider: ProviderServer, config_for: Callable[..., VerifierConfig]
+) -> None:
+    answer = json.dumps({"reasoning": "Fine.", "verdict": "PASS", "awaitingUser": True})
+    provider.push(Step(chunks=pieces(answer)))
+    verdict = await judge(config_for(OPENAI))
+    assert verdict.passed and verdict.awaiting_user and verdict.reasoning == "Fine."
+    assert provider.cut == []
+
+
+# --- every fault fails open -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("wire", WIRES)
+async def test_a_stream_cut_mid_way_fails_open(
+    provider: ProviderServer, config_for: Callable[..., VerifierConfig], wire: Wire
+) -> None:
+    answer = json_answer("FAIL", category="incomplete", feedback="Send it.")
+    provider.push(Step(chunks=pieces(answer), cut_after=5))
+    verdict = await judge(config_for(wire))
+    assert verdict.passed and not verdict.readable
+    assert verdict.fail_open_reason is Reason.JUDGE_ERROR
+
+
+async def test_a_cut_stream_goes_on_to_the_fallback_model(
+    provider: ProviderServer, config_for: Callable[..., VerifierConfig]
+) -> None:
+    answer = json_answer("FAIL", category="incomplete", feedback="Send it.")
+    provider.push(Step(chunks=pieces(answer), cut_after=5), Step(chunks=pieces(answer)))
+    config = config_for(OPENAI, fallbackModels=["openai/gpt-4o"])
+    verdict = await judge(config)
+    assert not verdict.passed and verdict.feedback == "Send it."
+    assert [seen.body["model"] for seen in provider.seen] == ["gpt-4o-mini", "gpt-4o"]
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        pytest.param(b"data: {not json\n\n", id="bad-json"),
+        pytest.param(b'data: {"choices": "nope"}\n\n', id="wrong-shape"),
+        pytest.param(b"\xff\xfe\x00garbage\n\n", id="bytes"),
+    ],
+)
+async def test_a_garbled_stream_fails_open(
+    provider: ProviderServer, config_for: Callable[..., VerifierConfig], garbage: bytes
+) -> None:
+    head = (
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+    )
+    body = f"{len(garbage):x}\r\n".encode() + garbage + b"\r\n0\r\n\r\n"
+    provider.push(Step(raw=head + body))
+    verdict = await judge(config_for(OPENAI))
+    assert verdict.passed and not verdict.readable
+    assert verdict.fail_open_reason in (Reason.JUDGE_ERROR, Reason.UNREADABLE_VERDICT)
+
+
+@pytest.mark.timing
+async def test_the_deadline_closes_a_stalled_stream_and_fails_open(
+    provider: ProviderServer, config_for: Callable[..., VerifierConfig]
+) -> None:
+    provider.push(Step(chunks=pieces(json_answer("PASS")), stall_after=3))
+    verdict = await judge(config_for(OPENAI, timeoutSeconds=0.5))
+    assert verdict.passed and verdict.fail_open_reason is Reason.JUDGE_TIMEOUT
+    assert await provider.wait_for_cut(1) == 1  # the client closed it: the server saw it
+
+
+async def test_an_empty_stream_is_unreadable(
+    provider: ProviderServer, config_for: Callable[..., VerifierConfig]
+) -> None:
+    provider.push(Step(chunks=()))
+    verdict = await judge(config_for(OPENAI))
+    assert verdict.passed and verdict.fail_open_reason is Reason.UNREADABLE_VERDICT
+
+
+async def test_reasoning_first_stays_the_default_and_is_not_streamed(
+    provider: ProviderServer, make_config: Callable[..., VerifierConfig]
+) -> None:
+    provider.push(Step(text="Fine.\nPASS"))
+    config = make_config(
+        model=OPENAI.judge_model, agentModel=OPENAI.agent_model, apiKey=API_KEY,
+        apiBase=provider.url,
+    )  # fmt: skip
+    assert config.judge_answer == "reasoning_first"
+    assert (await judge(config)).passed
+    assert "stream" not in provider.seen[0].body
+
+
+def test_an_unknown_judge_answer_is_an_error_naming_the_key(
+    make_config: Callable[..., VerifierConfig],
+) -> None:
+    with pytest.raises(Exception, match="judgeAnswer"):
+        make_config(judgeAnswer="verdict_last")
