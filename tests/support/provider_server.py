@@ -54,6 +54,8 @@ class Step:
     after_requests: int = 0
     """Hold this answer until this many requests have arrived in all (a barrier: requests that
     were sent one after another, each waiting for its answer, never get past it; at most 10 s)."""
+    after_answers: int = 0
+    """Hold this answer until this many answers have been written in all (at most 10 s)."""
     chunks: tuple[str, ...] | None = None
     """A streamed answer's text pieces, each its own event (None: ``text`` in one piece)."""
     stall_after: int | None = None
@@ -284,6 +286,8 @@ class ProviderServer:
         self.connections = 0
         """How many client connections were accepted so far."""
         self.port = 0
+        self.answers = 0
+        """How many answers were written to the end so far."""
         self.cut: list[Cut] = []
         """The answers the client closed before their end, in order."""
         self._arrivals = asyncio.Condition()  # notified on the server's loop at each request
@@ -453,6 +457,10 @@ class ProviderServer:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(10), self._arrivals:
                     await self._arrivals.wait_for(lambda: len(self.seen) >= step.after_requests)
+        if step.after_answers:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(10), self._arrivals:
+                    await self._arrivals.wait_for(lambda: self.answers >= step.after_answers)
         if step.delay and await self._until_closed(reader, step.delay):
             self._record_cut(path, 0)
             return False
@@ -500,7 +508,13 @@ class ProviderServer:
             return False
         writer.write(head_out.encode("latin-1") + b"\r\n" + payload)
         await writer.drain()
+        await self._answered()
         return not step.stop_listening
+
+    async def _answered(self) -> None:
+        async with self._arrivals:
+            self.answers += 1
+            self._arrivals.notify_all()
 
     async def _stream(
         self,
@@ -542,6 +556,7 @@ class ProviderServer:
             await writer.drain()
         writer.write(b"0\r\n\r\n")
         await writer.drain()
+        await self._answered()
         return True
 
 

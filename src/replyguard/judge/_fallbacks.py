@@ -267,14 +267,14 @@ class LiteLLMJudge(BaseJudge):
     def share_of(self, index: int, remaining: float) -> float:
         """The seconds the ``index``-th model gets: an even share of what is left among it and
         every later model whose circuit is not open (the last one gets all of it)."""
-        return remaining / self._contenders(index)
+        return remaining / _contenders(self._models[index + 1 :], self._breaker)
 
-    def _contenders(self, index: int) -> int:
-        """This model and each later one whose circuit is not open: who shares the time."""
-        later = self._models[index + 1 :]
-        if self._breaker is None:
-            return 1 + len(later)
-        return 1 + sum(self._breaker.state(model) != "open" for model in later)
+
+def _contenders(later: tuple[str, ...], breaker: CircuitBreaker | None) -> int:
+    """A model and each of the ``later`` ones whose circuit is not open: who shares the time."""
+    if breaker is None:
+        return 1 + len(later)
+    return 1 + sum(breaker.state(model) != "open" for model in later)
 
 
 def _added(reply: JudgeReply, spent: JudgeReply) -> JudgeReply:
