@@ -17,7 +17,7 @@ import pytest
 from conftest import API_KEY
 from replyguard import Turn, Verifier, VerifierConfig
 from replyguard.judge._protocol import verdict_format
-from replyguard.judge._streamed import early_pass, verdict_last
+from replyguard.judge._streamed import as_read, early_pass
 from replyguard.types import FailCategory, Reason, Verdict
 from support.provider_server import ANTHROPIC, OPENAI, ProviderServer, Step, Wire
 
@@ -31,7 +31,7 @@ def pieces(text: str, size: int = 6) -> tuple[str, ...]:
 
 
 def json_answer(verdict: str, **fields: Any) -> str:
-    body = {"verdict": verdict, "awaitingUser": False, "category": None, "feedback": ""}
+    body = {"verdict": verdict, "category": None, "feedback": ""}
     body.update(fields)
     body["reasoning"] = "".join(REASONING)
     return json.dumps(body)
@@ -68,12 +68,14 @@ async def judge(config: VerifierConfig) -> Verdict:
 @pytest.mark.parametrize(
     ("start", "decided"),
     [
-        ('{"verdict": "PASS", "awaitingUser": false', '{"verdict": "PASS", "awaitingUser": false}'),
-        ('{"verdict":"PASS","awaitingUser":true', '{"verdict": "PASS", "awaitingUser": true}'),
-        ('{"verdict": "PASS", "awaitingUser": fal', None),  # not yet
-        ('{"verdict": "PASS"', None),  # the awaiting-the-user mark still to come
-        ('{"verdict": "FAIL", "awaitingUser": false', None),  # a FAIL is read to its end
-        ('{"reasoning": "PASS", "verdict": "PASS", "awaitingUser": false', None),
+        ('{"verdict": "PASS"', '{"verdict": "PASS", "awaitingUser": false}'),
+        ('{"verdict":"PASS [awaiting_user]"', '{"verdict": "PASS", "awaitingUser": true}'),
+        ('{"verdict": "PASS', None),  # not yet: the value may go on
+        ('{"verdict": "PASS [await', None),
+        ('{"verdict": "FAIL"', None),  # a FAIL is read to its end
+        ('{"verdict": "PASSED"', None),
+        ('{"verdict": "PA\\u0053S"', None),  # an escape: read whole, by the parser
+        ('{"reasoning": "PASS", "verdict": "PASS"', None),
         ("PASS\n", "PASS"),
         ("**Verdict:** PASS [awaiting_user]\nThe", "**Verdict:** PASS [awaiting_user]"),
         ("PASS", None),  # the line is not finished
@@ -92,18 +94,21 @@ def test_only_a_leading_pass_decides_early(start: str, decided: str | None) -> N
 def test_a_text_answer_led_by_its_verdict_is_read_with_the_lines_after_it_as_reasoning() -> None:
     text = "FAIL [incomplete]: Send it to Ana.\nThe user asked for an email."
     moved = "The user asked for an email.\n\nFAIL [incomplete]: Send it to Ana."
-    assert verdict_last(text) == moved
-    assert verdict_last("Reasoning.\nPASS") == "Reasoning.\nPASS"
-    assert verdict_last('{"verdict": "PASS"}') == '{"verdict": "PASS"}'
+    assert as_read(text) == moved
+    assert as_read("Reasoning.\nPASS") == "Reasoning.\nPASS"
+    assert as_read('{"verdict": "PASS"}') == '{"verdict": "PASS"}'
+    awaiting = json.loads(as_read('{"verdict": "pass [awaiting_user]", "reasoning": "Asks."}'))
+    assert awaiting == {"verdict": "PASS", "awaitingUser": True, "reasoning": "Asks."}
 
 
 def test_the_verdict_first_schema_leads_with_the_verdict_and_keeps_every_key() -> None:
     first = verdict_format((), True)["json_schema"]["schema"]
     plain = verdict_format(())["json_schema"]["schema"]
-    assert list(first["properties"])[:2] == ["verdict", "awaitingUser"]
+    assert next(iter(first["properties"])) == "verdict"
+    assert first["properties"]["verdict"]["enum"] == ["PASS", "PASS [awaiting_user]", "FAIL"]
     assert list(first["properties"])[-1] == "reasoning"
     assert first["required"] == list(first["properties"])
-    assert set(first["properties"]) == set(plain["properties"])
+    assert set(first["properties"]) == set(plain["properties"]) - {"awaitingUser"}
     assert next(iter(plain["properties"])) == "reasoning"  # the default order is unchanged
 
 
@@ -192,7 +197,7 @@ async def test_a_quoted_pass_first_never_ends_the_call(
 async def test_json_keys_in_another_order_are_read_whole(
     provider: ProviderServer, config_for: Callable[..., VerifierConfig]
 ) -> None:
-    answer = json.dumps({"reasoning": "Fine.", "verdict": "PASS", "awaitingUser": True})
+    answer = json.dumps({"reasoning": "Fine.", "verdict": "PASS [awaiting_user]"})
     provider.push(Step(chunks=pieces(answer)))
     verdict = await judge(config_for(OPENAI))
     assert verdict.passed and verdict.awaiting_user and verdict.reasoning == "Fine."
@@ -249,7 +254,7 @@ async def test_a_garbled_stream_fails_open(
 async def test_the_deadline_closes_a_stalled_stream_and_fails_open(
     provider: ProviderServer, config_for: Callable[..., VerifierConfig]
 ) -> None:
-    provider.push(Step(chunks=pieces(json_answer("PASS")), stall_after=3))
+    provider.push(Step(chunks=pieces(json_answer("PASS")), stall_after=2))  # before "PASS"
     verdict = await judge(config_for(OPENAI, timeoutSeconds=0.5))
     assert verdict.passed and verdict.fail_open_reason is Reason.JUDGE_TIMEOUT
     assert await provider.wait_for_cut(1) == 1  # the client closed it: the server saw it
@@ -280,4 +285,4 @@ def test_an_unknown_judge_answer_is_an_error_naming_the_key(
     make_config: Callable[..., VerifierConfig],
 ) -> None:
     with pytest.raises(Exception, match="judgeAnswer"):
-        make_config(judgeAnswer="verdict_last")
+        make_config(judgeAnswer="as_read")

@@ -59,9 +59,12 @@ VERDICT_FORMAT: dict[str, Any] = {
 """The ``response_format`` sent to a judge model that supports JSON schemas."""
 
 
-# The verdict-first order of the schema's keys (``judgeAnswer: "verdict_first"``): what a PASS
-# needs first, the reasoning last.
-_VERDICT_FIRST = ("verdict", "awaitingUser", "category", "feedback", "reasoning")
+# The verdict-first order of the schema's keys (``judgeAnswer: "verdict_first"``): the verdict
+# first, the reasoning last. Its verdict carries the awaiting-the-user mark itself (one value
+# decides a PASS, a few tokens in); ``judge/_streamed`` reads it back as ``awaitingUser``.
+_VERDICT_FIRST = ("verdict", "category", "feedback", "reasoning")
+AWAITING_PASS = "PASS [awaiting_user]"
+"""The verdict-first schema's verdict of a PASS that rightly waits for the user."""
 
 
 @functools.cache
@@ -75,7 +78,9 @@ def verdict_format(categories: tuple[str, ...] = (), verdict_first: bool = False
     enum = schema["properties"]["category"]["anyOf"][0]["enum"]
     enum.extend(name for name in categories if name not in enum)
     if verdict_first:
-        schema["properties"] = {key: schema["properties"][key] for key in _VERDICT_FIRST}
+        properties = schema["properties"]
+        properties["verdict"] = {"type": "string", "enum": ["PASS", AWAITING_PASS, "FAIL"]}
+        schema["properties"] = {key: properties[key] for key in _VERDICT_FIRST}
         schema["required"] = list(_VERDICT_FIRST)
     return extended
 

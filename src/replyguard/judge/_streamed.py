@@ -2,19 +2,21 @@
 and ended as soon as it says PASS.
 
 The judge is asked to put its verdict first (``verdict_first_messages``; with a JSON schema,
-``verdict`` and ``awaitingUser`` lead the object: ``_protocol.verdict_format``). Its answer is
-streamed; each piece is added to the text read so far, and:
+``verdict`` leads the object, and its value ``"PASS [awaiting_user]"`` carries the
+awaiting-the-user mark: ``_protocol.verdict_format``). Its answer is streamed; each piece is
+added to the text read so far, and:
 
-- once that text opens with a PASS (a JSON object whose first two keys say ``"verdict":
-  "PASS"`` and ``"awaitingUser": true|false``, or a first line that is a PASS verdict line,
-  the newline seen), the stream is closed at once: no reasoning is waited for or paid, and the
+- once that text opens with a PASS (a JSON object whose first key's value is read whole,
+  ``{"verdict": "PASS"`` and its closing quote, or a first line that is a PASS verdict line,
+  its newline seen), the stream is closed at once: no reasoning is waited for or paid, and the
   answer is that PASS (``early_pass``), its cost that of what was received (the prompt's
-  tokens counted by litellm, the output's from the text received);
+  tokens and the text received, counted by litellm off the event loop);
 - a FAIL, or an answer that opens otherwise (reasoning first, a quote, a fence, keys in
   another order), is read to its end and parsed whole by ``parse_verdict``, as a
   reasoning-first answer is: its guarantees (quoted verdicts never count, a FAIL stands) hold.
   A text answer whose first line is its verdict line is stored with that line last, so the
-  lines after it are read as the reasoning, not as the feedback.
+  lines after it are read as the reasoning, not as the feedback; a JSON verdict ``"PASS
+  [awaiting_user]"`` is stored as ``"PASS"`` with ``"awaitingUser": true`` (``as_read``).
 
 Every fault fails like any failed call (the next model, then fail open): a stream that
 ends without its finish (cut mid-way, or closed by the provider), a chunk litellm cannot read
@@ -24,13 +26,14 @@ ends without its finish (cut mid-way, or closed by the provider), a chunk litell
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import sys
 from typing import Any
 
 from replyguard.judge._answer_cap import MAX_ANSWER_BYTES
-from replyguard.judge._protocol import JudgeReply
+from replyguard.judge._protocol import AWAITING_PASS, JudgeReply
 from replyguard.judge._verdict import verdict_line
 
 VERDICT_FIRST_SYSTEM = (
@@ -50,10 +53,7 @@ VERDICT_FIRST_REMINDER = (
 # How far into the answer a leading PASS is looked for (a verdict line or the JSON object's
 # first two keys take a few dozen characters).
 _EARLY_CHARS = 2_000
-_JSON_PASS = re.compile(
-    r'\s*\{\s*"verdict"\s*:\s*"(PASS|FAIL)"\s*,\s*"awaitingUser"\s*:\s*(true|false)\b',
-    re.IGNORECASE,
-)
+_JSON_VERDICT = re.compile(r'\s*\{\s*"verdict"\s*:\s*"([^"\\]*)"', re.IGNORECASE)
 
 
 def verdict_first_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -71,10 +71,11 @@ def early_pass(text: str) -> str | None:
     or decides anything but a PASS (a FAIL is read to its end)."""
     stripped = text.lstrip()
     if stripped.startswith("{"):
-        match = _JSON_PASS.match(stripped)
-        if match is None or match.group(1).upper() != "PASS":
+        match = _JSON_VERDICT.match(stripped)
+        value = match.group(1).strip().upper() if match is not None else None
+        if value not in ("PASS", AWAITING_PASS.upper()):
             return None
-        return json.dumps({"verdict": "PASS", "awaitingUser": match.group(2).lower() == "true"})
+        return json.dumps({"verdict": "PASS", "awaitingUser": value != "PASS"})
     end = stripped.find("\n")
     if end < 0:
         return None
@@ -83,16 +84,35 @@ def early_pass(text: str) -> str | None:
     return line if read is not None and read[0] else None
 
 
-def verdict_last(text: str) -> str:
-    """A text answer whose first line is its verdict line, with that line moved to the end
-    (the lines after it are its reasoning); any other answer as it is."""
+def as_read(text: str) -> str:
+    """A verdict-first answer as ``parse_verdict`` reads it: a text answer whose first line is
+    its verdict line, with that line moved to the end (the lines after it are its reasoning);
+    a JSON object whose verdict is ``"PASS [awaiting_user]"``, as ``"PASS"`` with
+    ``"awaitingUser": true``; any other answer as it is."""
     stripped = text.strip()
-    if stripped.startswith("{") or "\n" not in stripped:
+    if stripped.startswith("{"):
+        return _awaiting_read(stripped) or text
+    if "\n" not in stripped:
         return text
     first, rest = stripped.split("\n", 1)
     if verdict_line(first) is None or not rest.strip():
         return text
     return f"{rest.strip()}\n\n{first.strip()}"
+
+
+def _awaiting_read(text: str) -> str | None:
+    """The JSON verdict ``text`` with ``"PASS [awaiting_user]"`` read as a PASS awaiting the
+    user; None when it holds no such verdict (or is no JSON object)."""
+    try:
+        fields = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(fields, dict):
+        return None
+    verdict = fields.get("verdict")
+    if not isinstance(verdict, str) or verdict.strip().upper() != AWAITING_PASS.upper():
+        return None
+    return json.dumps({**fields, "verdict": "PASS", "awaitingUser": True})
 
 
 class StreamCut(ConnectionError):
@@ -124,21 +144,22 @@ async def read_stream(
             parts.append(piece)
             size += len(piece)
             if size > MAX_ANSWER_BYTES:
-                return _reply("".join(parts), served, messages, None, unpriced)
+                await stream.aclose()
+                return await _reply("".join(parts), served, messages, None, unpriced)
             if size <= _EARLY_CHARS and (decided := early_pass("".join(parts))) is not None:
                 received = "".join(parts)
                 await stream.aclose()  # before the cost is counted: nothing more is read
-                return _reply(decided, served, messages, None, unpriced, received=received)
+                return await _reply(decided, served, messages, None, unpriced, received=received)
     finally:
         await stream.aclose()
     if not finished:
         raise StreamCut("the judge's streamed answer ended before its finish")
     text = "".join(parts)
     note = None if text.strip() else extra or "the judge's message had no content"
-    return _reply(verdict_last(text), served, messages, usage, unpriced, note=note)
+    return await _reply(as_read(text), served, messages, usage, unpriced, note=note)
 
 
-def _reply(
+async def _reply(
     text: str,
     model: str,
     messages: list[dict[str, Any]],
@@ -148,19 +169,17 @@ def _reply(
     received: str | None = None,
     note: str | None = None,
 ) -> JudgeReply:
-    """The answer with its tokens (the provider's usage, else counted by litellm: the prompt,
-    and the text ``received``) and cost (litellm's price map; 0 for a model it cannot price)."""
+    """The answer with its tokens (the provider's usage, else counted by litellm in a worker
+    thread, where a first use may load a tokenizer: the prompt, and the text ``received``) and
+    cost (litellm's price map; 0 for a model it cannot price)."""
     prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
     completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
     litellm = sys.modules.get("litellm")
     if usage is None and litellm is not None:
-        try:
-            prompt_tokens = int(litellm.token_counter(model=model, messages=messages))
-            said = text if received is None else received
-            counted = litellm.token_counter(model=model, text=said, count_response_tokens=True)
-            completion_tokens = int(counted)
-        except Exception:  # a tokenizer litellm cannot load: the tokens stay unknown
-            prompt_tokens = completion_tokens = 0
+        said = text if received is None else received
+        prompt_tokens, completion_tokens = await asyncio.to_thread(
+            _counted, litellm, model, messages, said
+        )
     cost = 0.0
     if litellm is not None and model not in unpriced:
         try:
@@ -178,3 +197,16 @@ def _reply(
         cost_usd=cost,
         note=note,
     )
+
+
+def _counted(
+    litellm: Any, model: str, messages: list[dict[str, Any]], said: str
+) -> tuple[int, int]:
+    """The prompt's tokens and those of ``said``, as litellm counts them for ``model`` (0 and 0
+    when it cannot)."""
+    try:
+        prompt = litellm.token_counter(model=model, messages=messages)
+        answer = litellm.token_counter(model=model, text=said, count_response_tokens=True)
+        return int(prompt), int(answer)
+    except Exception:  # a tokenizer litellm cannot load: the tokens stay unknown
+        return 0, 0
