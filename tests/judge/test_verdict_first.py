@@ -286,3 +286,54 @@ def test_an_unknown_judge_answer_is_an_error_naming_the_key(
 ) -> None:
     with pytest.raises(Exception, match="judgeAnswer"):
         make_config(judgeAnswer="as_read")
+
+
+# --- at the httpx boundary (respx), litellm's other transport -------------------------------------
+
+
+def sse_body(wire: Wire, text: str) -> bytes:
+    from support.provider_server import anthropic_events, openai_chunks
+
+    step = Step(chunks=pieces(text), completion_tokens=50)
+    model = wire.judge_model.split("/", 1)[1]
+    if wire is OPENAI:
+        events = [f"data: {json.dumps(c)}\n\n" for c in openai_chunks(step, model, usage=True)]
+        return ("".join(events) + "data: [DONE]\n\n").encode()
+    return "".join(
+        f"event: {name}\ndata: {json.dumps(data)}\n\n"
+        for name, data in anthropic_events(step, model)
+    ).encode()
+
+
+@pytest.mark.parametrize("wire", WIRES)
+@pytest.mark.usefixtures("respx_litellm")
+async def test_the_httpx_transport_reads_a_verdict_first_stream_too(
+    make_config: Callable[..., VerifierConfig], wire: Wire
+) -> None:
+    import httpx
+    import respx
+
+    answer = json_answer("FAIL", category="incomplete", feedback="Send it.")
+    config = make_config(
+        model=wire.judge_model, agentModel=wire.agent_model, apiKey=API_KEY,
+        judgeAnswer="verdict_first",
+    )  # fmt: skip
+    with respx.mock(assert_all_mocked=True) as http:
+        route = http.post(wire.url).mock(
+            return_value=httpx.Response(
+                200, headers={"content-type": "text/event-stream"}, content=sse_body(wire, answer)
+            )
+        )
+        verdict = await judge(config)
+    assert json.loads(route.calls[0].request.content)["stream"] is True
+    assert not verdict.passed and verdict.feedback == "Send it."
+    assert verdict.completion_tokens == 50
+
+
+async def test_a_streamed_answer_past_the_cap_is_closed_and_unreadable(
+    provider: ProviderServer, config_for: Callable[..., VerifierConfig]
+) -> None:
+    huge = ("Reasoning " * 7_000,) * 20  # 1.4 MB, reasoning first: nothing decides early
+    provider.push(Step(chunks=(*huge, "\nPASS")))
+    verdict = await judge(config_for(OPENAI, model=TEXT_MODEL))
+    assert verdict.passed and verdict.fail_open_reason is Reason.UNREADABLE_VERDICT

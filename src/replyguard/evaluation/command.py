@@ -16,14 +16,14 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from replyguard._cli.verify import UsageError, check_run_kind, load_config, read_text, run_command
 from replyguard._records import EvalRecord, parse_dataset, read_dataset
 from replyguard.config._schema import VerifierConfig
 from replyguard.errors import CrossFamilyError
 from replyguard.evaluation.report import build_report, summary, write_reports
-from replyguard.evaluation.run import Progress, judge_records
+from replyguard.evaluation.run import Progress, RecordResult, judge_records
 from replyguard.types import FailCategory
 
 DEFAULT_OUT = "replyguard-eval"
@@ -108,6 +108,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"records judged at once ({DEFAULT_CONCURRENCY})",
     )
     parser.add_argument("--config", metavar="FILE", help="the verifier config (else defaults)")
+    parser.add_argument(
+        "--judge-answer",
+        choices=[*_ORDERS, "both"],
+        help="the judge's answer order (else the config's judgeAnswer); 'both' judges every "
+        "record in each order and reports the agreement of each (live only)",
+    )
+
+
+_ORDERS = ("reasoning_first", "verdict_first")
+# The figures of each order that ``--judge-answer both`` puts side by side.
+_PER_ORDER = ("labelled", "accuracy", "kappa", "falseFailRate", "falsePassRate", "unreadable")
 
 
 def _records(
@@ -141,9 +152,44 @@ def main(args: argparse.Namespace) -> int:
 
 def _eval(args: argparse.Namespace) -> int:
     config = load_config(args.config)
+    order = getattr(args, "judge_answer", None)
+    if order is not None and args.replay:
+        raise UsageError("--judge-answer needs live judging: a replayed verdict has no order")
+    orders = _ORDERS if order == "both" else (order or config.judge_answer,)
     dataset, records = _records(args.dataset, config, replay=args.replay)
+    reports: dict[str, dict[str, Any]] = {}
+    for each in orders:
+        results = _judged(records, config.model_copy(update={"judge_answer": each}), args)
+        reports[each] = build_report(
+            results, dataset=dataset, replay=args.replay, mode=config.mode, judge_model=config.model
+        )
+    # The main figures are the config's own order's (or the one order asked for).
+    report = reports.get(config.judge_answer) or reports[orders[0]]
+    if order == "both":
+        report["byJudgeAnswer"] = {
+            each: {key: figures[key] for key in (*_PER_ORDER, "costUsd", "latencyMs")}
+            for each, figures in reports.items()
+        }
     try:
-        results = asyncio.run(
+        json_path, html_path = write_reports(report, Path(args.out))
+    except OSError as exc:
+        print(f"replyguard eval: cannot write to {args.out}: {type(exc).__name__}", file=sys.stderr)
+        return 2
+    print(summary(report))
+    for each, figures in report.get("byJudgeAnswer", {}).items():
+        shown = (
+            f"{k} {v:.3f}" if isinstance(v := figures[k], float) else f"{k} {v}" for k in _PER_ORDER
+        )
+        print(f"judgeAnswer {each}: " + ", ".join(shown))
+    print(f"wrote {json_path} and {html_path}")
+    return 0
+
+
+def _judged(
+    records: list[tuple[int, EvalRecord]], config: VerifierConfig, args: argparse.Namespace
+) -> list[RecordResult]:
+    try:
+        return asyncio.run(
             judge_records(
                 records,
                 config,
@@ -154,14 +200,3 @@ def _eval(args: argparse.Namespace) -> int:
         )
     except CrossFamilyError as exc:  # a refused judge/agent pairing is a usage error
         raise UsageError(str(exc)) from None
-    report = build_report(
-        results, dataset=dataset, replay=args.replay, mode=config.mode, judge_model=config.model
-    )
-    try:
-        json_path, html_path = write_reports(report, Path(args.out))
-    except OSError as exc:
-        print(f"replyguard eval: cannot write to {args.out}: {type(exc).__name__}", file=sys.stderr)
-        return 2
-    print(summary(report))
-    print(f"wrote {json_path} and {html_path}")
-    return 0
