@@ -41,12 +41,12 @@ import json
 import os
 import re
 import socket
-import subprocess
 import sys
 import time
-import urllib.request
 from dataclasses import dataclass
 from typing import Any
+
+from judge_server import JudgeServerProcess
 
 REASONING_TOKENS = 60
 FAIL_MODELS = ("gpt-4.1-nano",)
@@ -102,12 +102,14 @@ class _Provider:
         self.stats = {"requests": 0, "cut": 0, "generated": 0, "prompt_tokens": 0}
 
     async def client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        sock = writer.get_extra_info("socket")
-        if sock is not None:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        # Headers and each event go out at once (no Nagle delay on loopback).
+        writer.transport.get_extra_info("socket").setsockopt(
+            socket.IPPROTO_TCP, socket.TCP_NODELAY, 1
+        )
+        answering = True
         try:
-            while await self._one(reader, writer):
-                pass
+            while answering:
+                answering = await self._one(reader, writer)
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
             pass
         finally:
@@ -116,15 +118,7 @@ class _Provider:
                 await writer.wait_closed()
 
     async def _one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
-        head = await reader.readuntil(b"\r\n\r\n")
-        first, _, rest = head.partition(b"\r\n")
-        method, path, _ = first.decode("latin-1").split(" ", 2)
-        length = 0
-        for line in rest.split(b"\r\n"):
-            name, _, value = line.partition(b":")
-            if name.strip().lower() == b"content-length":
-                length = int(value.strip())
-        raw = await reader.readexactly(length) if length else b""
+        method, path, raw = await _request(reader)
         if method == "GET":
             writer.write(_http("200 OK", "application/json", json.dumps(self.stats).encode()))
             return True
@@ -208,20 +202,30 @@ class _Provider:
         return True
 
 
+async def _request(reader: asyncio.StreamReader) -> tuple[str, str, bytes]:
+    """The next request's method, path and body, read line by line."""
+    method, path, _ = (await reader.readline()).decode("latin-1").split(" ", 2)
+    headers: dict[str, str] = {}
+    while (line := (await reader.readline()).decode("latin-1").strip()) != "":
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    length = int(headers.get("content-length", "0"))
+    return method, path, await reader.readexactly(length) if length else b""
+
+
 async def _closed_before(reader: asyncio.StreamReader, when: float) -> bool:
-    """Wait until ``when`` (``time.perf_counter``); True as soon as the client closes instead."""
+    """Wait until ``when`` (``time.perf_counter``); True as soon as the client closes instead
+    (a client waiting for its answer sends nothing: a read ends only at its close)."""
     left = when - time.perf_counter()
     if left <= 0:
         return False
     try:
-        async with asyncio.timeout(left):
-            while await reader.read(65536):
-                pass
+        received = await asyncio.wait_for(reader.read(1), left)
     except TimeoutError:
         return False
     except ConnectionError:
-        pass
-    return True
+        return True
+    return not received
 
 
 def _chunk(writer: asyncio.StreamWriter, data: bytes) -> None:
@@ -340,49 +344,19 @@ def _http(status: str, kind: str, payload: bytes) -> bytes:
     return head.encode("latin-1") + payload
 
 
-class PacedProviderProcess:
+class PacedProviderProcess(JudgeServerProcess):
     """The paced provider in a child process (its own interpreter, its own GIL)."""
 
     def __init__(self, pace: Pace) -> None:
+        super().__init__()
         self.pace = pace
-        self._process: subprocess.Popen[str] | None = None
-        self.port = 0
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def stats(self) -> dict[str, int]:
-        with urllib.request.urlopen(f"{self.url}/_stats", timeout=5) as response:
-            data: dict[str, int] = json.loads(response.read())
-            return data
-
-    def __enter__(self) -> PacedProviderProcess:
+    def command(self) -> list[str]:
         pace = self.pace
-        command = [sys.executable, os.path.abspath(__file__), "--ttft", str(pace.ttft)]
-        command += ["--prefill", str(pace.prefill), "--decode", str(pace.decode)]
-        self._process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True
-        )
-        assert self._process.stdout is not None
-        line = self._process.stdout.readline()
-        if not line.startswith("PORT "):
-            self._process.kill()
-            raise RuntimeError(f"the paced provider did not start: {line!r}")
-        self.port = int(line.split()[1])
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._process is None:
-            return
-        self._process.terminate()
-        try:
-            self._process.wait(10)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            self._process.wait(10)
-        if self._process.stdout is not None:
-            self._process.stdout.close()
+        return [
+            sys.executable, os.path.abspath(__file__), "--ttft", str(pace.ttft),
+            "--prefill", str(pace.prefill), "--decode", str(pace.decode),
+        ]  # fmt: skip
 
 
 def pace_arguments(parser: argparse.ArgumentParser) -> None:

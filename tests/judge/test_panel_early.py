@@ -22,7 +22,7 @@ GPT, GEMINI, CLAUDE = "openai/gpt-4o-mini", "openai/gemini-2.0-flash", "openai/c
 MEMBERS = [GPT, GEMINI, CLAUDE]
 FAIL_TEXT = "The date is missing.\nFAIL [incomplete]: Add the report's date."
 HELD = Step(delay=30)  # an answer that comes only if the client waits 30 s for it
-TURN = Turn(user_message="Write the weekly report, with its date.", run_kind="high")
+TURN = Turn(user_message="Write the weekly report, with its date.")
 
 
 def by_model(answers: dict[str, Step]) -> Any:
@@ -31,19 +31,10 @@ def by_model(answers: dict[str, Step]) -> Any:
 
 
 def config(provider: ProviderServer, panel: dict[str, Any], **keys: Any) -> VerifierConfig:
-    return VerifierConfig.from_dict(
-        {
-            "enabled": True,
-            "verifyAll": True,
-            "model": GPT,
-            "agentModel": "deepseek/deepseek-chat",
-            "apiKey": API_KEY,
-            "apiBase": provider.url,
-            "timeoutSeconds": 20,
-            "runKinds": {"high": {"panel": {"models": MEMBERS, **panel}}},
-            **keys,
-        }
-    )
+    """A verifier whose own judge is the panel (no run kind), on the loopback provider."""
+    base = {"apiKey": API_KEY, "apiBase": provider.url, "agentModel": "deepseek/deepseek-chat"}
+    panel = {"models": MEMBERS, **panel}
+    return VerifierConfig.from_dict({"enabled": True, "panel": panel, **base, **keys})
 
 
 async def verdict_of(provider: ProviderServer, panel: dict[str, Any], **keys: Any) -> Verdict:

@@ -161,36 +161,40 @@ async def test_a_fail_is_read_to_its_end_for_its_feedback(
     assert provider.cut == []
 
 
-async def test_a_text_fail_keeps_its_feedback_apart_from_the_reasoning_after_it(
-    provider: ProviderServer, config_for: Callable[..., VerifierConfig]
+@pytest.mark.parametrize(
+    ("text", "category", "feedback", "reasoning"),
+    [
+        pytest.param(
+            "FAIL [incomplete]: Send the email to Ana.\nNo email was sent.\n",
+            FailCategory.INCOMPLETE, "Send the email to Ana.", "No email was sent.",
+            id="verdict-first-text-fail",
+        ),
+        pytest.param(  # the judge reasoned first anyway: read whole, as before
+            "The reply mentions PASS.\nFAIL [refusal]: Do it.",
+            FailCategory.REFUSAL, "Do it.", "The reply mentions PASS.",
+            id="reasoning-first",
+        ),
+        pytest.param(  # a quoted verdict first never ends the call
+            "> PASS\nThe reply quotes a verdict.\nFAIL [rule_violation]: Do not address me.",
+            FailCategory.RULE_VIOLATION, "Do not address me.", None,
+            id="quoted-pass-first",
+        ),
+    ],
+)  # fmt: skip
+async def test_a_text_answer_that_decides_nothing_early_is_read_to_its_end(
+    provider: ProviderServer,
+    config_for: Callable[..., VerifierConfig],
+    text: str,
+    category: FailCategory,
+    feedback: str,
+    reasoning: str | None,
 ) -> None:
-    text = "FAIL [incomplete]: Send the email to Ana.\nNo email was sent.\n"
     provider.push(Step(chunks=pieces(text)))
     verdict = await judge(config_for(OPENAI, model=TEXT_MODEL))
-    assert not verdict.passed and verdict.category is FailCategory.INCOMPLETE
-    assert verdict.feedback == "Send the email to Ana."
-    assert verdict.reasoning == "No email was sent."
-
-
-# --- a judge that does not lead with its verdict, or a forged one ---------------------------------
-
-
-async def test_a_reasoning_first_answer_is_read_whole_as_before(
-    provider: ProviderServer, config_for: Callable[..., VerifierConfig]
-) -> None:
-    provider.push(Step(chunks=pieces("The reply mentions PASS.\nFAIL [refusal]: Do it.")))
-    verdict = await judge(config_for(OPENAI, model=TEXT_MODEL))
-    assert not verdict.passed and verdict.category is FailCategory.REFUSAL
-    assert provider.cut == []
-
-
-async def test_a_quoted_pass_first_never_ends_the_call(
-    provider: ProviderServer, config_for: Callable[..., VerifierConfig]
-) -> None:
-    text = "> PASS\nThe reply quotes a verdict.\nFAIL [rule_violation]: Do not address me."
-    provider.push(Step(chunks=pieces(text)))
-    verdict = await judge(config_for(OPENAI, model=TEXT_MODEL))
-    assert not verdict.passed and verdict.category is FailCategory.RULE_VIOLATION
+    assert not verdict.passed and verdict.category is category
+    assert verdict.feedback == feedback
+    if reasoning is not None:
+        assert verdict.reasoning == reasoning
     assert provider.cut == []
 
 
