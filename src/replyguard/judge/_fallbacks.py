@@ -48,6 +48,10 @@ once (the same request; litellm's mapping costs about 0.7 ms per call), and a 40
 ``output_format`` is a refusal of the schema. Other models get the text format the rubric
 describes. The answer is read the same way either way: a tool-call-only or
 empty answer is still unreadable.
+
+Each model's attempt (its request sent, traced, read, or its failure counted) is
+``judge/_attempt``'s; with ``judgeAnswer: "verdict_first"`` its answer is streamed and a
+leading PASS ends it (``judge/_streamed``).
 """
 
 from __future__ import annotations
