@@ -341,3 +341,21 @@ async def test_a_streamed_answer_past_the_cap_is_closed_and_unreadable(
     provider.push(Step(chunks=(*huge, "\nPASS")))
     verdict = await judge(config_for(OPENAI, model=TEXT_MODEL))
     assert verdict.passed and verdict.fail_open_reason is Reason.UNREADABLE_VERDICT
+
+
+async def test_a_router_group_streams_and_ends_at_the_pass_too(
+    make_config: Callable[..., VerifierConfig], provider: ProviderServer
+) -> None:
+    provider.push(Step(chunks=pieces(json_answer("PASS")), pace=0.05))
+    deployment = {
+        "modelName": "judges", "model": OPENAI.judge_model, "apiBase": provider.url,
+        "apiKey": API_KEY,
+    }  # fmt: skip
+    config = make_config(
+        model="judges", agentModel=OPENAI.agent_model, judgeAnswer="verdict_first",
+        router={"deployments": [deployment]},
+    )  # fmt: skip
+    verdict = await judge(config)
+    assert verdict.passed and verdict.readable
+    assert provider.seen[0].body["stream"] is True
+    assert await provider.wait_for_cut(1) == 1
