@@ -293,9 +293,13 @@ class JudgeServerProcess:
             data: dict[str, Any] = json.loads(response.read())
             return data
 
+    def command(self) -> list[str]:
+        """What runs the server: a script that prints ``PORT <n>`` once it listens."""
+        return [sys.executable, os.path.abspath(__file__)]
+
     def __enter__(self) -> JudgeServerProcess:
         self._process = subprocess.Popen(
-            [sys.executable, os.path.abspath(__file__)],
+            self.command(),
             stdout=subprocess.PIPE,
             stdin=subprocess.DEVNULL,
             text=True,

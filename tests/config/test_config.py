@@ -41,6 +41,7 @@ CONTRACT_DEFAULTS: list[tuple[str, str, Any]] = [
     ("heartbeatFile", "heartbeat_file", "HEARTBEAT.md"),
     ("maxCostUsd", "max_cost_usd", None),
     ("judgeMaxTokens", "judge_max_tokens", 512),
+    ("judgeAnswer", "judge_answer", "reasoning_first"),
     ("logContent", "log_content", False),
 ]
 # Keys added beyond the contract's table (checks before the judge).
@@ -93,6 +94,7 @@ NON_DEFAULTS: dict[str, Any] = {
     "heartbeatFile": "tasks/HEARTBEAT.md",
     "maxCostUsd": 0.25,
     "judgeMaxTokens": 1024,
+    "judgeAnswer": "verdict_first",
     "logContent": True,
 }
 

@@ -70,6 +70,7 @@ WRONG_TYPES: dict[str, Any] = {
     "heartbeatFile": ["HEARTBEAT.md"],
     "maxCostUsd": "0.10",
     "judgeMaxTokens": {"max": 512},
+    "judgeAnswer": "verdict_last",
     "logContent": "no",
     "checks": {"type": "rules"},
     "judgeAfterChecks": True,

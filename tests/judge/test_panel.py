@@ -204,7 +204,13 @@ async def test_one_fail_fails_the_reply_with_its_feedback_under_its_name(
     provider: ProviderServer,
 ) -> None:
     provider.respond_with(
-        by_model({GPT: Step(), GEMINI: Step(text=FAIL_TEXT), CLAUDE: Step(prompt_tokens=100)})
+        by_model(
+            {
+                GPT: Step(),
+                GEMINI: Step(text=FAIL_TEXT, after_answers=2),  # the others have answered
+                CLAUDE: Step(prompt_tokens=100),
+            }
+        )
     )
     verdict = await verdict_of(Verifier(config(provider, {})))
     assert (verdict.passed, verdict.category) == (False, FailCategory.INCOMPLETE)

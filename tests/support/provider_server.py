@@ -5,12 +5,17 @@ Anthropic messages format on ``.../messages``, answering each request from a scr
 ``Step`` values (text, status, delay, a body or raw bytes, a dropped connection, a stall in the
 middle of the body, or a listener that goes away). An OpenAI request that asks for a stream
 (``"stream": true``) is answered with Server-Sent Events of ``chat.completion.chunk`` objects,
-one per piece of ``Step.chunks``, as OpenAI streams them. It runs its own event loop in a thread, so
+one per piece of ``Step.chunks``, as OpenAI streams them; an Anthropic request that asks
+for one gets Anthropic's events (``message_start``, ``content_block_delta`` per piece,
+``message_delta`` with the usage, ``message_stop``). It runs its own event loop in a thread, so
 both ``await verifier.run`` and ``verifier.run_sync`` can use it, and sets ``TCP_NODELAY`` and
 writes each response in one send.
 
 It counts the client connections it holds open (``open_connections``): a client that gives up
 on a hung request is seen to close its connection at once, even while the server is stalling.
+Each answer the client closed before its end (during a ``delay``, a stall, or between the
+paced pieces of a stream) is recorded in ``cut`` (``wait_for_cut`` waits for them), with how
+many pieces of it had been sent.
 """
 
 from __future__ import annotations
@@ -49,10 +54,26 @@ class Step:
     after_requests: int = 0
     """Hold this answer until this many requests have arrived in all (a barrier: requests that
     were sent one after another, each waiting for its answer, never get past it; at most 10 s)."""
+    after_answers: int = 0
+    """Hold this answer until this many answers have been written in all (at most 10 s)."""
     chunks: tuple[str, ...] | None = None
     """A streamed answer's text pieces, each its own event (None: ``text`` in one piece)."""
     stall_after: int | None = None
     """A streamed answer sends this many pieces, then nothing until the client closes."""
+    pace: float = 0.0
+    """Seconds between a streamed answer's pieces (a close meanwhile ends the answer)."""
+    cut_after: int | None = None
+    """A streamed answer sends this many events, then ends the connection without finishing
+    the stream (no finish reason, no terminating chunk)."""
+
+
+@dataclass(frozen=True)
+class Cut:
+    """An answer the client closed before its end."""
+
+    path: str
+    sent: int
+    """How many of the answer's pieces (stream events) had been sent (0: none)."""
 
 
 @dataclass
@@ -128,6 +149,44 @@ def openai_chunks(step: Step, model: str, *, usage: bool) -> list[dict[str, Any]
     out.append(chunk({}, "stop"))
     if usage:
         out.append({**chunk({}, None), "choices": [], "usage": openai_body(step, model)["usage"]})
+    return out
+
+
+_EMPTY_TEXT = {"type": "text", "text": ""}
+
+
+def anthropic_events(step: Step, model: str) -> list[tuple[str, dict[str, Any]]]:
+    """A streamed Anthropic answer, as ``(event name, data)``: the message's start (with its
+    input tokens), a text block with a delta per piece, the stop reason and output tokens."""
+    pieces = step.chunks if step.chunks is not None else (step.text or "",)
+    start = {**anthropic_body(step, model), "content": [], "stop_reason": None}
+    start["usage"] = {"input_tokens": step.prompt_tokens, "output_tokens": 1}
+    out: list[tuple[str, dict[str, Any]]] = [
+        ("message_start", {"type": "message_start", "message": start}),
+        (
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": _EMPTY_TEXT},
+        ),
+    ]
+    out += [
+        (
+            "content_block_delta",
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": p}},
+        )
+        for p in pieces
+    ]
+    out += [
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": step.completion_tokens},
+            },
+        ),
+        ("message_stop", {"type": "message_stop"}),
+    ]
     return out
 
 
@@ -227,6 +286,10 @@ class ProviderServer:
         self.connections = 0
         """How many client connections were accepted so far."""
         self.port = 0
+        self.answers = 0
+        """How many answers were written to the end so far."""
+        self.cut: list[Cut] = []
+        """The answers the client closed before their end, in order."""
         self._arrivals = asyncio.Condition()  # notified on the server's loop at each request
 
     @property
@@ -259,6 +322,18 @@ class ProviderServer:
         (a socket it has really closed) can bring the count down."""
         self._wait(lambda: self._open == count, within)
         return self.open_connections
+
+    async def wait_for_cut(self, count: int = 1, *, within: float = 5.0) -> int:
+        """Wait until the client has closed ``count`` answers before their end (``cut``);
+        return how many it had when that happened or ``within`` seconds ran out."""
+        await asyncio.to_thread(self._wait, lambda: len(self.cut) >= count, within)
+        with self._lock:
+            return len(self.cut)
+
+    def _record_cut(self, path: str, sent: int) -> None:
+        with self._changed:
+            self.cut.append(Cut(path, sent))
+            self._changed.notify_all()
 
     async def wait_for_requests(self, count: int = 1, *, within: float = 2.0) -> int:
         """Wait until ``count`` requests have arrived (their steps about to run); return how
@@ -382,7 +457,12 @@ class ProviderServer:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(10), self._arrivals:
                     await self._arrivals.wait_for(lambda: len(self.seen) >= step.after_requests)
+        if step.after_answers:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(10), self._arrivals:
+                    await self._arrivals.wait_for(lambda: self.answers >= step.after_answers)
         if step.delay and await self._until_closed(reader, step.delay):
+            self._record_cut(path, 0)
             return False
         if step.raw is not None:
             writer.write(step.raw)
@@ -398,10 +478,9 @@ class ProviderServer:
             transport.abort()
             return False
         model = str(body.get("model", "unknown"))
-        streamed = body.get("stream") is True and not path.rstrip("/").endswith("/messages")
+        streamed = body.get("stream") is True
         if streamed and step.body is None and step.status == 200:
-            await self._stream(reader, writer, step, model, body)
-            return True
+            return await self._stream(reader, writer, step, model, body, path)
         if step.body is not None:
             payload = step.body
         elif path.rstrip("/").endswith("/messages"):
@@ -425,10 +504,17 @@ class ProviderServer:
             writer.write(head_out.encode("latin-1") + b"\r\n" + payload[: len(payload) // 2])
             await writer.drain()
             await self._until_closed(reader, None)
+            self._record_cut(path, 0)
             return False
         writer.write(head_out.encode("latin-1") + b"\r\n" + payload)
         await writer.drain()
+        await self._answered()
         return not step.stop_listening
+
+    async def _answered(self) -> None:
+        async with self._arrivals:
+            self.answers += 1
+            self._arrivals.notify_all()
 
     async def _stream(
         self,
@@ -437,23 +523,41 @@ class ProviderServer:
         step: Step,
         model: str,
         body: dict[str, Any],
-    ) -> None:
-        """Answer with Server-Sent Events, each written (chunked) as soon as it is made."""
-        usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        path: str,
+    ) -> bool:
+        """Answer with Server-Sent Events in the request's wire format, each written (chunked)
+        as soon as it is made, ``step.pace`` seconds apart; False when the connection ended."""
         writer.write(
             b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
             b"transfer-encoding: chunked\r\n\r\n"
         )
-        events = [f"data: {json.dumps(c)}\n\n" for c in openai_chunks(step, model, usage=usage)]
-        for sent, event in enumerate([*events, "data: [DONE]\n\n"]):
+        if path.rstrip("/").endswith("/messages"):
+            events = [
+                f"event: {name}\ndata: {json.dumps(data)}\n\n"
+                for name, data in anthropic_events(step, model)
+            ]
+        else:
+            usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            chunks = openai_chunks(step, model, usage=usage)
+            events = [f"data: {json.dumps(c)}\n\n" for c in chunks] + ["data: [DONE]\n\n"]
+        for sent, event in enumerate(events):
+            if sent == step.cut_after:
+                writer.transport.abort()
+                return False
             if sent == step.stall_after:
                 await self._until_closed(reader, None)
+                self._record_cut(path, sent)
                 raise ConnectionError("the client closed a stalled stream")
+            if sent and step.pace and await self._until_closed(reader, step.pace):
+                self._record_cut(path, sent)
+                return False
             data = event.encode()
             writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
             await writer.drain()
         writer.write(b"0\r\n\r\n")
         await writer.drain()
+        await self._answered()
+        return True
 
 
 @contextlib.contextmanager

@@ -264,7 +264,7 @@ async def test_a_model_timeout_is_recorded_when_the_deadline_lands_in_its_closin
     its timers late."""
     import litellm
 
-    from replyguard.judge import _fallbacks
+    from replyguard.judge import _attempt
 
     async def times_out(**params: Any) -> Any:
         await asyncio.sleep(0.01)
@@ -274,7 +274,7 @@ async def test_a_model_timeout_is_recorded_when_the_deadline_lands_in_its_closin
         await asyncio.sleep(1)
 
     monkeypatch.setattr(litellm, "acompletion", times_out)
-    monkeypatch.setattr(_fallbacks, "closing_pass", slow_closing_pass)
+    monkeypatch.setattr(_attempt, "closing_pass", slow_closing_pass)
     verifier = Verifier(
         through(make_config, provider, timeoutSeconds=0.3), tracer_provider=provider_of
     )

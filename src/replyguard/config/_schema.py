@@ -159,6 +159,10 @@ class VerifierConfig(ConfigRules):
     a retry is not started when one more judgement at the last call's cost would pass it."""
     judge_max_tokens: JudgeMaxTokens = 512
     """Verdict length limit; when not set, 4096 for reasoning judge models."""
+    judge_answer: Literal["reasoning_first", "verdict_first"] = "reasoning_first"
+    """The order of the judge's answer: reasoning, then the verdict; or ``"verdict_first"``:
+    the verdict first, the answer streamed and a PASS ending the call at once (no reasoning
+    waited for or paid), a FAIL read to its end for its feedback (docs/judge-answer.md)."""
     log_content: bool = False
     """Put user text, replies and feedback into log events (and trace spans)."""
     tracing: bool = False

@@ -18,7 +18,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from replyguard._commands import UsageError, check_run_kind, load_config, read_text, run_command
 from replyguard._records import EvalRecord, parse_dataset, read_dataset
@@ -29,7 +29,7 @@ from replyguard.evaluation.gate import describe as describe_gate
 from replyguard.evaluation.probes import describe as describe_probes
 from replyguard.evaluation.probes import not_run, run_probes
 from replyguard.evaluation.report import build_report, summary, write_reports
-from replyguard.evaluation.run import Progress, judge_records
+from replyguard.evaluation.run import Progress, RecordResult, judge_records
 from replyguard.types import FailCategory
 
 DEFAULT_OUT = "replyguard-eval"
@@ -166,6 +166,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="bias probes: judge each labelled reply again padded, with a compliment to the "
         "judge, and reordered, and count the flips (live only)",
     )
+    parser.add_argument(
+        "--judge-answer",
+        choices=[*_ORDERS, "both"],
+        help="the judge's answer order (else the config's judgeAnswer); 'both' judges every "
+        "record in each order and reports the agreement of each (live only)",
+    )
+
+
+_ORDERS = ("reasoning_first", "verdict_first")
+# The figures of each order that ``--judge-answer both`` puts side by side.
+_PER_ORDER = ("labelled", "accuracy", "kappa", "falseFailRate", "falsePassRate", "unreadable")
 
 
 def _records(
@@ -200,27 +211,28 @@ def main(args: argparse.Namespace) -> int:
 
 def _eval(args: argparse.Namespace) -> int:
     config = load_config(args.config)
+    order = getattr(args, "judge_answer", None)
+    if order is not None and args.replay:
+        raise UsageError("--judge-answer needs live judging: a replayed verdict has no order")
+    orders = _ORDERS if order == "both" else (order or config.judge_answer,)
     dataset, records = _records(args.dataset, config, replay=args.replay)
-    try:
-        results = asyncio.run(
-            judge_records(
-                records,
-                config,
-                replay=args.replay,
-                concurrency=args.concurrency,
-                progress=progress_printer(sys.stderr),
-            )
-        )
-    except CrossFamilyError as exc:  # a refused judge/agent pairing is a usage error
-        raise UsageError(str(exc)) from None
-    report = build_report(
-        results, dataset=dataset, replay=args.replay, mode=config.mode, judge_model=config.model
-    )
+    judged: dict[str, tuple[VerifierConfig, list[RecordResult], dict[str, Any]]] = {}
+    for each in orders:
+        ordered = config.model_copy(update={"judge_answer": each})
+        results = _judged(records, ordered, args)
+        judged[each] = (ordered, results, _built(results, dataset, config, args))
+    # The main figures are the config's own order's (or the one order asked for).
+    main_config, results, report = judged.get(config.judge_answer) or judged[orders[0]]
+    if order == "both":
+        report["byJudgeAnswer"] = {
+            each: {key: figures[key] for key in (*_PER_ORDER, "costUsd", "latencyMs")}
+            for each, (_, _, figures) in judged.items()
+        }
     if args.probes:
         report["biasProbes"] = (
             not_run()
             if args.replay
-            else asyncio.run(run_probes(results, config, concurrency=args.concurrency))
+            else asyncio.run(run_probes(results, main_config, concurrency=args.concurrency))
         )
     gate = trust(report, _thresholds(args))
     if gate is not None:
@@ -232,9 +244,45 @@ def _eval(args: argparse.Namespace) -> int:
         return 2
     print(summary(report))
     for line in [
+        *_per_order_lines(report),
         *(describe_probes(report["biasProbes"]) if "biasProbes" in report else []),
         *(describe_gate(gate) if gate is not None else []),
     ]:
         print(line)
     print(f"wrote {json_path} and {html_path}")
     return 0 if gate is None else int(gate["exitCode"])
+
+
+def _built(
+    results: list[RecordResult], dataset: str, config: VerifierConfig, args: argparse.Namespace
+) -> dict[str, Any]:
+    return build_report(
+        results, dataset=dataset, replay=args.replay, mode=config.mode, judge_model=config.model
+    )
+
+
+def _per_order_lines(report: dict[str, Any]) -> list[str]:
+    lines = []
+    for each, figures in report.get("byJudgeAnswer", {}).items():
+        shown = (
+            f"{k} {v:.3f}" if isinstance(v := figures[k], float) else f"{k} {v}" for k in _PER_ORDER
+        )
+        lines.append(f"judgeAnswer {each}: " + ", ".join(shown))
+    return lines
+
+
+def _judged(
+    records: list[tuple[int, EvalRecord]], config: VerifierConfig, args: argparse.Namespace
+) -> list[RecordResult]:
+    try:
+        return asyncio.run(
+            judge_records(
+                records,
+                config,
+                replay=args.replay,
+                concurrency=args.concurrency,
+                progress=progress_printer(sys.stderr),
+            )
+        )
+    except CrossFamilyError as exc:  # a refused judge/agent pairing is a usage error
+        raise UsageError(str(exc)) from None

@@ -48,6 +48,10 @@ once (the same request; litellm's mapping costs about 0.7 ms per call), and a 40
 ``output_format`` is a refusal of the schema. Other models get the text format the rubric
 describes. The answer is read the same way either way: a tool-call-only or
 empty answer is still unreadable.
+
+Each model's attempt (its request sent, traced, read, or its failure counted) is
+``judge/_attempt``'s; with ``judgeAnswer: "verdict_first"`` its answer is streamed and a
+leading PASS ends it (``judge/_streamed``).
 """
 
 from __future__ import annotations
@@ -58,32 +62,18 @@ from typing import TYPE_CHECKING, Any
 
 from replyguard.config._schema import VerifierConfig
 from replyguard.context._prompt import JudgePrompt
-from replyguard.errors import ConfigError, JudgeConfigError
-from replyguard.judge._answer_cap import (
-    AnswerSessions,
-    capped_call,
-)
+from replyguard.judge._answer_cap import AnswerSessions
+from replyguard.judge._attempt import ModelCalls
 from replyguard.judge._base import BaseJudge
 from replyguard.judge._breaker import CircuitBreaker
 from replyguard.judge._clients import ClientScope
 from replyguard.judge._failures import Failures, no_answer
-from replyguard.judge._litellm import (
-    _provider,
-    import_litellm,
-    read_response,
-)
+from replyguard.judge._litellm import import_litellm
 from replyguard.judge._owned import JudgeParts
 from replyguard.judge._protocol import JudgeReply
 from replyguard.judge._requests import RequestPlan
-from replyguard.judge._settling import cancelled_once, closing_pass
 from replyguard.telemetry._events import Events
-from replyguard.telemetry._tracing import (
-    NO_TRACING,
-    Tracing,
-    answer_attributes,
-    chat_attributes,
-    finish_reasons,
-)
+from replyguard.telemetry._tracing import NO_TRACING, Tracing
 
 if TYPE_CHECKING:  # loaded when a config names router groups
     from replyguard.judge._router import JudgeRouter
@@ -163,19 +153,17 @@ class LiteLLMJudge(BaseJudge):
     ) -> None:
         self._config = config
         self._parts = parts
-        self._sessions = parts.sessions
-        self._clients = parts.clients
         self._events = events
         self._breaker = breaker
         self._tracing = tracing
-        self._router = router = parts.router
+        router = parts.router
         self._key_owner = key_owner
         self._models = config.judge_models
-        self._unpriced: set[str] = set()  # models litellm's price map could not price
         self._litellm: Any = None  # once imported
         self._routed = frozenset(router.groups & set(self._models)) if router else frozenset()
         self._plan = RequestPlan(config, events, routed=self._routed, key_owner=key_owner)
-        self._failures = Failures(events, breaker, router, self._routed)
+        failures = Failures(events, breaker, router, self._routed)
+        self._calls = ModelCalls(config, parts, self._plan, failures, tracing, self._routed)
 
     def sibling(self, config: VerifierConfig) -> LiteLLMJudge:
         """The judge of a run kind's or a panel member's ``config``, on this judge's clients,
@@ -216,16 +204,6 @@ class LiteLLMJudge(BaseJudge):
         """Discard the Router this judge built (its clients need a loop: ``aclose``)."""
         if self._owner is None:
             self._parts.close()
-
-    async def _caller(self, litellm: Any, model: str) -> Any:
-        """What sends ``model``'s request: the Router for a router group, else litellm."""
-        if model not in self._routed or self._router is None:
-            return litellm.acompletion
-        try:
-            router = await self._router.router()
-        except ConfigError as exc:
-            raise self._plan.misconfigured(exc) from None
-        return router.acompletion
 
     @property
     def client_timeout(self) -> float:
@@ -270,7 +248,11 @@ class LiteLLMJudge(BaseJudge):
                 failures.append(f"{model}: circuit open")
                 continue
             share = self.share_of(index, remaining)
-            answer = await self._attempt(litellm, model, prompt, api_key, share, deadline)
+            # litellm keys its cached HTTP clients on the timeout it is given: a per-call
+            # value would open a new client and connection on every call. It gets a constant
+            # past the judgement timeout; this model's share is enforced by the attempt.
+            params = self.request(model, prompt, timeout=self.client_timeout, api_key=api_key)
+            answer = await self._calls.attempt(litellm, model, params, api_key, share, deadline)
             if isinstance(answer, tuple):
                 last, said = answer
                 failures.append(f"{model}: {said}")
@@ -286,99 +268,17 @@ class LiteLLMJudge(BaseJudge):
             return unreadable
         raise no_answer(failures, last)
 
-    async def _attempt(
-        self,
-        litellm: Any,
-        model: str,
-        prompt: JudgePrompt,
-        api_key: str | None,
-        share: float,
-        deadline: float,
-    ) -> JudgeReply | tuple[Exception, str]:
-        """One model's answer within its ``share`` of seconds, or its failure (logged,
-        counted against its circuit) with what to say of it. A configuration error and the
-        caller's cancellation propagate."""
-        loop = asyncio.get_running_loop()
-        # litellm keys its cached HTTP clients on the timeout it is given: a per-call value
-        # would open a new client and connection on every call. It gets a constant past the
-        # judgement timeout; this model's share is enforced here.
-        params = self.request(model, prompt, timeout=self.client_timeout, api_key=api_key)
-        tracing = self._tracing
-        attributes = None
-        if tracing.enabled:
-            attributes = chat_attributes(model, params, self._config.underlying_models(model))
-        if model not in self._routed:
-            self._capped(litellm, model, params)
-        with (
-            tracing.span(f"chat {model}", attributes, client=True) as span,
-            capped_call() as ticket,
-        ):
-            try:
-                call = (
-                    await self._caller(litellm, model)
-                    if model in self._routed
-                    else litellm.acompletion
-                )
-                response = await cancelled_once(
-                    loop.create_task(self._call(litellm, call, model, params, loop.time() + share))
-                )
-            except JudgeConfigError as exc:  # the Router could not be built (logged)
-                span.fail(exc)
-                raise
-            except asyncio.CancelledError as exc:
-                # The caller's deadline for this judgement cancels the call from outside, a
-                # hair before or after this model's own share runs out (both timers can fire
-                # in one pass of a busy loop): past the share, the hang is still this model's
-                # timeout and counts against its circuit.
-                if loop.time() >= deadline:
-                    hung = TimeoutError()
-                    span.fail(hung)
-                    self._failures.failed(model, hung, ())
-                else:
-                    span.fail(exc)
-                await closing_pass()
-                raise
-            except Exception as exc:
-                return await self._failures.not_answered(
-                    model, exc, span, ticket.too_large, api_key
-                )
-            answer = read_response(response, model, self._unpriced)
-            if tracing.enabled:
-                usage = (answer.prompt_tokens, answer.completion_tokens, answer.cost_usd)
-                span.set(answer_attributes(answer.model, *usage, finish_reasons(response)))
-        return answer
-
-    async def _call(
-        self, litellm: Any, call: Any, model: str, params: dict[str, Any], until: float
-    ) -> Any:
-        """One model's call within its share (ending at loop time ``until``), on the
-        verifier's own clients."""
-        async with asyncio.timeout_at(until):
-            with self._clients.using(litellm):
-                return await self._plan.send(call, model, params)
-
-    def _capped(self, litellm: Any, model: str, params: dict[str, Any]) -> None:
-        """Have ``params`` read the answer through the byte-capped session (``answer_cap``)."""
-        session = self._sessions.session(litellm)
-        if session is None:
-            return
-        params["shared_session"] = session
-        if _provider(model) == "anthropic":  # its route takes a client, not a session
-            handler = self._sessions.handler(litellm, self.client_timeout)
-            if handler is not None:
-                params["client"] = handler
-
     def share_of(self, index: int, remaining: float) -> float:
         """The seconds the ``index``-th model gets: an even share of what is left among it and
         every later model whose circuit is not open (the last one gets all of it)."""
-        return remaining / self._contenders(index)
+        return remaining / _contenders(self._models[index + 1 :], self._breaker)
 
-    def _contenders(self, index: int) -> int:
-        """This model and each later one whose circuit is not open: who shares the time."""
-        later = self._models[index + 1 :]
-        if self._breaker is None:
-            return 1 + len(later)
-        return 1 + sum(self._breaker.state(model) != "open" for model in later)
+
+def _contenders(later: tuple[str, ...], breaker: CircuitBreaker | None) -> int:
+    """A model and each of the ``later`` ones whose circuit is not open: who shares the time."""
+    if breaker is None:
+        return 1 + len(later)
+    return 1 + sum(breaker.state(model) != "open" for model in later)
 
 
 def _added(reply: JudgeReply, spent: JudgeReply) -> JudgeReply:

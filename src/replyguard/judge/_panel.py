@@ -1,12 +1,19 @@
 """A judge panel's decision: several members' verdicts on one reply make one verdict.
 
-Pure. A member that errored, timed out or answered unreadably (a fail-open verdict) is left
-out; the decision is taken on those that answered, if at least ``min_answers`` did, else the
-panel fails open. ``"any_fail"``: one FAIL fails; ``"majority"``: more FAILs than PASSes fail,
-a tie fails. A FAIL carries the failing members' feedback, each under its member's name, and
-the category most of them named (the first member's on a tie). Tokens and cost add up over
-every member, the left-out ones included; ``members`` keeps each member's own verdict, and
-``model`` names the members that decided (every member when none did).
+Pure. A member that errored, timed out or answered unreadably (a fail-open verdict), or that
+was not waited for, is left out; the decision is taken on those that answered, if at least
+``min_answers`` did, else the panel fails open. ``"any_fail"``: one FAIL fails; ``"majority"``:
+more FAILs than PASSes fail, a tie fails. A FAIL carries the failing members' feedback, each
+under its member's name, and the category most of them named (the first member's on a tie).
+Tokens and cost add up over every member, the left-out ones included; ``members`` keeps each
+member's own verdict, and ``model`` names the members that decided (every member when none
+did).
+
+The panel decides early (``decided``): as soon as the members still to answer cannot change
+the outcome (PASS, FAIL or fail open) however they answer, or fail to: with ``"any_fail"`` the
+first FAIL (once ``min_answers`` have answered), with ``"majority"`` a side the others can no
+longer outnumber. The caller then cancels the other members' calls (``not_waited_for`` stands
+in for their verdicts).
 
 Published work found a panel of smaller judges from different families matching or beating a
 single large judge at a fraction of its cost: Verga et al., 2024, "Replacing Judges with
@@ -41,6 +48,39 @@ def answered(verdict: Verdict) -> bool:
     return verdict.readable and verdict.fail_open_reason is None
 
 
+NOT_WAITED_FOR = "not waited for: the panel had decided without this member"
+"""The ``error`` of a member whose call was cancelled once the panel had decided."""
+
+
+def not_waited_for(latency_ms: float) -> Verdict:
+    """The stand-in verdict of a member whose call was cancelled once the panel decided: it
+    did not answer (it is left out), and it cost nothing that was received."""
+    return Verdict(passed=True, readable=False, error=NOT_WAITED_FOR, latency_ms=latency_ms)
+
+
+def decided(members: Sequence[Verdict], pending: int, *, rule: PanelRule, min_answers: int) -> bool:
+    """Whether the panel's outcome (PASS, FAIL, or fail open) is the same however the
+    ``pending`` members still to answer do (PASS, FAIL, or not at all), given ``members``'
+    verdicts so far."""
+    counted = [v for v in members if answered(v)]
+    fails = sum(not v.passed for v in counted)
+    passes = len(counted) - fails
+    outcomes = {
+        _outcome(fails + more_fails, passes + more_passes, rule, min_answers)
+        for more_fails in range(pending + 1)
+        for more_passes in range(pending + 1 - more_fails)
+    }
+    return len(outcomes) == 1
+
+
+def _outcome(fails: int, passes: int, rule: PanelRule, min_answers: int) -> bool | None:
+    """The decision of ``fails`` FAILs and ``passes`` PASSes: failed (True), passed (False),
+    or fail open (None: fewer than ``min_answers`` answered)."""
+    if fails + passes < min_answers:
+        return None
+    return fails > 0 if rule == "any_fail" else fails >= passes
+
+
 def panel_verdict(
     members: Sequence[Verdict], *, rule: PanelRule, min_answers: int, latency_ms: float
 ) -> Verdict:
@@ -63,7 +103,7 @@ def panel_verdict(
 
     if len(counted) < min_answers:
         left_out = [v for v in members if not answered(v)]
-        reasons = {v.fail_open_reason for v in left_out}
+        reasons = {v.fail_open_reason for v in left_out if v.fail_open_reason is not None}
         reason = next(iter(reasons)) if len(reasons) == 1 else None
         detail = "; ".join(f"{v.model}: {v.error or v.fail_open_reason}" for v in left_out)
         return made(
@@ -74,9 +114,7 @@ def panel_verdict(
             f"minAnswers {min_answers}: {detail}",
         )
     fails = [v for v in counted if not v.passed]
-    passes = len(counted) - len(fails)
-    failed = bool(fails) if rule == "any_fail" else len(fails) >= passes
-    if not failed:
+    if not _outcome(len(fails), len(counted) - len(fails), rule, min_answers):
         awaiting = [v.awaiting_user for v in counted if v.passed]
         return made(
             passed=True,

@@ -59,15 +59,29 @@ VERDICT_FORMAT: dict[str, Any] = {
 """The ``response_format`` sent to a judge model that supports JSON schemas."""
 
 
+# The verdict-first order of the schema's keys (``judgeAnswer: "verdict_first"``): the verdict
+# first, the reasoning last. Its verdict carries the awaiting-the-user mark itself (one value
+# decides a PASS, a few tokens in); ``judge/_streamed`` reads it back as ``awaitingUser``.
+_VERDICT_FIRST = ("verdict", "category", "feedback", "reasoning")
+AWAITING_PASS = "PASS [awaiting_user]"
+"""The verdict-first schema's verdict of a PASS that rightly waits for the user."""
+
+
 @functools.cache
-def verdict_format(categories: tuple[str, ...] = ()) -> dict[str, Any]:
-    """``VERDICT_FORMAT`` whose ``category`` also accepts the custom ``categories`` (shared:
-    never mutate it)."""
-    if not categories:
+def verdict_format(categories: tuple[str, ...] = (), verdict_first: bool = False) -> dict[str, Any]:
+    """``VERDICT_FORMAT`` whose ``category`` also accepts the custom ``categories``, its keys
+    in the verdict-first order when asked (shared: never mutate it)."""
+    if not categories and not verdict_first:
         return VERDICT_FORMAT
     extended = copy.deepcopy(VERDICT_FORMAT)
-    enum = extended["json_schema"]["schema"]["properties"]["category"]["anyOf"][0]["enum"]
+    schema = extended["json_schema"]["schema"]
+    enum = schema["properties"]["category"]["anyOf"][0]["enum"]
     enum.extend(name for name in categories if name not in enum)
+    if verdict_first:
+        properties = schema["properties"]
+        properties["verdict"] = {"type": "string", "enum": ["PASS", AWAITING_PASS, "FAIL"]}
+        schema["properties"] = {key: properties[key] for key in _VERDICT_FIRST}
+        schema["required"] = list(_VERDICT_FIRST)
     return extended
 
 

@@ -23,6 +23,7 @@ from replyguard.judge._litellm import (
 )
 from replyguard.judge._prompt_cache import with_cached_system
 from replyguard.judge._protocol import verdict_format
+from replyguard.judge._streamed import verdict_first_messages
 from replyguard.telemetry._events import Events, describe_error
 
 # The HTTP client's own timeout runs this much past the judgement's deadline, so the deadline
@@ -55,7 +56,10 @@ class RequestPlan:
         self._structured: dict[str, bool] = {}  # per model, asked of litellm once
         self._formats: dict[str, dict[str, Any]] = {}  # the schema's option, per model
         self._refused: dict[str, frozenset[str]] = {}  # options a model refused (send)
-        self._format = verdict_format(tuple(config.categories))
+        self.verdict_first = config.judge_answer == "verdict_first"
+        """Whether the judge is asked for its verdict first, its answer streamed
+        (``judge/_streamed``)."""
+        self._format = verdict_format(tuple(config.categories), self.verdict_first)
         models = config.judge_models
         self._max_tokens = {model: config.judge_max_tokens_for(model) for model in models}
         primary = _provider(key_owner or config.model)
@@ -74,9 +78,12 @@ class RequestPlan:
         """The keyword arguments of one ``litellm.acompletion`` call to ``model``."""
         config = self._config
         refused = self._refused.get(model, frozenset())
+        messages = prompt.messages
+        if self.verdict_first:
+            messages = verdict_first_messages(messages)
         params: dict[str, Any] = {
             "model": model,
-            "messages": with_cached_system(config.underlying_models(model), prompt.messages),
+            "messages": with_cached_system(config.underlying_models(model), messages),
             "max_tokens": self._max_tokens.get(model) or config.judge_max_tokens_for(model),
             "timeout": timeout,
             "max_retries": 0,
@@ -89,6 +96,9 @@ class RequestPlan:
         if self._own_credentials.get(model, False):
             params["api_base"] = config.api_base
             params["api_key"] = api_key
+        if self.verdict_first:
+            params["stream"] = True
+            params["stream_options"] = {"include_usage": True}
         return params
 
     async def send(

@@ -78,7 +78,7 @@ AWAITING_USER = "awaiting_user"
 """The mark of a PASS whose reply rightly waits for the user: ``PASS [awaiting_user]`` (any
 case, ``-`` or a space for ``_``), or ``"awaitingUser": true`` beside a JSON PASS."""
 
-__all__ = ["AWAITING_USER", "parse_verdict"]
+__all__ = ["AWAITING_USER", "parse_verdict", "verdict_line"]
 
 
 @dataclass(frozen=True)
@@ -309,6 +309,12 @@ def _read_line(line: str) -> tuple[bool, str | None, str] | None:
             category = rest[1:close].strip(_TRAIL) or None
             rest = _skip_separator(rest[close + 1 :])
     return token.upper() == "PASS", category, rest.rstrip(closing)
+
+
+def verdict_line(line: str) -> tuple[bool, str | None, str] | None:
+    """``(passed, category text, rest of the line)`` when ``line`` is a verdict line (the
+    rules of the module doc), else None."""
+    return _read_line(line)
 
 
 def _drop_label(s: str) -> str:

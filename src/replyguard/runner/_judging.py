@@ -135,18 +135,37 @@ class Judgements:
     async def _ask_panel(
         self, panel: Panel, prompt: JudgePrompt, step: Step, budget: Budget, deadline: float
     ) -> Verdict:
-        """Every member asked at once, by the same deadline; the panel's decision."""
-        from replyguard.judge._panel import panel_verdict  # only a panel's verifier loads it
+        """Every member asked at once, by the same deadline; the panel's decision, taken as
+        soon as the members still to answer cannot change it (``judge._panel.decided``): their
+        calls are then cancelled, which closes their connections."""
+        from replyguard.judge._panel import decided, not_waited_for, panel_verdict
 
         started = time.perf_counter()
         seats = step.profile.seats
-        asks = [self._ask(seat, prompt, step, budget, deadline, started) for seat in seats]
-        verdicts = await asyncio.gather(*asks)
-        members = [
-            v.model_copy(update={"model": seat.name})
-            for seat, v in zip(seats, verdicts, strict=True)
+        asks = [
+            asyncio.ensure_future(self._ask(seat, prompt, step, budget, deadline, started))
+            for seat in seats
         ]
+        pending = set(asks)
+        try:
+            while pending:
+                _, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                so_far = [ask.result() for ask in asks if ask.done()]
+                rule, least = panel.rule, panel.min_answers
+                if decided(so_far, len(pending), rule=rule, min_answers=least):
+                    break
+        finally:
+            for ask in pending:
+                ask.cancel()
+            if pending:  # each cancelled call closes its connection before the turn goes on
+                await asyncio.wait(pending)
         latency = (time.perf_counter() - started) * 1000
+        members = [
+            (ask.result() if not ask.cancelled() else not_waited_for(latency)).model_copy(
+                update={"model": seat.name}
+            )
+            for seat, ask in zip(seats, asks, strict=True)
+        ]
         return panel_verdict(
             members, rule=panel.rule, min_answers=panel.min_answers, latency_ms=latency
         )
