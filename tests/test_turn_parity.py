@@ -42,6 +42,8 @@ FAIL_AGAIN = "FAIL [incomplete]:  add the REPORT'S date. "
 FAIL_OTHER = "FAIL [incomplete]: Name the report's owner."
 A, B, C = Say("Done: the report."), Say("Done: the report, dated."), Say("Done: report v3.")
 OOPS = RuntimeError("model down")
+OWN_TIMEOUT = TimeoutError("the agent's HTTP client timed out")
+"""The agent's own timeout: its failure (``agent_error``), not the verifier's latency budget."""
 
 VALIDATOR_NO_ERROR = Purpose(
     frozenset({"response", "attempts"}),
@@ -126,6 +128,19 @@ SCENARIOS = [
         "agent_error_on_retry",
         (A, OOPS),
         (FAIL,),
+        on_purpose={"pydantic_validator": VALIDATOR_NO_ERROR},
+    ),
+    Scenario(
+        "agent_timeout_on_retry",
+        (A, OWN_TIMEOUT),
+        (FAIL,),
+        on_purpose={"pydantic_validator": VALIDATOR_NO_ERROR},
+    ),
+    Scenario(
+        "agent_timeout_on_retry_within_max_latency",
+        (A, OWN_TIMEOUT),
+        (FAIL,),
+        {"maxLatencyMs": 600_000},
         on_purpose={"pydantic_validator": VALIDATOR_NO_ERROR},
     ),
     Scenario("shadow", (A,), (FAIL,), {"mode": "shadow"}),

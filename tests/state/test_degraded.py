@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from replyguard import Turn, Verifier, VerifierConfig
-from replyguard.state import _shared
+from replyguard.state import SharedState, _health
 from replyguard.state._estimates import CallCost
 from replyguard.testing import ScriptedAgent, ScriptedJudge, capture_events
 from support.ports import free_port
@@ -42,7 +42,7 @@ def own_redis() -> Iterator[RedisServer]:
 @pytest.fixture(autouse=True)
 def quick_retry(monkeypatch: pytest.MonkeyPatch) -> None:
     """Ping a Redis known to be down every 20 ms instead of every second."""
-    monkeypatch.setattr(_shared, "RETRY_SECONDS", 0.02)
+    monkeypatch.setattr(_health, "RETRY_SECONDS", 0.02)
 
 
 def shared_config(url: str, tmp_path: Path, **keys: Any) -> VerifierConfig:
@@ -84,9 +84,22 @@ def unavailable(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [e for e in events if e["event"] == "shared_state_unavailable"]
 
 
+def settling(state: SharedState) -> set[asyncio.Task[None]]:
+    """The shared state's background spend settlements in flight."""
+    assert state._fleet is not None
+    return state._fleet.settlements.tasks
+
+
+def pinging(state: SharedState) -> set[asyncio.Task[None]]:
+    """The shared state's background pings of a Redis known down."""
+    assert state._fleet is not None
+    return state._fleet.health.pings
+
+
 def counting_admissions(verifier: Verifier) -> list[int]:
     """Count the verifier's calls to Redis's admission script."""
-    redis = verifier._state._redis  # type: ignore[union-attr]
+    assert verifier._state is not None and verifier._state._fleet is not None
+    redis = verifier._state._fleet.redis
     calls = [0]
     admit = redis.admit
 
@@ -203,9 +216,9 @@ async def _settlement_in_flight(verifier: Verifier, redis: RedisServer) -> None:
     assert await turn_state(verifier) is None  # the client is made and connected
     # The turn's own settlement runs in the background too: it lands before the pause (a
     # busy machine may not have run its ending yet), so the one counted below is this one.
-    if state._settling:  # each leaves the set by a callback that runs before the wait's
-        await asyncio.wait(set(state._settling), timeout=30)  # a hang guard
-    assert not state._settling
+    if settling(state):  # each leaves the set by a callback that runs before the wait's
+        await asyncio.wait(set(settling(state)), timeout=30)  # a hang guard
+    assert not settling(state)
     ticket = await state.admit(
         ["openai/replyguard-test-judge"],
         agent_id=None,
@@ -217,7 +230,7 @@ async def _settlement_in_flight(verifier: Verifier, redis: RedisServer) -> None:
     assert ticket.shared and ticket.reservation is not None
     redis.pause()
     await state.settle(ticket, 0.02)  # spend alone: settled in the background
-    assert len(state._settling) == 1
+    assert len(settling(state)) == 1
 
 
 async def test_aclose_with_a_settlement_in_flight_on_a_paused_redis_is_bounded_and_leaves_no_task(
@@ -228,13 +241,13 @@ async def test_aclose_with_a_settlement_in_flight_on_a_paused_redis_is_bounded_a
     assert state is not None
     try:
         await _settlement_in_flight(verifier, own_redis)
-        (settling,) = state._settling
+        (in_flight,) = settling(state)
         started = time.monotonic()
         await verifier.aclose()
         assert time.monotonic() - started < 3.0  # each Redis call bounded by timeoutMs (0.5 s)
     finally:
         own_redis.resume()
-    assert settling.done() and not state._settling and not state._pings
+    assert in_flight.done() and not settling(state) and not pinging(state)
 
 
 def _loop_errors(caplog: pytest.LogCaptureFixture) -> list[str]:
@@ -289,7 +302,7 @@ async def test_a_loop_that_ends_with_a_settlement_in_flight_still_lands_it(
     assert unsettled(events) == []
     assert _loop_errors(caplog) == []
     await asyncio.to_thread(counted_on_redis, own_redis, 0.06)
-    assert not verifier._state._settling  # type: ignore[union-attr]
+    assert verifier._state is not None and not settling(verifier._state)
     del verifier
     _collect_what_the_host_left()
 

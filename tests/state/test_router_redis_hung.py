@@ -27,7 +27,7 @@ import pytest
 
 from conftest import API_KEY, SecretsGuard
 from replyguard import Outcome, Status, Turn, Verifier, VerifierConfig
-from replyguard.state import _shared
+from replyguard.state import _health
 from replyguard.testing import ScriptedAgent, capture_events
 from support.provider_server import ProviderServer, Seen, Step
 from support.redis_server import REDIS_PASSWORD, RedisServer, redis_server
@@ -175,7 +175,7 @@ async def test_a_verifier_warmed_up_while_redis_is_paused_routes_locally_until_i
 ) -> None:
     """The fleet's Router is not built while Redis is known down (its construction would ask
     the paused Redis on the event loop); once Redis answers it is, and counts there."""
-    monkeypatch.setattr(_shared, "RETRY_SECONDS", 0.02)  # ping a Redis known down every 20 ms
+    monkeypatch.setattr(_health, "RETRY_SECONDS", 0.02)  # ping a Redis known down every 20 ms
     config = routed_config(own_redis, answering, tmp_path, "usage-based-routing-v2")
     verifier = Verifier(config)
     own_redis.pause()

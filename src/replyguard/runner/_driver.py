@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -49,6 +49,29 @@ class Retried:
 
     reply: Reply | None = None
     error: Exception | None = None
+
+
+class DeadlinePassed(Exception):
+    """The turn's deadline (``maxLatencyMs``) passed while the agent wrote an attempt.
+
+    Raised by ``by_deadline`` alone: a ``TimeoutError`` the agent raises itself (its HTTP
+    client's, say) is the agent's error (``agent_error``), never the turn's deadline
+    (``latency_budget``), whether or not ``maxLatencyMs`` is set."""
+
+
+@contextlib.asynccontextmanager
+async def by_deadline(left: float | None) -> AsyncIterator[None]:
+    """Bound the agent's work inside to ``left`` seconds (None: unbounded), the turn's time
+    left. The one place a retry's ``TimeoutError`` is told apart: ``DeadlinePassed`` when this
+    bound expired, the agent's own error (re-raised as it is) otherwise."""
+    bound = asyncio.timeout(left)
+    try:
+        async with bound:
+            yield
+    except TimeoutError as exc:
+        if bound.expired():
+            raise DeadlinePassed from exc
+        raise
 
 
 class AttemptSource(Protocol):
@@ -182,10 +205,10 @@ class AgentCalls:
         """The agent's next reply, within the turn's deadline."""
         run = self.run
         try:
-            async with asyncio.timeout(run.time_left()):
+            async with by_deadline(run.time_left()):
                 with agent_attempt(run.turn, number):
                     reply = await call_agent(self.agent, messages, run.v.agent_pool)
-        except TimeoutError:
+        except DeadlinePassed:
             retried = Retried()
         except Exception as exc:
             retried = Retried(error=exc)

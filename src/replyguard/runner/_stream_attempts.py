@@ -11,14 +11,13 @@ end of the turn to make the deltas spell the delivered reply (``StreamTurn``).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import time
 from collections.abc import AsyncGenerator, Sequence
 
 from replyguard.checks.base import Check
 from replyguard.runner._agents import Agent, Messages, StreamingAgent
-from replyguard.runner._driver import Retried, Told
+from replyguard.runner._driver import DeadlinePassed, Retried, Told, by_deadline
 from replyguard.runner._stream_reading import AgentFailed, Reading, scanners
 from replyguard.runner._stream_run import StreamRun
 from replyguard.runner._stream_source import close_stream, close_within, open_stream
@@ -75,10 +74,10 @@ class StreamAttempts:
         if self.progress:
             yield Progress("revising", number)
         try:
-            async with asyncio.timeout(run.time_left()):
+            async with by_deadline(run.time_left()):
                 with agent_attempt(run.turn, number):
                     reading.stream = await open_stream(self.agent, messages, run.v.agent_pool)
-        except TimeoutError:
+        except DeadlinePassed:
             yield Retried()
             return
         except Exception as exc:
@@ -182,30 +181,25 @@ class StreamAttempts:
 async def _next_text(reading: Reading, scope: TurnContext, deadline: float | None) -> str | None:
     """The text of the stream's next piece (``""`` for none), read inside the attempt's turn
     and by ``deadline``; None at its end (``complete``), at the deadline (``timed_out``) or on
-    the agent's error (``failed``)."""
+    the agent's error (``failed``: its own ``TimeoutError`` too)."""
     token = enter_attempt(scope)
     try:
         if deadline is None:
             item = await reading.stream.__anext__()
         else:
-            async with asyncio.timeout_at(_loop_time(deadline)):
+            async with by_deadline(deadline - time.monotonic()):
                 item = await reading.stream.__anext__()
         text: str = reading.collected.text_of(item)
         return text
     except StopAsyncIteration:
         reading.complete = True
-    except TimeoutError:
+    except DeadlinePassed:
         reading.timed_out = True
     except Exception as exc:
         reading.failed = AgentFailed(exc)
     finally:
         leave_attempt(token)
     return None
-
-
-def _loop_time(deadline: float) -> float:
-    """A ``time.monotonic`` deadline on the running loop's clock."""
-    return asyncio.get_running_loop().time() + (deadline - time.monotonic())
 
 
 def _why(attempt: Attempt) -> str:
