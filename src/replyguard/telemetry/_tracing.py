@@ -252,16 +252,22 @@ class _OtelTracing(Tracing):
         """Emit ``verdict`` as a ``gen_ai.evaluation.result`` event, parented to the host's
         span of this turn (else to the current span); never raises."""
         try:
+            from opentelemetry._logs import LogRecord
+
             if self._logger is None:
                 from opentelemetry._logs import get_logger
 
                 from replyguard._version import __version__
 
                 self._logger = get_logger("replyguard", __version__)
+            # A record, not emit's keywords: emit(record) with a named record works from
+            # opentelemetry-api 1.35 (the extra's floor); the keyword form came later.
             self._logger.emit(
-                event_name=EVENT_NAME,
-                attributes=_clean(evaluation_attributes(verdict, with_content)),
-                context=_HOST.get(),
+                LogRecord(
+                    event_name=EVENT_NAME,
+                    attributes=_clean(evaluation_attributes(verdict, with_content)),
+                    context=_HOST.get(),
+                )
             )
         except Exception as exc:
             self.broken(exc)
