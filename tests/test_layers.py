@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "replyguard"
 LEVELS: tuple[tuple[str, ...], ...] = (
     ("__main__",),  # python -m replyguard: the command line
     ("cli",),
-    ("evaluation",),
+    ("evaluation", "serve"),
     ("__init__", "adapters", "_cli"),
     ("_records", "insights", "runner", "testing"),
     ("checks", "gate", "judge"),
