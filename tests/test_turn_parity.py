@@ -63,7 +63,8 @@ CUT_SHORT = Purpose(
     "a stream an incremental check cut short never reaches its usage report (the RunMeta "
     "after its text): its tokens are not counted",
 )
-CUTS = {"stream_buffer": CUT_SHORT, "stream_release": CUT_SHORT}
+CUTS = {"stream_buffer": CUT_SHORT, "stream_release": CUT_SHORT, "serve_stream": CUT_SHORT}
+
 
 SCENARIOS = [
     Scenario("pass_first", (A,), ("PASS",)),

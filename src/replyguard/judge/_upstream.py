@@ -8,13 +8,20 @@ SDK under it are told not to retry, so a failing upstream answers at once.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from replyguard.judge._litellm import import_litellm
 from replyguard.telemetry._events import redact
 
-__all__ = ["UpstreamError", "upstream_completion", "upstream_error", "upstream_stream"]
+__all__ = [
+    "UpstreamError",
+    "upstream_completion",
+    "upstream_error",
+    "upstream_price",
+    "upstream_stream",
+]
 
 _NO_RETRIES = {"max_retries": 0, "num_retries": 0}
 
@@ -58,6 +65,22 @@ async def upstream_stream(request: dict[str, Any]) -> AsyncIterator[dict[str, An
             yield _dump(chunk)
     finally:
         await stream.aclose()
+
+
+def upstream_price(model: str, usage: dict[str, Any] | None) -> float | None:
+    """What a streamed answer cost, from its usage and litellm's price map (None: unknown)."""
+    litellm = sys.modules.get("litellm")
+    if litellm is None or not usage:
+        return None
+    try:
+        prompt, completion = litellm.cost_per_token(
+            model=model,
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+        )
+    except Exception:  # an unknown model or price: the cost is unknown, not an error
+        return None
+    return float(prompt) + float(completion)
 
 
 def upstream_error(exc: BaseException, secrets: Iterable[str]) -> UpstreamError:

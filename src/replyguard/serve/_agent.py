@@ -17,7 +17,12 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from replyguard.adapters._shared import Attempts, retry_conversation
-from replyguard.judge._upstream import upstream_completion, upstream_error, upstream_stream
+from replyguard.judge._upstream import (
+    upstream_completion,
+    upstream_error,
+    upstream_price,
+    upstream_stream,
+)
 from replyguard.serve._wire import ChatRequest, Recorded, record_completion
 from replyguard.types import Outcome, Reply, RunMeta, ToolCallRecord, Turn
 
@@ -33,6 +38,10 @@ class Upstream(Protocol):
 
     def stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         """The ``chat.completion.chunk`` objects answering ``request``, usage last."""
+        ...
+
+    def price(self, model: str, usage: dict[str, Any] | None) -> float | None:
+        """What a streamed answer with ``usage`` cost (None: unknown)."""
         ...
 
 
@@ -61,6 +70,9 @@ class LiteLLMUpstream:
                 yield chunk
         except Exception as exc:
             raise upstream_error(exc, self.secrets) from None
+
+    def price(self, model: str, usage: dict[str, Any] | None) -> float | None:
+        return upstream_price(model, usage)
 
 
 class _StreamedAnswer:
@@ -150,6 +162,7 @@ class UpstreamTurn:
             if closing is not None:
                 await closing()
         recorded = answer.recorded()
+        recorded.cost_usd = self.upstream.price(self.request.model, recorded.usage)
         self.records.add(recorded.text, recorded)
         self.answers.append(recorded)
         yield recorded.reply(self.ledger).meta
