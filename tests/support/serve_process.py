@@ -115,7 +115,11 @@ class Served:
         """Send ``sig`` and wait for the exit code."""
         if self.process.poll() is None:
             self.process.send_signal(sig)
-        return self.process.wait(timeout=within)
+        try:
+            return self.process.wait(timeout=within)
+        finally:
+            if self.process.stdout is not None:
+                self.process.stdout.close()
 
 
 def start(
@@ -134,14 +138,15 @@ def start(
         path.write_text(json.dumps(config))
         command += ["--config", str(path)]
     command += ["--workers", str(workers), *args]
-    return subprocess.Popen(
-        command,
-        stdout=subprocess.PIPE,
-        stderr=(tmp / "stderr").open("w"),
-        text=True,
-        env=env or serve_env(),
-        cwd=tmp,
-    )
+    with (tmp / "stderr").open("w") as stderr:
+        return subprocess.Popen(
+            command,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            env=env or serve_env(),
+            cwd=tmp,
+        )
 
 
 @contextlib.contextmanager
@@ -157,6 +162,7 @@ def serving(
     if "ready on" not in line:
         process.kill()
         process.wait()
+        process.stdout.close()
         raise RuntimeError(f"the server did not start: {line!r}\n{(tmp / 'stderr').read_text()}")
     served = Served(f"http://127.0.0.1:{port}", process, line, tmp / "stderr")
     try:

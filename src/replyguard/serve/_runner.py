@@ -27,6 +27,7 @@ import socket
 import sys
 import tempfile
 import threading
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -57,12 +58,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _check_extra() -> None:
-    missing = []
-    for module in ("starlette", "uvicorn", "prometheus_client"):
-        try:
-            __import__(module)
-        except ImportError:
-            missing.append(module)
+    # Found, not imported: prometheus_client must see the metrics folder when it is imported.
+    missing = [m for m in ("starlette", "uvicorn", "prometheus_client") if find_spec(m) is None]
     if missing:
         raise _Refused(f"{', '.join(missing)} not installed: pip install 'replyguard[serve]'")
 

@@ -145,7 +145,8 @@ def _verify_record(body: bytes) -> TurnRecord:
     try:
         return parse_record(TurnRecord, {**turn, "reply": reply}, path="request")
     except RecordError as exc:
-        key, message = exc.problems[0]
+        unknown = [p for p in exc.problems if p[1].startswith("unknown key")]
+        key, message = (unknown or exc.problems)[0]
         param = key if key.startswith("reply") or not key else f"turn.{key}"
         raise WireError(400, f"{param or 'turn'}: {message}", param or "turn") from None
 
