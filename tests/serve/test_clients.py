@@ -55,6 +55,7 @@ def served(
     config = served_config(server.url, serve={**served_config(server.url)["serve"]})
     config["serve"]["maxBodyBytes"] = 64 * 1024
     with serving(config, tmp_path_factory.mktemp("serve")) as running:
+        assert running.ready_line.strip() == f"replyguard serve: ready on {running.url} (1 worker)"
         yield running
     for key in KEYS:  # nothing the server wrote names a key
         assert key not in running.stderr
@@ -102,7 +103,10 @@ def test_a_failed_reply_is_retried_with_feedback_and_the_verified_one_delivered(
 ) -> None:
     fail_then_pass(scripts)
     raw = client(served).chat.completions.with_raw_response.create(
-        model="gpt-4o", messages=ASK, temperature=0.3, max_tokens=200  # type: ignore[arg-type]
+        model="gpt-4o",
+        messages=ASK,
+        temperature=0.3,
+        max_tokens=200,  # type: ignore[arg-type]
     )
     answer = raw.parse()
     assert raw.headers["x-replyguard-status"] == "passed"
@@ -214,6 +218,7 @@ def test_an_agent_loops_tool_results_reach_the_upstream_whole_and_the_judge_as_h
     ]
     answer = client(served).chat.completions.create(model="gpt-4o", messages=messages)  # type: ignore[arg-type]
     assert guard_of(answer)["status"] == "passed"
+
     def kept(ms: list[dict[str, Any]]) -> list[dict[str, Any]]:  # litellm drops a null content
         return [{k: v for k, v in m.items() if v is not None} for m in ms]
 
@@ -283,11 +288,18 @@ def _post(served: Served, path: str, content: bytes) -> httpx.Response:
         (b'{"messages": [{"role": "user", "content": "hi"}]}', "model"),
         (b'{"model": "gpt-4o", "messages": ["hi"]}', "messages[0]"),
         (b'{"model": "gpt-4o", "messages": [{"role": "system", "content": "x"}]}', "messages"),
-        (b'{"model": "m", "messages": [{"role": "user", "content": "x"}], "api_base": "h"}', "api_base"),
+        (
+            b'{"model": "m", "messages": [{"role": "user", "content": "x"}], "api_base": "h"}',
+            "api_base",
+        ),
     ],
 )
 def test_a_bad_request_is_a_400_naming_the_field(
-    served: Served, provider_server: ProviderServer, scripts: TwoScripts, body: bytes, param: str | None
+    served: Served,
+    provider_server: ProviderServer,
+    scripts: TwoScripts,
+    body: bytes,
+    param: str | None,
 ) -> None:
     response = _post(served, "/v1/chat/completions", body)
     assert response.status_code == 400
@@ -410,7 +422,9 @@ def test_metrics_count_turns_judge_calls_and_fail_opens(
 def test_the_node_openai_package_gets_verified_answers(served: Served, scripts: TwoScripts) -> None:
     node = shutil.which("node")
     if node is None or not NODE_MODULES.is_dir():
-        pytest.skip("node or tests/serve/node/node_modules/openai is missing (npm ci --prefix tests/serve/node)")
+        pytest.skip(
+            "node or tests/serve/node/node_modules/openai is missing (npm ci --prefix tests/serve/node)"
+        )
     fail_then_pass(scripts)
     scripts.agent.append(Step(text="Done: streamed."))
     ran = subprocess.run(

@@ -480,7 +480,12 @@ class ScriptedUpstream:
         }
         usage = {"prompt_tokens": prompt, "completion_tokens": completion}
         usage["total_tokens"] = prompt + completion
-        return {"id": "chatcmpl-1", "model": "gpt-4o", "choices": [choice], "usage": usage}, step.cost
+        return {
+            "id": "chatcmpl-1",
+            "model": "gpt-4o",
+            "choices": [choice],
+            "usage": usage,
+        }, step.cost
 
     async def stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         response, _ = await self.complete(request)

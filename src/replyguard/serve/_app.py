@@ -41,7 +41,12 @@ def serving_config(config: VerifierConfig) -> VerifierConfig:
     kinds' too (a plain OpenAI client cannot take back text it was shown)."""
     streaming = config.streaming.model_copy(update={"mode": "buffer"})
     kinds = {
-        name: kind.model_copy(update={"streaming": None}) for name, kind in config.run_kinds.items()
+        name: kind
+        if kind.streaming is None
+        else kind.model_copy(
+            update={"streaming": kind.streaming.model_copy(update={"mode": "buffer"})}
+        )
+        for name, kind in config.run_kinds.items()
     }
     return config.model_copy(update={"streaming": streaming, "run_kinds": kinds})
 
