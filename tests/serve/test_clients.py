@@ -423,7 +423,8 @@ def test_the_node_openai_package_gets_verified_answers(served: Served, scripts: 
     node = shutil.which("node")
     if node is None or not NODE_MODULES.is_dir():
         pytest.skip(
-            "node or tests/serve/node/node_modules/openai is missing (npm ci --prefix tests/serve/node)"
+            "node or tests/serve/node/node_modules/openai is missing "
+            "(npm ci --prefix tests/serve/node installs it)"
         )
     fail_then_pass(scripts)
     scripts.agent.append(Step(text="Done: streamed."))
