@@ -13,6 +13,7 @@ import pytest
 from replyguard.runner._verifier import Verifier
 from replyguard.serve._app import Served, build_app
 from support.provider_server import ProviderServer, Step
+from support.serve_process import JUDGE_KEY
 from support.turn_parity import Say, Scenario, ScriptedUpstream
 
 ASK = {"model": "gpt-4o", "messages": [{"role": "user", "content": "Write the report."}]}
@@ -26,7 +27,7 @@ def _config(url: str) -> Any:
             "enabled": True,
             "model": "anthropic/claude-sonnet-4-5",
             "apiBase": url,
-            "apiKey": "sk-ant-test-0123456789",
+            "apiKey": JUDGE_KEY,
             "verifyAll": True,
             "maxAttempts": 1,
             "circuitBreaker": {"failureThreshold": 1, "cooldownSeconds": 600},

@@ -42,9 +42,9 @@ def _refused(config: dict[str, Any] | None, tmp: Path, **kwargs: Any) -> tuple[i
 
 
 def test_a_bad_config_exits_2_naming_the_key(tmp_path: Path) -> None:
-    code, stderr = _refused({"serve": {"apiKey": ["x"]}}, tmp_path)
+    code, stderr = _refused({"serve": {"maxBodyBytes": "lots"}}, tmp_path)
     assert code == 2
-    assert "serve.apiKey" in stderr and "config.json" in stderr
+    assert "serve.maxBodyBytes" in stderr and "config.json" in stderr
     assert "Traceback" not in stderr
 
 

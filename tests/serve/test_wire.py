@@ -19,6 +19,7 @@ from replyguard.serve._wire import (
     tool_ledger,
     turn_of,
 )
+from support.serve_process import UPSTREAM_KEY
 
 CALL = {
     "id": "c1",
@@ -80,7 +81,7 @@ def test_a_tool_call_without_its_result_did_not_succeed() -> None:
     [
         ({"n": 2}, "n"),
         ({"stream": "yes"}, "stream"),
-        ({"api_key": "x"}, "api_key"),
+        ({"api_key": UPSTREAM_KEY}, "api_key"),
         ({"base_url": "h"}, "base_url"),
     ],
 )

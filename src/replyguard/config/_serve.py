@@ -9,14 +9,23 @@ variable refuses the start), and every value is redacted from every event.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, Field, PlainSerializer, SecretStr
 
 from replyguard.config._checks import FILE_MODEL
-from replyguard.config._keys import ApiKey, key_values, resolved_key
+from replyguard.config._keys import ApiKey, checked_key, key_values, masked_key, resolved_key
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "ServeConfig", "UpstreamConfig"]
 
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+
+ClientKey = Annotated[
+    SecretStr,
+    AfterValidator(checked_key),
+    PlainSerializer(masked_key, return_type=str, when_used="json"),
+]
+"""A client's bearer key: a literal (masked when dumped) or ``"env:NAME"``."""
 
 
 class UpstreamConfig(BaseModel):
@@ -45,7 +54,7 @@ class ServeConfig(BaseModel):
     upstream: UpstreamConfig | None = None
     """The agent's model endpoint: ``apiBase`` and ``apiKey`` (absent: litellm's usual
     environment)."""
-    api_keys: tuple[ApiKey, ...] = Field(default=(), strict=False)
+    api_keys: tuple[ClientKey, ...] = Field(default=(), strict=False)
     """Bearer keys a client must present (``Authorization: Bearer <key>``), each a literal or
     ``"env:NAME"`` (an unset variable refuses the start); empty: no key is asked for (a
     warning when the server binds to a non-loopback address)."""
