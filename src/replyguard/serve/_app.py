@@ -137,48 +137,32 @@ async def _unless_disconnected(request: Request, work: Awaitable[Answer]) -> Ans
     return task.result() if not task.cancelled() else None
 
 
-def build_app(served: Served) -> Starlette:
-    """The app serving ``served`` (its verifier is warmed up at startup, closed at shutdown)."""
+_UNAUTHORIZED = "a valid API key is required (Authorization: Bearer)"
 
-    def guarded(
-        handler: Callable[[Request, bytes], Awaitable[Answer]],
-    ) -> Callable[[Request], Awaitable[Response]]:
-        async def endpoint(request: Request) -> Response:
-            if not authorized(served.keys, request.headers):
-                return _error(
-                    401,
-                    "a valid API key is required (Authorization: Bearer)",
-                    "invalid_request_error",
-                )
-            try:
-                body = await _body(request, served.max_body_bytes)
-            except WireError as exc:
-                return _error(exc.status, exc.message, "invalid_request_error", exc.param)
-            answer = await _unless_disconnected(request, handler(request, body))
-            return _json(answer) if answer is not None else Response(status_code=499)
 
-        return endpoint
+def _guarded(
+    served: Served, handler: Callable[[bytes], Awaitable[Answer]]
+) -> Callable[[Request], Awaitable[Response]]:
+    """An endpoint that checks the key, reads the body within its limit, and runs
+    ``handler`` on it unless the client goes away first."""
 
-    async def chat(request: Request, body: bytes) -> Answer:
-        try:
-            chat_request = parse_chat(body)
-        except WireError as exc:
-            return Answer(exc.status, error_body(exc.message, "invalid_request_error", exc.param))
-        return await chat_turn(served.verifier, served.upstream, served.metrics, chat_request)
-
-    async def verify(request: Request, body: bytes) -> Answer:
-        return await verify_turn(served.verifier, served.metrics, body)
-
-    async def healthz(request: Request) -> Response:
-        ready = served.ready
-        return JSONResponse({"status": "ok" if ready else "starting"}, 200 if ready else 503)
-
-    async def metrics(request: Request) -> Response:
+    async def endpoint(request: Request) -> Response:
         if not authorized(served.keys, request.headers):
-            return _error(
-                401, "a valid API key is required (Authorization: Bearer)", "invalid_request_error"
-            )
-        return Response(served.metrics.render(), media_type=CONTENT_TYPE)
+            return _error(401, _UNAUTHORIZED, "invalid_request_error")
+        try:
+            body = await _body(request, served.max_body_bytes)
+        except WireError as exc:
+            return _error(exc.status, exc.message, "invalid_request_error", exc.param)
+        answer = await _unless_disconnected(request, handler(body))
+        return _json(answer) if answer is not None else Response(status_code=499)
+
+    return endpoint
+
+
+def _lifespan(
+    served: Served,
+) -> Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]]:
+    """Warm the verifier up before serving, mark the worker ready; close it after."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -193,10 +177,35 @@ def build_app(served: Served) -> Starlette:
             await served.verifier.aclose()
             served.metrics.close()
 
+    return lifespan
+
+
+def build_app(served: Served) -> Starlette:
+    """The app serving ``served`` (its verifier is warmed up at startup, closed at shutdown)."""
+
+    async def chat(body: bytes) -> Answer:
+        try:
+            chat_request = parse_chat(body)
+        except WireError as exc:
+            return Answer(exc.status, error_body(exc.message, "invalid_request_error", exc.param))
+        return await chat_turn(served.verifier, served.upstream, served.metrics, chat_request)
+
+    async def verify(body: bytes) -> Answer:
+        return await verify_turn(served.verifier, served.metrics, body)
+
+    async def healthz(request: Request) -> Response:
+        ready = served.ready
+        return JSONResponse({"status": "ok" if ready else "starting"}, 200 if ready else 503)
+
+    async def metrics(request: Request) -> Response:
+        if not authorized(served.keys, request.headers):
+            return _error(401, _UNAUTHORIZED, "invalid_request_error")
+        return Response(served.metrics.render(), media_type=CONTENT_TYPE)
+
     routes = [
-        Route("/v1/chat/completions", guarded(chat), methods=["POST"]),
-        Route("/v1/verify", guarded(verify), methods=["POST"]),
+        Route("/v1/chat/completions", _guarded(served, chat), methods=["POST"]),
+        Route("/v1/verify", _guarded(served, verify), methods=["POST"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
     ]
-    return Starlette(routes=routes, lifespan=lifespan)
+    return Starlette(routes=routes, lifespan=_lifespan(served))
