@@ -18,6 +18,7 @@ import httpx
 import openai
 import pytest
 
+from support.ports import free_port
 from support.provider_server import ProviderServer, Step
 from support.serve_process import (
     CLIENT_KEY,
@@ -39,6 +40,7 @@ ASK = [
 ]
 NODE_CLIENT = Path(__file__).with_name("node") / "client.mjs"
 NODE_MODULES = NODE_CLIENT.parent / "node_modules" / "openai"
+PLUGIN_CHECK = NODE_CLIENT.parent / "plugin_check.mjs"
 
 
 @pytest.fixture(scope="module")
@@ -449,3 +451,34 @@ def test_the_node_openai_package_gets_verified_answers(served: Served, scripts: 
         "type": "invalid_request_error",
         "name": "AuthenticationError",
     }
+
+
+# -- the OpenClaw plugin (examples/openclaw_plugin), its hook run by Node against the server -----
+
+
+def test_the_openclaw_plugins_hook_asks_for_a_retry_on_fail_and_fails_open_otherwise(
+    served: Served, scripts: TwoScripts, provider_server: ProviderServer
+) -> None:
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed (.ci/run installs it)")
+    scripts.judge.extend([Step(text=FAIL), Step(text="PASS"), Step(text=FAIL, delay=3)])
+    dead_url = f"http://127.0.0.1:{free_port()}"  # nothing listens: connection refused
+    ran = subprocess.run(
+        [node, str(PLUGIN_CHECK), served.url, CLIENT_KEY, dead_url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert ran.returncode == 0, ran.stderr
+    seen = json.loads(ran.stdout)
+    assert seen["registered"] == ["handler", "options"] and seen["budget"] == 4000
+    failed = seen["failed"]
+    assert failed["action"] == "revise"
+    assert "Add the report's date." in failed["retry"]["instruction"]
+    assert failed["retry"]["maxAttempts"] == 2
+    assert seen["passed"] is None
+    assert seen["wrongKey"] is None and seen["unreachable"] is None and seen["slow"] is None
+    assert any("401" in warning for warning in seen["warnings"])
+    judged = judge_calls(provider_server)[0].prompt
+    assert "Always date reports." in judged and "Write the weekly report." in judged
