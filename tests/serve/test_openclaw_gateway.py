@@ -21,6 +21,7 @@ from support.ports import free_port
 from support.provider_server import ProviderServer, Step
 from support.serve_process import (
     CLIENT_KEY,
+    UPSTREAM_KEY,
     agent_calls,
     judge_calls,
     provider,
@@ -58,7 +59,7 @@ def _openclaw_config(provider: ProviderServer, server_url: str) -> dict[str, Any
     }
     loop = {
         "baseUrl": f"{provider.url}/v1",
-        "apiKey": "sk-loop",
+        "apiKey": UPSTREAM_KEY,
         "api": "openai-completions",
         "models": [model],
     }
