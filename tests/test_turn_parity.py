@@ -5,8 +5,8 @@ delivered text, attempts, the feedback the agent received, cost and tokens.
 Where a door differs on purpose, its scenario says why (``Scenario.on_purpose``; the same list
 is in docs/turns.md, "Every door decides alike"). The one-shot doors (``verify``, ``eval
 --replay``, ``replyguard serve``'s ``/v1/verify``, the Agents SDK guardrail, shadow mode's rule)
-have no second attempt: each verdict
-gets the status ``run`` gives it, ``failed`` where ``run`` would retry.
+have no second attempt: each verdict gets the status ``run`` gives it, ``failed`` where ``run``
+would retry.
 """
 
 from __future__ import annotations
