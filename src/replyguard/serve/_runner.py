@@ -19,6 +19,7 @@ its verifier (``aclose``), then the command exits 0.
 from __future__ import annotations
 
 import argparse
+import inspect
 import ipaddress
 import os
 import shutil
@@ -175,8 +176,10 @@ def _serve(config: VerifierConfig, listener: socket.socket, workers: int, line: 
     uvicorn_config = _uvicorn_config(
         "replyguard.serve._worker:worker_app", listener, workers, factory=True, lifespan="on"
     )
-    supervisor = Multiprocess(uvicorn_config, sockets=[listener])
-    supervisor.run()
+    more: dict[str, Any] = {}
+    if "target" in inspect.signature(Multiprocess).parameters:  # older uvicorn: the worker target
+        more["target"] = uvicorn.Server(uvicorn_config).run
+    Multiprocess(uvicorn_config, sockets=[listener], **more).run()
 
 
 def run(args: argparse.Namespace) -> int:
