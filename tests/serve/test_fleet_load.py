@@ -71,6 +71,21 @@ def _fleet_config(url: str, redis: RedisServer, prefix: str, **more: Any) -> dic
     return served_config(url, state=state, **more)
 
 
+def _until_both_refuse(url: str, tries: int = 100) -> bool:
+    """Ask one turn at a time (a new connection each, so both workers answer some) until ten
+    in a row were refused by the open circuit: the failures one worker recorded have reached
+    the shared state (they are written after the verdict, off the turn's path)."""
+    refused = 0
+    headers = {"authorization": f"Bearer {CLIENT_KEY}"}
+    body = {"model": "gpt-4o", "messages": ASK}
+    for _ in range(tries):
+        answer = httpx.post(f"{url}/v1/chat/completions", json=body, headers=headers, timeout=60)
+        refused = refused + 1 if answer.json()["replyguard"]["reason"] == "circuit_open" else 0
+        if refused == 10:
+            return True
+    return False
+
+
 def _worker_files(run_root: Path) -> set[str]:
     """The worker processes that counted a turn (one metrics file each)."""
     return {p.name for p in run_root.glob("replyguard-serve-*/metrics/counter_*.db")}
@@ -125,12 +140,13 @@ def test_a_breaker_opened_on_one_worker_keeps_the_other_from_the_judge(
         env = serve_env(TMPDIR=str(run_root))
         with serving(config, tmp_path, workers=2, env=env) as served:
             opening = asyncio.run(_clients(served.url, 3))
+            settled = _until_both_refuse(served.url)
             before = len(judge_calls(server))
             answers = asyncio.run(_clients(served.url, CLIENTS))
             workers = _worker_files(run_root)
         after = len(judge_calls(server))
     assert [a.model_extra["replyguard"]["reason"] for a in opening] == ["judge_error"] * 3
-    assert before == 3
+    assert settled, "the fleet's circuit never opened for every worker"
     assert len(answers) == CLIENTS
     assert {a.model_extra["replyguard"]["reason"] for a in answers} == {"circuit_open"}
     assert all(a.choices[0].message.content == "Done: the report." for a in answers)
