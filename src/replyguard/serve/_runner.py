@@ -19,6 +19,7 @@ its verifier (``aclose``), then the command exits 0.
 from __future__ import annotations
 
 import argparse
+import errno
 import inspect
 import ipaddress
 import os
@@ -98,7 +99,8 @@ def _bind(host: str, port: int) -> socket.socket:
             raise
         listener.listen(2048)
     except OSError as exc:
-        reason = "port in use" if getattr(exc, "errno", None) == 98 else exc.strerror or str(exc)
+        in_use = getattr(exc, "errno", None) == errno.EADDRINUSE
+        reason = "port in use" if in_use else exc.strerror or str(exc)
         raise _Refused(f"cannot listen on {host}:{port}: {reason}") from None
     listener.set_inheritable(True)
     return listener
