@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import openai
+
 from support.ports import free_port
 from support.provider_server import ProviderServer, Seen, Step
 
@@ -26,6 +28,11 @@ CLIENT_KEY = "rg-client-KEY-0123456789abcdef"
 UPSTREAM_KEY = "sk-upstream-KEY-0123456789abcdef"
 JUDGE_KEY = "sk-ant-judge-KEY-0123456789abcdef"
 KEYS = (CLIENT_KEY, UPSTREAM_KEY, JUDGE_KEY)
+FAIL = "FAIL [incomplete]: Add the report's date."
+ASK_MESSAGES: list[dict[str, Any]] = [
+    {"role": "system", "content": "Always date reports."},
+    {"role": "user", "content": "Write the weekly report."},
+]
 
 
 @dataclass
@@ -180,3 +187,18 @@ def _read_line(process: subprocess.Popen[str], *, within: float) -> str:
     reader.start()
     reader.join(within)
     return got[0] if got else ""
+
+
+def client(served: Served, key: str = CLIENT_KEY) -> openai.OpenAI:
+    """The official SDK pointed at the server, without its retries."""
+    return openai.OpenAI(base_url=f"{served.url}/v1", api_key=key, max_retries=0)
+
+
+def async_client(served: Served) -> openai.AsyncOpenAI:
+    return openai.AsyncOpenAI(base_url=f"{served.url}/v1", api_key=CLIENT_KEY, max_retries=0)
+
+
+def fail_then_pass(scripts: TwoScripts) -> None:
+    """The agent's first reply fails (``FAIL``), its second passes."""
+    scripts.agent.extend([Step(text="Done: the report."), Step(text="Done: the report, dated.")])
+    scripts.judge.extend([Step(text=FAIL), Step(text="PASS")])
