@@ -39,6 +39,9 @@ KNOWN_KEYS: tuple[str, ...] = (
     "sk-ant-api03-SECRET-abcdefghijklmnop",  # test_telemetry.API_KEY
     "sk-proj-ABCDEFGHIJKLMNOPQRST",  # test_telemetry, unconfigured key shapes
     "sk-ant-api03-ABCDEFGHIJKLMNOP",  # test_telemetry, unconfigured key shapes
+    "rg-client-KEY-0123456789abcdef",  # support.serve_process.CLIENT_KEY
+    "sk-upstream-KEY-0123456789abcdef",  # support.serve_process.UPSTREAM_KEY
+    "sk-ant-judge-KEY-0123456789abcdef",  # support.serve_process.JUDGE_KEY
     "sk-literal-secret-123456",  # test_demo_cli, check-config masking
     "sk-test-cold-start-0000000000",  # test_cold_start, test_judge_prompt_cache, test_forking_host
     "3f9a1c7e5b2d4f608a1e9c3b7d5f2a64",  # PLAIN_KEY of test_e2e_loopback, test_judge_fallbacks

@@ -33,6 +33,7 @@ PROMISES: dict[str, tuple[str, ...]] = {
     "otel": ("opentelemetry", "opentelemetry.trace"),
     "redis": ("redis", "redis.asyncio"),
     "fastapi": ("fastapi", "fastapi.sse", "uvicorn"),
+    "serve": ("replyguard.serve._app", "starlette", "uvicorn", "prometheus_client"),
     "docs": ("mkdocs", "material", "mkdocstrings"),
     "dev": ("pytest", "respx", "hypothesis", "fastapi", "uvicorn", "redis"),
     "bench": ("matplotlib",),

@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "replyguard"
 LEVELS: tuple[tuple[str, ...], ...] = (
     ("__main__",),  # python -m replyguard: the command line
     ("cli",),
-    ("evaluation", "review"),
+    ("evaluation", "review", "serve"),
     ("__init__", "adapters", "_cli"),
     ("_commands",),  # what the commands share (usage errors, the config, stdin)
     ("_records", "insights", "runner", "testing"),

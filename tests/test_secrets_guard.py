@@ -193,7 +193,11 @@ def _credentials(tree: ast.AST) -> set[str]:
 
 def test_every_key_the_tests_use_is_a_known_key() -> None:
     used = set().union(
-        *(_credentials(ast.parse(path.read_text(encoding="utf-8"))) for path in TESTS.rglob("*.py"))
+        *(
+            _credentials(ast.parse(path.read_text(encoding="utf-8")))
+            for path in TESTS.rglob("*.py")
+            if "node_modules" not in path.parts  # the npm packages the Node tests drive
+        )
     )
     assert used - set(NOT_KEYS) - set(KNOWN_KEYS) == set()
 

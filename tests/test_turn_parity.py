@@ -4,8 +4,9 @@ delivered text, attempts, the feedback the agent received, cost and tokens.
 
 Where a door differs on purpose, its scenario says why (``Scenario.on_purpose``; the same list
 is in docs/turns.md, "Every door decides alike"). The one-shot doors (``verify``, ``eval
---replay``, the Agents SDK guardrail, shadow mode's rule) have no second attempt: each verdict
-gets the status ``run`` gives it, ``failed`` where ``run`` would retry.
+--replay``, ``replyguard serve``'s ``/v1/verify``, the Agents SDK guardrail, shadow mode's rule)
+have no second attempt: each verdict gets the status ``run`` gives it, ``failed`` where ``run``
+would retry.
 """
 
 from __future__ import annotations
@@ -65,7 +66,8 @@ CUT_SHORT = Purpose(
     "a stream an incremental check cut short never reaches its usage report (the RunMeta "
     "after its text): its tokens are not counted",
 )
-CUTS = {"stream_buffer": CUT_SHORT, "stream_release": CUT_SHORT}
+CUTS = {"stream_buffer": CUT_SHORT, "stream_release": CUT_SHORT, "serve_stream": CUT_SHORT}
+
 
 SCENARIOS = [
     Scenario("pass_first", (A,), ("PASS",)),
@@ -231,6 +233,25 @@ async def test_verify_and_eval_replay_give_each_verdict_runs_status(
             [(1, record)], config_of(one), replay=True, concurrency=1, progress=lambda d, t: None
         )
         assert result.judgement.status == judgement.status
+    assert await _via_serve_verify(one, reply) == (judgement.status, judgement.reason)
+
+
+async def _via_serve_verify(scenario: Scenario, reply: Say) -> tuple[str, str | None]:
+    """``replyguard serve``'s ``POST /v1/verify`` on the same turn: its status and reason."""
+    import httpx
+
+    from replyguard.serve._app import Served, build_app
+
+    served = Served.from_config(config_of(scenario), judge=scenario.judge())
+    meta: dict[str, Any] = {"stopReason": "stop"}
+    if reply.tool:
+        meta["toolCalls"] = [{"name": TOOL, "arguments": {"to": "team"}}]
+    body = {"turn": {"userMessage": ASK}, "reply": {"text": reply.text, "meta": meta}}
+    transport = httpx.ASGITransport(app=build_app(served))
+    async with httpx.AsyncClient(transport=transport, base_url="http://serve") as client:
+        answer = (await client.post("/v1/verify", json=body)).json()
+    await served.verifier.aclose()
+    return answer["status"], answer["reason"]
 
 
 async def test_the_judge_of_a_one_shot_door_sees_the_side_effect_marks_run_shows() -> None:

@@ -5,8 +5,9 @@ Commands: ``demo`` (scripted turns through the real runner, no API key needed), 
 ``--show`` prints it with secrets masked), ``insights LEDGER`` (recurring failures and
 suggestions from a ledger), ``review LEDGER`` (label the turns worth a look in a local page),
 ``verify [FILE]`` (judge one turn given as JSON), ``heartbeat --workspace DIR [REPLY]`` (judge
-a heartbeat agent's reply) and ``eval [DATASET.jsonl]`` (agreement of the judge with labels,
-and the trust gate).
+a heartbeat agent's reply), ``eval [DATASET.jsonl]`` (agreement of the judge with labels,
+and the trust gate) and ``serve`` (an OpenAI-compatible endpoint that verifies; exit 2 when it
+cannot start).
 Exit codes: 0 on success (for ``verify``/``heartbeat``: the reply may be delivered), 1 when a
 requested model call failed (``verify``/``heartbeat``: the reply FAILed), 2 on a usage or
 config error (``verify``/``heartbeat``: an internal error too, never read as a FAIL), 141 when
@@ -126,6 +127,19 @@ def _parser() -> argparse.ArgumentParser:
             "config or usage",
         )
     )
+    from replyguard.serve import add_arguments as add_serve_arguments
+
+    add_serve_arguments(
+        commands.add_parser(
+            "serve",
+            help="serve an OpenAI-compatible endpoint that verifies every reply",
+            description="Serve POST /v1/chat/completions (the upstream model's reply, verified; "
+            "streamed with stream: true), POST /v1/verify (one judgement of a host's reply), "
+            "GET /healthz and GET /metrics (Prometheus). Needs the serve extra.",
+            epilog="exit 0 after SIGTERM/SIGINT (turns in flight are answered first), 2 on a "
+            "bad config, an unset apiKeys variable or an address that cannot be bound",
+        )
+    )
     return parser
 
 
@@ -161,6 +175,10 @@ def _run(argv: Sequence[str] | None) -> int:
         from replyguard.review import main as review_main
 
         return review_main(args)
+    if args.command == "serve":
+        from replyguard.serve import main as serve_main
+
+        return serve_main(args)
     if args.command == "insights":
         from replyguard.insights import main as insights_main
 

@@ -70,6 +70,7 @@ CHECK_KEYS = {
     "rubricFile": "rubric_file",
     "categories": "categories",
     "panel": "panel",
+    "serve": "serve",
 }
 
 # One non-default value per key, to prove the JSON key reaches the attribute.

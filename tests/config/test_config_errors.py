@@ -96,6 +96,7 @@ WRONG_TYPES: dict[str, Any] = {
     "rubricFile": ["RUBRIC.md"],
     "categories": ["medical_advice"],
     "panel": ["openai/gpt-4o-mini", "gemini/gemini-2.0-flash"],
+    "serve": ["--port", "8080"],
 }
 CIRCUIT_BREAKER_WRONG_TYPES: dict[str, Any] = {"failureThreshold": "5", "cooldownSeconds": [30]}
 # A valid entry of each check type, and a wrong type for each of its keys.

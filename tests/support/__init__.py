@@ -8,6 +8,9 @@ these before writing its own:
   scripted ``Step``s, hangs, drops, huge answers; ``provider_process`` in a process of its own).
 - ``redis_server``: a real ``redis-server`` on 127.0.0.1 (``RedisServer``, ``redis_server()``:
   start, pause with SIGSTOP, resume, kill); ``fleet`` runs instances of a fleet in processes.
+- ``serve_process``: ``replyguard serve`` as a real process (``serving()``: started, its ready
+  line read, stopped with SIGTERM and its exit 0 checked) and one loopback provider playing both
+  the upstream and the judge from two scripts (``provider()``, ``TwoScripts``).
 - ``chromium``: headless Chromium for pages (screenshots, the DOM after scripts ran).
 - ``timing``: clocks a busy machine cannot fail (``Ticker``: the loop's longest hold in its
   thread's CPU time; ``Witness``/``Timed``: a deadline's bound plus the machine's own delay).

@@ -11,7 +11,8 @@ text, attempts, the feedback the agent received, cost and tokens. A field a door
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -445,6 +446,119 @@ async def via_agents_verified_runner(scenario: Scenario) -> Seen:
     return seen_outcome(result.outcome, asked[1:])
 
 
+# -- replyguard serve: the OpenAI wire, through the ASGI app, on a scripted upstream ------------
+
+
+class ScriptedUpstream:
+    """An ``Upstream`` answering from the scenario's replies in the OpenAI wire; each request's
+    messages kept. A reply that follows a tool call is asked for by a client whose messages end
+    with the assistant's ``send_email`` call and its result (an agent loop's turn)."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.steps = list(scenario.replies)
+        self.requests: list[dict[str, Any]] = []
+        self.last_cost: float | None = None
+
+    def _next(self, request: dict[str, Any]) -> Say:
+        self.requests.append(request)
+        step = self.steps.pop(0)
+        if isinstance(step, BaseException):
+            raise step
+        self.last_cost = step.cost
+        return step
+
+    def price(self, model: str, usage: dict[str, Any] | None) -> float | None:
+        return self.last_cost
+
+    async def complete(self, request: dict[str, Any]) -> tuple[dict[str, Any], float | None]:
+        step = self._next(request)
+        prompt, completion = AGENT_TOKENS
+        choice = {
+            "index": 0,
+            "message": {"role": "assistant", "content": step.text},
+            "finish_reason": "error" if step.error else "stop",
+        }
+        usage = {"prompt_tokens": prompt, "completion_tokens": completion}
+        usage["total_tokens"] = prompt + completion
+        return {
+            "id": "chatcmpl-1",
+            "model": "gpt-4o",
+            "choices": [choice],
+            "usage": usage,
+        }, step.cost
+
+    async def stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        response, _ = await self.complete(request)
+        choice = response["choices"][0]
+        delta = {"role": "assistant", "content": choice["message"]["content"]}
+        yield {"choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+        yield {"choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]}
+        yield {"choices": [], "usage": response["usage"]}
+
+
+def _serve_messages(scenario: Scenario) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": ASK}]
+    first = scenario.replies[0] if scenario.replies else None
+    if isinstance(first, Say) and first.tool:
+        call = {"id": "call-1", "type": "function"}
+        call["function"] = {"name": TOOL, "arguments": '{"to": "team"}'}
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        messages.append({"role": "tool", "tool_call_id": "call-1", "content": "sent"})
+    return messages
+
+
+def _sse_answer(text: str) -> dict[str, Any]:
+    """The chunks of a streamed answer folded back into one answer."""
+    content, guard, usage = "", None, None
+    for line in text.splitlines():
+        if not line.startswith("data: ") or line == "data: [DONE]":
+            continue
+        chunk = json.loads(line.removeprefix("data: "))
+        for choice in chunk["choices"]:
+            content += choice["delta"].get("content") or ""
+        guard = chunk.get("replyguard", guard)
+        usage = chunk.get("usage", usage)
+    message = {"content": content}
+    return {"choices": [{"message": message}], "replyguard": guard, "usage": usage}
+
+
+async def _via_serve(scenario: Scenario, *, stream: bool) -> Seen:
+    import httpx
+
+    from replyguard.serve._app import Served, build_app
+
+    upstream = ScriptedUpstream(scenario)
+    served = Served.from_config(config_of(scenario), judge=scenario.judge(), upstream=upstream)
+    body: dict[str, Any] = {"model": "gpt-4o", "messages": _serve_messages(scenario)}
+    if stream:
+        body.update(stream=True, stream_options={"include_usage": True})
+    transport = httpx.ASGITransport(app=build_app(served))
+    async with httpx.AsyncClient(transport=transport, base_url="http://serve") as client:
+        response = await client.post("/v1/chat/completions", json=body)
+    await served.verifier.aclose()
+    answer = _sse_answer(response.text) if stream else response.json()
+    guard = answer["replyguard"]
+    sent = [r["messages"] for r in upstream.requests]
+    return Seen(
+        status=guard["status"],
+        reason=guard["reason"] or "",
+        response=answer["choices"][0]["message"]["content"],
+        attempts=guard["attempts"],
+        feedback=tuple(str(m[-1]["content"]) for m in sent[1:]),
+        cost_usd=None,  # the answer shows the agent's usage, not replyguard's spend
+        judge_tokens=None,
+        agent_tokens=(answer["usage"] or {}).get("total_tokens", 0),
+    )
+
+
+async def via_serve(scenario: Scenario) -> Seen:
+    return await _via_serve(scenario, stream=False)
+
+
+async def via_serve_stream(scenario: Scenario) -> Seen:
+    return await _via_serve(scenario, stream=True)
+
+
 Door = Callable[[Scenario], Awaitable[Seen]]
 
 DOORS: dict[str, Door] = {
@@ -455,6 +569,8 @@ DOORS: dict[str, Door] = {
     "pydantic_validator": via_pydantic_validator,
     "pydantic_verified_agent": via_pydantic_verified_agent,
     "agents_verified_runner": via_agents_verified_runner,
+    "serve": via_serve,
+    "serve_stream": via_serve_stream,
 }
 """Every door played against ``run`` (``via_run``)."""
 

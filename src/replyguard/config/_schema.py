@@ -26,6 +26,7 @@ from replyguard.config._panel import PanelConfig, PanelMember
 from replyguard.config._router import RouterConfig
 from replyguard.config._rubric import check_fits, read_rubric
 from replyguard.config._rules import ConfigRules, RunKindsInvalid
+from replyguard.config._serve import ServeConfig
 from replyguard.config._state import SpendLimit, StateConfig
 from replyguard.config._streaming import StreamingConfig
 from replyguard.errors import ConfigError
@@ -219,6 +220,9 @@ class VerifierConfig(ConfigRules):
     spend_limits: tuple[SpendLimit, ...] = Field(default=(), strict=False)
     """Ceilings on judge spend per UTC-aligned window (fleet-wide with ``state``): a judgement
     that would pass one is not made (``failed_open``, ``spend_limit``)."""
+    serve: ServeConfig | None = None
+    """``replyguard serve``: ``upstream`` (the agent's model endpoint), ``apiKeys`` (the
+    clients' bearer keys), ``maxBodyBytes`` (docs/serve.md)."""
     panel: PanelConfig | None = None
     """Judge with a panel of models instead of ``model`` (usually a run kind's key, for high
     stakes): ``models`` (two or more, asked concurrently within the same deadline), ``rule``
@@ -309,7 +313,8 @@ class VerifierConfig(ConfigRules):
         """Every secret value this config may send, for redaction (env values read now)."""
         router = self.router.secrets() if self.router is not None else ()
         state = self.state.secrets() if self.state is not None else ()
-        return (*key_values(self.api_key), *router, *state)
+        serve = self.serve.secrets() if self.serve is not None else ()
+        return (*key_values(self.api_key), *router, *state, *serve)
 
     def underlying_models(self, model: str) -> tuple[str, ...]:
         """The models behind a judge model name: a router group's deployments, or itself."""

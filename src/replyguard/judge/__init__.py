@@ -1,8 +1,8 @@
 """The judge call: the ``Judge`` protocol, ``LiteLLMJudge`` and everything around one call.
 
 The only folder that imports litellm (the router, the answer cap, the HTTP clients, model
-info for prompt caching, the one-off completions of ``insights``), and where the verdict text
-is parsed.
+info for prompt caching, the one-off completions of ``insights``, the agent's upstream call of
+``replyguard serve``), and where the verdict text is parsed.
 """
 
 from replyguard.judge._base import BaseJudge
