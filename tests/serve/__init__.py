@@ -1,0 +1,1 @@
+"""Tests of ``replyguard serve`` (a package, so its conftest is not imported as ``conftest``)."""
