@@ -8,6 +8,7 @@ enums so they serialise as their plain values.
 from __future__ import annotations
 
 import functools
+import json
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal
@@ -86,7 +87,18 @@ class ToolCallRecord(_Frozen):
     result: Any = None
     """What the tool returned (text, or any JSON value), when the agent's runtime kept it;
     ``None`` when unknown. The judge sees it as evidence, and the ``figures`` check grounds
-    the reply's figures in it."""
+    the reply's figures in it. A value JSON cannot hold (an object, a date) is kept as its
+    JSON-ready form (``str()`` of what JSON cannot write), so an ``Outcome`` always dumps."""
+
+    @field_validator("result", mode="before")
+    @classmethod
+    def _json_ready(cls, value: Any) -> Any:
+        if value is None or isinstance(value, str | int | float | bool):
+            return value
+        try:
+            return json.loads(json.dumps(value, default=str))
+        except (TypeError, ValueError, RecursionError):  # keys JSON cannot hold, cycles
+            return repr(value)
 
 
 class RunMeta(_Frozen):

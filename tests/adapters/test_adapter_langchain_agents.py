@@ -182,6 +182,21 @@ async def test_a_tool_step_is_not_judged_and_the_judge_sees_the_tool_calls(
     judge.assert_exhausted()
 
 
+async def test_the_tool_messages_are_the_ledgers_results_and_the_judges_evidence(
+    make_config: Any,
+) -> None:
+    call = {"name": "send_report", "args": {"title": "weekly"}, "id": "call_1"}
+    judge = ScriptedJudge(["PASS"])
+    model = fake_model(AIMessage("", tool_calls=[call]), "Sent the weekly report.")
+    agent = agent_for(model, Verifier(make_config(), judge=judge), tools=[send_report])
+    state = await agent.ainvoke({"messages": [HumanMessage("Send the weekly report.")]})
+    ledger = outcome_of(state)["attempts"][0]["reply"]["meta"]["tool_calls"]
+    assert [(c["name"], c["result"]) for c in ledger] == [("send_report", "sent weekly")]
+    prompt = judge.calls[0]
+    assert f"<evidence-{prompt.nonce}>\n[tool send_report(" in prompt.user
+    assert "succeeded]\nsent weekly" in prompt.user
+
+
 async def test_each_turn_of_a_thread_starts_its_own_attempts(make_config: Any) -> None:
     judge = ScriptedJudge([FAIL, "PASS", FAIL, "PASS"])
     model = fake_model(BAD, GOOD, "Second draft.", "Second, dated.")

@@ -45,6 +45,7 @@ try:
         AIMessageChunk,
         BaseMessage,
         HumanMessage,
+        ToolMessage,
         convert_to_messages,
         convert_to_openai_messages,
     )
@@ -113,10 +114,19 @@ def delivered(attempts: Attempts[ChatReply], outcome: Outcome) -> ChatReply:
 
 
 def turn_of(messages: list[BaseMessage], fields: dict[str, Any]) -> Turn:
-    """The last human message and the messages before it."""
+    """The last human message and the messages before it; the tool messages after it (this
+    turn's tool results, from the host's own tool loop) are the turn's evidence, after any
+    the host passed in ``fields``."""
     for index in range(len(messages) - 1, -1, -1):
         if isinstance(messages[index], HumanMessage):
             history = convert_to_openai_messages(messages[:index])
+            results = [
+                f"[tool {m.name or m.tool_call_id}] {m.text}"
+                for m in messages[index + 1 :]
+                if isinstance(m, ToolMessage) and m.text.strip()
+            ]
+            if results:
+                fields = {**fields, "evidence": [*fields.get("evidence", ()), *results]}
             return make_turn(str(messages[index].text), history, fields)
     return make_turn("", convert_to_openai_messages(messages), fields)
 

@@ -95,14 +95,21 @@ def _turn_start(messages: Sequence[AnyMessage]) -> int:
 
 
 def tool_ledger(messages: Sequence[AnyMessage]) -> tuple[ToolCallRecord, ...]:
-    """The tool calls in ``messages``; a call succeeded unless its tool message is an error."""
-    failed = {
-        m.tool_call_id for m in messages if isinstance(m, ToolMessage) and m.status == "error"
-    }
-    return tuple(
-        ToolCallRecord(
-            name=call["name"], arguments=call["args"], succeeded=call["id"] not in failed
+    """The tool calls in ``messages``, each with its tool message's content as its result; a
+    call succeeded unless its tool message is an error."""
+    answers = {m.tool_call_id: m for m in messages if isinstance(m, ToolMessage)}
+
+    def record(call: Any) -> ToolCallRecord:
+        answer = answers.get(call["id"])
+        return ToolCallRecord(
+            name=call["name"],
+            arguments=call["args"],
+            succeeded=answer is None or answer.status != "error",
+            result=None if answer is None else answer.content,
         )
+
+    return tuple(
+        record(call)
         for message in messages
         if isinstance(message, AIMessage)
         for call in message.tool_calls

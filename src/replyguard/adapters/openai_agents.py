@@ -104,13 +104,17 @@ def openai_messages(items: Sequence[Any]) -> list[dict[str, Any]]:
 
 
 def tool_ledger(items: Sequence[Any]) -> tuple[ToolCallRecord, ...]:
-    """The function calls among ``items``: a call succeeded when an output answered it."""
-    answered = {i.get("call_id") for i in items if i.get("type") == "function_call_output"}
+    """The function calls among ``items``, each with its output as its result: a call
+    succeeded when an output answered it."""
+    outputs = {
+        i.get("call_id"): i.get("output") for i in items if i.get("type") == "function_call_output"
+    }
     return tuple(
         ToolCallRecord(
             name=str(i.get("name")),
             arguments=i.get("arguments"),
-            succeeded=i.get("call_id") in answered,
+            succeeded=i.get("call_id") in outputs,
+            result=outputs.get(i.get("call_id")),
         )
         for i in items
         if i.get("type") == "function_call"

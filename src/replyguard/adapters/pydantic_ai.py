@@ -146,23 +146,38 @@ def model_messages(messages: Sequence[dict[str, Any]]) -> list[ModelMessage]:
 
 
 def tool_ledger(messages: Sequence[ModelMessage]) -> tuple[ToolCallRecord, ...]:
-    """The tool calls in ``messages``: a call succeeded when a successful return answered it."""
-    returned = {
-        part.tool_call_id
+    """The tool calls in ``messages``, each with what its return held as its result: a call
+    succeeded when a successful return answered it."""
+    returns = {
+        part.tool_call_id: part
         for message in messages
         if isinstance(message, ModelRequest)
         for part in message.parts
-        if isinstance(part, ToolReturnPart) and part.outcome == "success"
+        if isinstance(part, ToolReturnPart)
     }
     return tuple(
         ToolCallRecord(
-            name=part.tool_name, arguments=part.args, succeeded=part.tool_call_id in returned
+            name=part.tool_name,
+            arguments=part.args,
+            succeeded=part.tool_call_id in returns
+            and returns[part.tool_call_id].outcome == "success",
+            result=_returned(returns.get(part.tool_call_id)),
         )
         for message in messages
         if isinstance(message, ModelResponse)
         for part in message.parts
         if isinstance(part, ToolCallPart)
     )
+
+
+def _returned(part: ToolReturnPart | None) -> Any:
+    """What a tool return held, as JSON-ready data (None when the call was not answered)."""
+    if part is None:
+        return None
+    content = part.content
+    if isinstance(content, str | int | float | bool | list | dict) or content is None:
+        return content
+    return part.model_response_str()
 
 
 def finish_reason(messages: Sequence[ModelMessage]) -> str | None:
