@@ -83,6 +83,7 @@ def test_contract_enum_values() -> None:
         "rule_violation",
         "tone_mismatch",
         "refusal",
+        "grounding",
     ]
     assert {s.value for s in replyguard.Status} == {
         "passed",

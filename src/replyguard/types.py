@@ -69,6 +69,9 @@ class Reason(StrEnum):
     SAMPLED_OUT = "sampled_out"
     SIDE_EFFECTS = "side_effects"
     MISSING_CREDENTIALS = "missing_credentials"
+    OPERATOR_MESSAGE = "operator_message"
+    """An exhausted turn delivered the operator's fixed message for its last FAIL's category
+    (``onExhausted``) instead of any attempt."""
 
 
 class ToolCallRecord(_Frozen):

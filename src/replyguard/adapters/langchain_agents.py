@@ -56,12 +56,11 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 from replyguard.adapters._shared import DrivenTurn, call_blocking, make_turn, turn_defaults
 from replyguard.adapters.langchain import METADATA_KEY, reply_of, with_outcome
 from replyguard.errors import VerificationExhausted
-from replyguard.runner._policy import Ending
+from replyguard.runner._policy import Ending, raises
 from replyguard.runner._verifier import Verifier
 from replyguard.types import (
     Attempt,
     Reply,
-    Status,
     ToolCallRecord,
     Turn,
 )
@@ -236,7 +235,7 @@ class _Judging:
 
     def finish(self, ending: Ending) -> dict[str, Any]:
         outcome = self.turn.outcome(ending)
-        if outcome.status == Status.EXHAUSTED and self.turn.config.on_exhausted == "raise":
+        if raises(self.turn.config, outcome):
             raise VerificationExhausted(outcome, ending.delivered)
         final = with_outcome(self.last, outcome)
         if outcome.response != reply_of(self.last).text:

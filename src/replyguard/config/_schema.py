@@ -23,6 +23,7 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
 from replyguard.config._checks import FILE_MODEL, CheckSpec, HeartbeatCheckSpec, relative_inside
+from replyguard.config._exhausted import OnExhausted, unknown_categories
 from replyguard.config._field_docs import DocumentedSchema
 from replyguard.config._json_file import (
     _locate,
@@ -58,7 +59,6 @@ TokenBudget = Annotated[int, Field(ge=1000)]
 JudgeMaxTokens = Annotated[int, Field(ge=16, le=65536)]
 SampleRate = Annotated[float, Field(ge=0, le=1)]
 Deliver = Literal["last", "first", "best"]
-OnExhausted = Literal["deliver", "raise"]
 JudgeAfterChecks = Literal["on_pass", "always", "never"]
 Mode = Literal["enforce", "shadow"]
 OnSideEffects = Literal["notice", "deliver", "retry"]
@@ -202,7 +202,12 @@ class VerifierConfig(BaseModel):
     """What an exhausted turn delivers: the last reply, the first, or the best (the last that
     passed every deterministic check)."""
     on_exhausted: OnExhausted = "deliver"
-    """``"raise"``: an exhausted turn raises ``VerificationExhausted`` instead of delivering."""
+    """``"raise"``: an exhausted turn raises ``VerificationExhausted`` instead of delivering.
+    An object chooses per FAIL category (the last FAIL's): ``{"grounding": "I could not
+    complete that; a colleague will follow up.", "refusal": "raise", "*": "deliver"}``; a
+    text other than ``deliver`` or ``raise`` is the operator's message, delivered instead of
+    every attempt (status ``exhausted``, reason ``operator_message``); ``"*"`` is every other
+    category (default ``deliver``). Verifier faults and budgets still fail open."""
     ledger_path: str | None = None
     """Append one JSON line per verified turn to this file (relative to the config file)."""
     on_suspected_injection: Literal["annotate", "fail"] = "annotate"
@@ -308,6 +313,18 @@ class VerifierConfig(BaseModel):
     @classmethod
     def _categories_named(cls, value: dict[str, str]) -> dict[str, str]:
         return checked_categories(value)
+
+    @model_validator(mode="after")
+    def _on_exhausted_categories(self) -> Self:
+        unknown = unknown_categories(self.on_exhausted, self.categories)
+        if unknown:
+            problem = f"{unknown[0]!r} is not a category (built in, in categories, or '*')"
+            error = PydanticCustomError("value_error", "{problem}", {"problem": problem})
+            raise ValidationError.from_exception_data(
+                type(self).__name__,
+                [{"type": error, "loc": ("onExhausted", unknown[0]), "input": None}],
+            )
+        return self
 
     # -- derived values ------------------------------------------------------------------
 
