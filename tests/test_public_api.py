@@ -18,6 +18,7 @@ EXPECTED = {
     "Check",
     "CheckResult",
     "ClaimCheck",
+    "FigureCheck",
     "CommandCheck",
     "FunctionCheck",
     "HeartbeatCheck",

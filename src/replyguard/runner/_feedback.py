@@ -63,7 +63,8 @@ def feedback_message(
     elif own:
         guidance = own
     else:
-        guidance = GUIDANCE.get(category) or GUIDANCE[None]
+        built_in = category if isinstance(category, FailCategory) else None
+        guidance = GUIDANCE[built_in]
     return render(
         "feedback.j2",
         category=str(category) if category is not None else None,
