@@ -8,39 +8,26 @@ from typing import Any
 
 import pytest
 
-from replyguard import (
-    Delta,
-    Done,
-    FailCategory,
-    FigureCheck,
-    Reason,
-    Reply,
-    Retract,
-    RunMeta,
-    Status,
-    ToolCallRecord,
-    Turn,
-    Verifier,
-    VerifierConfig,
-)
+import replyguard as rg
+from replyguard import Delta, Done, Retract, RunMeta, Status, ToolCallRecord, Turn, Verifier
 from replyguard.checks.figures import FigureScanner, Sources
 from replyguard.checks.figures_extract import figures
 from replyguard.checks.incremental import scanners_for
 from replyguard.testing import ScriptedAgent, ScriptedJudge, ScriptedStreamAgent
 
 
-def _reply(text: str, *results: Any) -> Reply:
+def _reply(text: str, *results: Any) -> rg.Reply:
     calls = tuple(ToolCallRecord(name="lookup", result=r) for r in results)
-    return Reply(text=text, meta=RunMeta(tool_calls=calls))
+    return rg.Reply(text=text, meta=RunMeta(tool_calls=calls))
 
 
 async def _missing(text: str, *results: Any, **turn: Any) -> list[str]:
     turn.setdefault("user_message", "Check it for me.")
-    result = await FigureCheck().check(Turn(**turn), _reply(text, *results))
+    result = await rg.FigureCheck().check(Turn(**turn), _reply(text, *results))
     if result.passed:
         return []
-    assert result.category is FailCategory.GROUNDING and result.feedback
-    return [f.text for f in FigureCheck().missing(Turn(**turn), _reply(text, *results))]
+    assert result.category is rg.FailCategory.GROUNDING and result.feedback
+    return [f.text for f in rg.FigureCheck().missing(Turn(**turn), _reply(text, *results))]
 
 
 @pytest.mark.parametrize(
@@ -117,8 +104,8 @@ async def test_every_source_of_the_turn_counts(where: dict[str, Any]) -> None:
 
 async def test_a_tool_calls_arguments_count_too() -> None:
     call = ToolCallRecord(name="send_email", arguments={"to": "ada@example.com"})
-    reply = Reply(text="Email sent to ada@example.com.", meta=RunMeta(tool_calls=(call,)))
-    assert (await FigureCheck().check(Turn(user_message="Email Ada"), reply)).passed
+    reply = rg.Reply(text="Email sent to ada@example.com.", meta=RunMeta(tool_calls=(call,)))
+    assert (await rg.FigureCheck().check(Turn(user_message="Email Ada"), reply)).passed
 
 
 @pytest.mark.parametrize(
@@ -135,25 +122,27 @@ async def test_what_is_not_a_figure_never_fails(text: str) -> None:
 
 
 async def test_kinds_narrow_the_check() -> None:
-    check = FigureCheck(kinds=["amount"])
+    check = rg.FigureCheck(kinds=["amount"])
     result = await check.check(Turn(user_message="Hi"), _reply("Order A-58812 cost $5.", "$5"))
     assert result.passed
     with pytest.raises(ValueError, match="kinds"):
-        FigureCheck(kinds=["money"])
+        rg.FigureCheck(kinds=["money"])
 
 
 async def test_the_feedback_names_at_most_eight_figures_and_counts_the_rest() -> None:
     text = " ".join(f"Order A-5881{i} failed." for i in range(10))
-    result = await FigureCheck().check(Turn(user_message="Hi"), Reply(text=text))
+    result = await rg.FigureCheck().check(Turn(user_message="Hi"), rg.Reply(text=text))
     assert result.feedback is not None
     assert "A-58810 (id)" in result.feedback and "and 2 more" in result.feedback
 
 
 def test_the_config_lists_it_and_refuses_unknown_kinds() -> None:
-    config = VerifierConfig.from_dict({"checks": [{"type": "figures", "kinds": ["amount", "id"]}]})
+    config = rg.VerifierConfig.from_dict(
+        {"checks": [{"type": "figures", "kinds": ["amount", "id"]}]}
+    )
     assert config.checks[0].type == "figures"
     with pytest.raises(Exception, match=r"checks\.0\.kinds"):
-        VerifierConfig.from_dict({"checks": [{"type": "figures", "kinds": ["money"]}]})
+        rg.VerifierConfig.from_dict({"checks": [{"type": "figures", "kinds": ["money"]}]})
 
 
 async def test_it_fails_before_any_judge_call_and_the_retry_is_told_why(make_config: Any) -> None:
@@ -165,7 +154,7 @@ async def test_it_fails_before_any_judge_call_and_the_retry_is_told_why(make_con
     outcome = await Verifier(config, judge=judge).run(agent, Turn(user_message="Refund it."))
     assert (outcome.status, outcome.response) == (Status.PASSED, good.text)
     first = outcome.attempts[0].verdict
-    assert first is not None and first.category is FailCategory.GROUNDING
+    assert first is not None and first.category is rg.FailCategory.GROUNDING
     assert "$1,300.00" in agent.calls[1][-1]["content"]
     judge.assert_exhausted()
 
@@ -175,7 +164,7 @@ async def test_it_fails_before_any_judge_call_and_the_retry_is_told_why(make_con
 
 def test_a_scanner_holds_back_from_the_first_figure_the_turn_does_not_hold() -> None:
     turn = Turn(user_message="Refund order A-58812.")
-    ((name, scanner),) = scanners_for([FigureCheck()], turn)
+    ((name, scanner),) = scanners_for([rg.FigureCheck()], turn)
     assert name == "figures"
     text = "Order A-58812 is refunded: $1,300.00 went back to your card. Thank you for waiting."
     for char in text:
@@ -255,7 +244,7 @@ async def test_a_streamed_invented_figure_is_held_while_written_then_retracted(
     assert deltas[0] == "Refunded "  # shown at once; the rest only once the agent is done
     assert deltas[1:] == ["$1,300.00 to your card. It may take a few days."]
     done = events[-1]
-    assert isinstance(done, Done) and done.outcome.reason is Reason.OPERATOR_MESSAGE
+    assert isinstance(done, Done) and done.outcome.reason is rg.Reason.OPERATOR_MESSAGE
     assert done.outcome.response == "A colleague will follow up."
     last = max(i for i, e in enumerate(events) if isinstance(e, Retract))
     tail = "".join(e.text for e in events[last + 1 :] if isinstance(e, Delta))
