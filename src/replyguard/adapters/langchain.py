@@ -60,6 +60,7 @@ from replyguard.adapters._shared import (
     Attempts,
     blocking,
     make_turn,
+    operator_message,
     retry_conversation,
     retry_feedback,
     stream_turn,
@@ -110,6 +111,11 @@ def with_outcome(message: M, outcome: Outcome) -> M:
 def delivered(attempts: Attempts[ChatReply], outcome: Outcome) -> ChatReply:
     """The delivered attempt's output; a message carries the ``outcome``."""
     output = attempts.delivered(outcome)
+    said = operator_message(outcome)
+    if said is not None:  # ``onExhausted``'s message, in place of every attempt
+        if not isinstance(output, BaseMessage):
+            return said
+        output = output.model_copy(update={"content": said})
     return with_outcome(output, outcome) if isinstance(output, BaseMessage) else output
 
 

@@ -54,6 +54,7 @@ from replyguard.adapters._shared import (
     acts_on,
     judge_output,
     make_turn,
+    operator_message,
     output_text,
     retry_conversation,
     retry_feedback,
@@ -210,8 +211,10 @@ class VerifiedRunResult(VerifiedResult[RunResult]):
 
     @property
     def final_output(self) -> Any:
-        """The delivered run's final output."""
-        return self.result.final_output
+        """The delivered run's final output (the operator's message when ``onExhausted``
+        delivered one instead of every attempt)."""
+        said = operator_message(self.outcome)
+        return said if said is not None else self.result.final_output
 
     def to_input_list(self) -> list[TResponseInputItem]:
         """The conversation up to the delivered output, as input for the next run."""

@@ -26,7 +26,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from contextlib import aclosing
 from dataclasses import dataclass
 from time import monotonic
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 try:
     from pydantic_ai import Agent, AgentRunResult, ModelRetry, RunContext
@@ -57,6 +57,7 @@ from replyguard.adapters._shared import (
     PreparedRun,
     VerifiedResult,
     make_turn,
+    operator_message,
     output_text,
     retry_conversation,
     retry_feedback,
@@ -272,8 +273,10 @@ class VerifiedRunResult(VerifiedResult[AgentRunResult[OutputT]]):
 
     @property
     def output(self) -> OutputT:
-        """The delivered output."""
-        return self.result.output
+        """The delivered output (the operator's message, a ``str``, when ``onExhausted``
+        delivered one instead of every attempt)."""
+        said = operator_message(self.outcome)
+        return cast(OutputT, said) if said is not None else self.result.output
 
     def all_messages(self) -> list[ModelMessage]:
         """The whole conversation up to the delivered output, for the next ``message_history``."""
