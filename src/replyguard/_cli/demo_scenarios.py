@@ -21,6 +21,13 @@ _REFUNDED = RunMeta(
         ),
     )
 )
+
+
+def _after(text: str, *calls: ToolCallRecord) -> Reply:
+    """A reply made after ``calls``."""
+    return Reply(text=text, meta=RunMeta(tool_calls=calls))
+
+
 ON_EXHAUSTED = "I could not complete that; a colleague will follow up."
 
 PANEL = (
@@ -100,13 +107,9 @@ SCENARIOS = [
         "Send the March invoice to Ada.",
         [
             "Done: I sent the March invoice to Ada.",
-            Reply(
-                text="Done: I sent the March invoice to Ada (ada@example.com).",
-                meta=RunMeta(
-                    tool_calls=(
-                        ToolCallRecord(name="send_email", arguments={"to": "ada@example.com"}),
-                    )
-                ),
+            _after(
+                "Done: I sent the March invoice to Ada (ada@example.com).",
+                ToolCallRecord(name="send_email", arguments={"to": "ada@example.com"}),
             ),
         ],
         ["The invoice was sent, as the tool ledger shows.\nPASS"],
@@ -185,13 +188,9 @@ SCENARIOS = [
         "side effects, deliver: after a deploy a FAIL is not retried; the reply is flagged",
         "Deploy release 2.4.1 and list the checks that ran.",
         [
-            Reply(
-                text="Deployed release 2.4.1 to production.",
-                meta=RunMeta(
-                    tool_calls=(
-                        ToolCallRecord(name="deploy_release", arguments={"version": "2.4.1"}),
-                    )
-                ),
+            _after(
+                "Deployed release 2.4.1 to production.",
+                ToolCallRecord(name="deploy_release", arguments={"version": "2.4.1"}),
             )
         ],
         ["The checks are not listed.\nFAIL [incomplete]: List the checks that ran."],
