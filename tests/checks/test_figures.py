@@ -256,3 +256,22 @@ def test_figures_are_found_in_order_without_overlaps() -> None:
         "Mail ada@example.com the file reports/q3.pdf from https://x.io/a, $5 on May 2, 2026."
     )
     assert [f.kind for f in found] == ["email", "path", "url", "amount", "date"]
+
+
+async def test_long_sources_are_searched_off_the_event_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import asyncio
+
+    moved: list[object] = []
+    real = asyncio.to_thread
+
+    async def to_thread(function: Any, *args: Any) -> Any:
+        moved.append(function)
+        return await real(function, *args)
+
+    monkeypatch.setattr(asyncio, "to_thread", to_thread)
+    passages = ["order A-58812 " + "filler " * 10_000]
+    turn = Turn(user_message="Check it", evidence=passages)
+    result = await rg.FigureCheck().check(turn, rg.Reply(text="Order A-58812 is paid."))
+    assert result.passed and moved

@@ -206,3 +206,16 @@ async def test_the_judge_receives_the_tool_results_over_the_wire(
     assert '"refunded": "1200.00"' in provider.seen[0].prompt
     assert "(grounding)" in agent.calls[1][-1]["content"]
     assert "tool results" in agent.calls[1][-1]["content"]
+
+
+def test_thousands_of_passages_are_not_all_rendered_or_redacted() -> None:
+    seen: list[str] = []
+
+    def redact(text: str) -> str:
+        seen.append(text)
+        return text
+
+    passages = [f"passage {i} " + "fact " * 200 for i in range(5000)]
+    prompt = _build(Turn(user_message="Go", evidence=passages), redact=redact)
+    assert "passage 0 " in (_section(prompt, "evidence") or "")
+    assert len(seen) < 400 and prompt.tokens <= ContextLimits().budget

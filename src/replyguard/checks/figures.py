@@ -40,7 +40,7 @@ from replyguard.types import CheckResult, FailCategory, Reply, Turn
 __all__ = ["FigureCheck"]
 
 INLINE_CHARS = 50_000
-"""A reply longer than this is searched off the event loop."""
+"""A reply and sources longer than this together are searched off the event loop."""
 LISTED = 8
 """At most this many figures are named in the feedback."""
 HOLD = 32
@@ -135,10 +135,13 @@ class FigureCheck:
 
     def missing(self, turn: Turn, reply: Reply) -> list[Figure]:
         """The reply's figures that its turn and tool calls do not hold."""
-        found = figures(reply.text, self.kinds)
+        return self._missing(reply.text, [*turn_texts(turn), *reply_texts(reply)])
+
+    def _missing(self, text: str, texts: list[str]) -> list[Figure]:
+        found = figures(text, self.kinds)
         if not found:
             return []
-        sources = Sources([*turn_texts(turn), *reply_texts(reply)])
+        sources = Sources(texts)
         missing: dict[str, Figure] = {}
         for figure in found:
             if figure.text not in missing and not sources.holds(figure):
@@ -146,11 +149,13 @@ class FigureCheck:
         return list(missing.values())
 
     async def check(self, turn: Turn, reply: Reply) -> CheckResult:
-        """Fail ``reply`` naming each figure that occurs in none of the turn's sources."""
-        if len(reply.text) > INLINE_CHARS:
-            missing = await asyncio.to_thread(self.missing, turn, reply)
+        """Fail ``reply`` naming each figure that occurs in none of the turn's sources (a
+        long reply, or long sources, are searched off the event loop)."""
+        texts = [*turn_texts(turn), *reply_texts(reply)]
+        if len(reply.text) + sum(len(text) for text in texts) > INLINE_CHARS:
+            missing = await asyncio.to_thread(self._missing, reply.text, texts)
         else:
-            missing = self.missing(turn, reply)
+            missing = self._missing(reply.text, texts)
         if not missing:
             return passed(self.name)
         return failed(self.name, FailCategory.GROUNDING, _feedback(missing), value=None)

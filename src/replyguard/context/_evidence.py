@@ -25,6 +25,10 @@ from replyguard.types import RunMeta, Turn
 
 ENTRY_CHARS = 4000
 """The most characters one evidence entry shows (its head, then a marker)."""
+SECTION_CHARS = 200_000
+"""Entries stop once this many characters are rendered: far more than the section's token cap
+keeps (it is cut from its end), so a turn with thousands of passages is not rendered (or
+redacted) whole for nothing."""
 
 
 def _kept(text: str) -> str:
@@ -65,10 +69,20 @@ def _tool_messages(history: list[dict[str, Any]], redact: Redact) -> Iterator[st
 
 
 def render_evidence(meta: RunMeta | None, turn: Turn, *, redact: Redact = _same) -> str:
-    """The evidence the judge checks the reply's claims and figures against ("" for none)."""
-    entries = [
-        *_tool_results(meta, redact),
-        *_retrieved(turn, redact),
-        *_tool_messages(turn.history, redact),
-    ]
+    """The evidence the judge checks the reply's claims and figures against ("" for none):
+    entries in order until ``SECTION_CHARS`` is passed, then a count of those left out."""
+    sources = (
+        _tool_results(meta, redact),
+        _retrieved(turn, redact),
+        _tool_messages(turn.history, redact),
+    )
+    entries: list[str] = []
+    size = 0
+    for source in sources:
+        for entry in source:
+            if size > SECTION_CHARS:
+                entries.append("[more evidence not shown]")
+                return "\n\n".join(entries)
+            entries.append(entry)
+            size += len(entry)
     return "\n\n".join(entries)
