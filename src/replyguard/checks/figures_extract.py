@@ -29,6 +29,7 @@ Fenced code blocks are not searched: code the reply writes is not a figure it re
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -114,7 +115,9 @@ _URL = re.compile(
     rf"|(?<![@\w.-])(?-i:(?:[a-z0-9-]+\.)+(?:{_TLD}))\b(?![@.-]\w)(?:/[^\s<>\"'`\]\[{{}}|\\^]*)?",
     re.IGNORECASE,
 )
-_EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")
+_EMAIL = re.compile(  # starts only where its local part starts: linear in a long token
+    r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b"
+)
 _EXT = (
     "pdf|csv|xlsx?|docx?|pptx?|txt|md|json|ya?ml|py|js|ts|html?|png|jpe?g|gif|svg|zip|tar|gz"
     "|tgz|log|sql|xml|ini|toml|sh|cfg|conf|ipynb|parquet|mp3|mp4|wav"
@@ -262,11 +265,13 @@ def _blanked(text: str) -> str:
 def figures(text: str, kinds: frozenset[str] = frozenset(KINDS)) -> list[Figure]:
     """The figures of ``text`` of the given kinds, in the order they occur."""
     searched = _blanked(text) if "```" in text or "~~~" in text else text
-    taken: list[tuple[int, int]] = []
+    starts: list[int] = []  # the spans taken, sorted and never overlapping
+    ends: list[int] = []
     found: list[Figure] = []
 
     def free(start: int, end: int) -> bool:
-        return all(end <= s or start >= e for s, e in taken)
+        at = bisect.bisect_right(starts, start)
+        return (at == 0 or ends[at - 1] <= start) and (at == len(starts) or starts[at] >= end)
 
     for kind, pattern in (
         ("url", _URL),
@@ -291,7 +296,9 @@ def figures(text: str, kinds: frozenset[str] = frozenset(KINDS)) -> list[Figure]
             forms = _forms(kind, match, shown)
             if forms is None:
                 continue
-            taken.append((start, end))
+            at = bisect.bisect_right(starts, start)
+            starts.insert(at, start)
+            ends.insert(at, end)
             if kind in kinds:
                 found.append(Figure(kind, shown, start, forms))
     return sorted(found, key=lambda figure: figure.start)
