@@ -189,3 +189,14 @@ def test_a_run_kinds_on_exhausted_is_checked_against_the_categories() -> None:
 def test_the_string_forms_keep_their_meaning() -> None:
     assert VerifierConfig().on_exhausted == "deliver"
     assert VerifierConfig.from_dict({"onExhausted": "raise"}).on_exhausted == "raise"
+
+
+@pytest.mark.parametrize("where", ["top", "run kind"])
+def test_a_null_on_exhausted_is_refused_with_one_message(where: str) -> None:
+    data: dict[str, Any] = {"onExhausted": None}
+    if where == "run kind":
+        data = {"runKinds": {"k": data}}
+    with pytest.raises(ConfigError) as refused:
+        VerifierConfig.from_dict(data)
+    assert 'must be "deliver", "raise", or an object' in str(refused.value)
+    assert str(refused.value).count("onExhausted") == 1
