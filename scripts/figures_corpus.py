@@ -499,6 +499,182 @@ WRITTEN: list[tuple[str, list[str], list[Any], str, str, str]] = [
 ]
 
 
+# Written by hand after the check was built, and read by it once before any change (each
+# with the figure an altered copy changes, and what it becomes). That first reading found two
+# rows written wrong (a figure no source held; an altered "figure" that was two) and three
+# false FAILs: "#4821" and "#512" against a bare 4821 and 512 (the check then learnt to find
+# a "#" ID as its digits) and "£58", a sum of two £29 tickets (a derived figure: still a false
+# FAIL, kept as one).
+AFTER: list[tuple[str, list[str], list[Any], str, str, str]] = [
+    (
+        "When does my plan renew?",
+        ["renewal: 2026-04-01; price: $19.00/month"],
+        [],
+        "Your subscription renews on April 1, 2026, at 19 USD a month.",
+        "April 1, 2026",
+        "April 2, 2026",
+    ),
+    (
+        "Which invoices are open?",
+        [],
+        [
+            [
+                {"id": "INV-1001", "amount": 250, "currency": "USD", "date": "2026-01-12"},
+                {"id": "INV-1002", "amount": 75.5, "currency": "USD", "date": "2026-02-02"},
+                {"id": "INV-1003", "amount": 1000, "currency": "USD", "date": "2026-02-20"},
+            ]
+        ],
+        "I found 3 open invoices: INV-1001 ($250), INV-1002 ($75.50) and INV-1003 ($1,000). The oldest is from Jan 12.",
+        "$75.50",
+        "$57.50",
+    ),
+    (
+        "When is my flight?",
+        [],
+        ["LH454 FRA-SFO 2026-07-14 dep 13:05 arr 15:50"],
+        "Your flight LH 454 leaves Frankfurt at 13:05 on 14 July and lands in San Francisco at 15:50 local time.",
+        "14 July",
+        "15 July",
+    ),
+    (
+        "Where is the failing test?",
+        [],
+        ["repo: https://github.com/acme/widgets; failing: tests/test_api.py::test_login"],
+        "The repository is at github.com/acme/widgets and the failing test is tests/test_api.py::test_login.",
+        "tests/test_api.py",
+        "tests/test_auth.py",
+    ),
+    (
+        "How much is left in Q2?",
+        ["Q2 budget remaining: EUR 2,500"],
+        [],
+        "You have €2.5k left in the Q2 budget.",
+        "€2.5k",
+        "€3.5k",
+    ),
+    (
+        "How do I reach Sam?",
+        ["contacts: Sam Okoro, +44 20 7946 0958, sam@acme.co.uk"],
+        [],
+        "Ping Sam at +44 20 7946 0958 or sam@acme.co.uk.",
+        "sam@acme.co.uk",
+        "sam@acme.com",
+    ),
+    (
+        "What's the checksum?",
+        [],
+        [{"sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}],
+        "The SHA-256 of the file is 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08.",
+        "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+        "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a09",
+    ),
+    (
+        "Is ticket 4821 closed?",
+        [],
+        [{"ticket": 4821, "closed_at": "2026-11-27T16:00:00Z"}],
+        "Ticket #4821 was closed yesterday (Nov 27).",
+        "Nov 27",
+        "Nov 26",
+    ),
+    (
+        "What do I owe?",
+        [],
+        [{"due": "1234.56", "currency": "EUR", "by": "2026-03-31"}],
+        "Total due: 1 234,56 € by 31.03.2026.",
+        "31.03.2026",
+        "30.03.2026",
+    ),
+    (
+        "Where are the notes?",
+        [],
+        [{"saved": "/shared/notes/2026-03-05-standup.md"}],
+        "The meeting notes are in /shared/notes/2026-03-05-standup.md.",
+        "/shared/notes/2026-03-05-standup.md",
+        "/shared/notes/2026-03-06-standup.md",
+    ),
+    (
+        "What's my balance?",
+        [],
+        [{"balance": -45.2, "currency": "USD"}],
+        "Balance: -$45.20 (overdrawn).",
+        "$45.20",
+        "$42.50",
+    ),
+    (
+        "What did the tickets cost?",
+        [],
+        [{"price_each": 29, "currency": "GBP", "qty": 2}],
+        "Your 2 tickets cost £58 in total (2 x £29).",
+        "£29",
+        "£39",
+    ),
+    (
+        "Send me the report link.",
+        [],
+        ["https://files.acme.io/r/q3?token=abc&exp=86400"],
+        "Download it from https://files.acme.io/r/q3?token=abc; the link expires in 24 hours.",
+        "https://files.acme.io/r/q3?token=abc",
+        "https://files.acme.io/r/q4?token=abc",
+    ),
+    (
+        "Was the PR merged?",
+        [],
+        [{"number": 512, "merged_at": "2026-02-10T09:00:00Z"}],
+        "The PR (#512) was merged into main on 2026-02-10.",
+        "#512",
+        "#521",
+    ),
+    (
+        "Who got the email?",
+        ["contact: ada.lovelace@example.com"],
+        [],
+        "Sent to Ada.Lovelace@Example.com.",
+        "Ada.Lovelace@Example.com",
+        "Ada.Byron@Example.com",
+    ),
+    (
+        "How big is the report?",
+        [],
+        ["report_final_v2.pdf (2,457,600 bytes)"],
+        "The file report_final_v2.pdf is 2.4 MB.",
+        "report_final_v2.pdf",
+        "report_final_v3.pdf",
+    ),
+    (
+        "When was it delivered?",
+        [],
+        [{"delivered": "2026-04-03"}],
+        "Delivered on 03/04/2026.",
+        "03/04/2026",
+        "05/04/2026",
+    ),
+    (
+        "How did the API call go?",
+        [],
+        ["GET /v2/orders/58812 -> 200 (230ms)"],
+        "The API responded in 230 ms with status 200 for GET /v2/orders/58812.",
+        "/v2/orders/58812",
+        "/v2/orders/58821",
+    ),
+    (
+        "When is the renewal and how much?",
+        [],
+        [{"renews": "2027-01-15", "amount": "120.00", "currency": "CHF"}],
+        "It renews on 15 January 2027 for CHF 120.",
+        "CHF 120",
+        "CHF 210",
+    ),
+    (
+        "Which order was it?",
+        [],
+        [{"order_id": "ORD-2026-000731"}],
+        "That was order ORD-2026-000731, placed online.",
+        "ORD-2026-000731",
+        "ORD-2026-000713",
+    ),
+]
+
+
 def written() -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for user, evidence, results, reply, figure, wrong in WRITTEN:
@@ -508,6 +684,13 @@ def written() -> list[dict[str, Any]]:
         place["calls"] = [{"name": "lookup", "arguments": {}, "result": r} for r in results]
         rows.append(_row("grounded", None, "written", place, reply))
         rows.append(_row("altered", wrong, "written", place, reply.replace(figure, wrong, 1)))
+    for user, evidence, results, reply, figure, wrong in AFTER:
+        place = {"userMessage": user, "history": [], "calls": []}
+        if evidence:
+            place["evidence"] = evidence
+        place["calls"] = [{"name": "lookup", "arguments": {}, "result": r} for r in results]
+        rows.append(_row("grounded", None, "written-after", place, reply))
+        rows.append(_row("altered", wrong, "written-after", place, reply.replace(figure, wrong, 1)))
     return rows
 
 

@@ -275,3 +275,8 @@ async def test_long_sources_are_searched_off_the_event_loop(
     turn = Turn(user_message="Check it", evidence=passages)
     result = await rg.FigureCheck().check(turn, rg.Reply(text="Order A-58812 is paid."))
     assert result.passed and moved
+
+
+async def test_a_hash_id_is_found_as_its_digits_but_not_inside_a_longer_number() -> None:
+    assert await _missing("Ticket #4821 is closed.", {"ticket": 4821}) == []
+    assert await _missing("Ticket #4821 is closed.", {"ticket": 48210}) == ["#4821"]

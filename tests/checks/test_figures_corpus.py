@@ -49,7 +49,7 @@ def test_the_corpus_is_large_and_balanced() -> None:
     corpus = rows()
     labels = [row["label"] for row in corpus]
     assert labels.count("grounded") >= 250 and labels.count("altered") >= 250
-    assert {row["group"] for row in corpus} == {"generated", "written"}
+    assert {row["group"] for row in corpus} == {"generated", "written", "written-after"}
     assert all(row["altered"] for row in corpus if row["label"] == "altered")
 
 
@@ -66,5 +66,6 @@ async def test_false_fails_stay_under_two_percent_and_the_catch_rate_is_high() -
             altered += 1
             caught += not result.passed and row["altered"] in (result.feedback or "")
     print(f"\nfalse FAIL {false_fails}/{grounded}, caught {caught}/{altered}")
+    # One known false FAIL: "£58" for two £29 tickets, a figure the reply derives.
     assert false_fails / grounded < FALSE_FAIL_CEILING
     assert caught / altered >= CATCH_FLOOR

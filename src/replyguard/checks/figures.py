@@ -23,6 +23,7 @@ already holds is released at once.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Iterable, Iterator, Sequence
 
 from replyguard.checks.base import failed, passed
@@ -38,6 +39,8 @@ from replyguard.context._sections import _content_text, _text
 from replyguard.types import CheckResult, FailCategory, Reply, Turn
 
 __all__ = ["FigureCheck"]
+
+_SEPARATORS = re.compile(r"[-_#]")
 
 INLINE_CHARS = 50_000
 """A reply and sources longer than this together are searched off the event loop."""
@@ -57,6 +60,7 @@ class Sources:
     def __init__(self, texts: Iterable[str]) -> None:
         self.texts = [text for text in texts if text]
         self.folded = "\n".join(self.texts).casefold()
+        self.compact = _SEPARATORS.sub("", self.folded)  # an ID's form is found in it
         self.slashed = "\n".join(self.texts).replace("\\", "/")
         self.forms: dict[str, set[str]] = {kind: set() for kind in KINDS}
         self.urls: list[str] = []
@@ -72,8 +76,13 @@ class Sources:
         """Whether ``figure`` occurs here in one of its forms."""
         if figure.forms & self.forms[figure.kind]:
             return True
-        if figure.kind in ("email", "id"):
+        if figure.kind == "email":
             return figure.text.casefold() in self.folded
+        if figure.kind == "id":  # "#4821" in a tool's {"ticket": 4821}; "INV20260042"
+            (form,) = figure.forms
+            return (
+                re.search(rf"(?<![0-9a-z]){re.escape(form)}(?![0-9a-z])", self.compact) is not None
+            )
         if figure.kind == "url":
             (form,) = figure.forms
             return any(url.startswith(form) for url in self.urls) or form in self.folded
