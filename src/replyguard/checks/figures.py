@@ -167,7 +167,7 @@ class FigureCheck:
             missing = self._missing(reply.text, texts)
         if not missing:
             return passed(self.name)
-        return failed(self.name, FailCategory.GROUNDING, _feedback(missing), value=None)
+        return failed(self.name, FailCategory.GROUNDING, _feedback(missing))
 
     def scanner(self, turn: Turn) -> FigureScanner:
         """A fresh scanner for one streamed reply of ``turn``."""
