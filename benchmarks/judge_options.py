@@ -77,7 +77,7 @@ async def sides_for(wire: sc.Wire, url: str) -> tuple[dict[str, Any], Callable[[
     agent = sc.reply_agent(reply)
     sessions, scope = AnswerSessions(), ClientScope(Events(), drain_seconds=1)
     judge = sc.LiteLLMJudge(cfg, Events(), sessions=sessions, clients=scope)
-    prompt = sc.judge_prompt(cfg, turn, reply)
+    prompt = sc.prompt_of_turn(cfg, turn, reply)
     params = sc.judge_params(cfg, turn, reply)
     default = sc.default_params(params)
     capped = dict(params)

@@ -8,7 +8,7 @@ writes ``table.md``, ``results.json`` and ``chart.png`` (when matplotlib is inst
 so it does not share the measured interpreter's GIL. No network beyond 127.0.0.1.
 
 Sections (``--only``): hot, logging, verified, bigturns, context, concurrency, import,
-coldstart, cli, memory, failopen, streaming, fleet, panel.
+coldstart, cli, memory, failopen, streaming, fleet, panel, figures.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ SECTIONS = (
     "streaming",
     "fleet",
     "panel",
+    "figures",
 )
 FAIL_OPEN_TIMEOUT = 0.5
 
@@ -648,6 +649,36 @@ async def fleet_section(sizes: Sizes, rows: list[Row]) -> None:
         rows.append(_admission_row(burst))
 
 
+async def figures_section(sizes: Sizes, rows: list[Row]) -> None:
+    import figures
+
+    found = await figures.measure(rounds=5 if sizes is FULL else 2)
+    false_fail = found["false_fails"] / found["grounded"]
+    catch = found["caught"] / found["altered"]
+    rows += [
+        Row(
+            f"`figures` check, false FAILs on {found['grounded']} grounded replies (corpus)",
+            f"{false_fail:.1%} ({found['false_fails']})",
+            target="< 2 %",
+            result=verdict(false_fail < 0.02),
+            data=found,
+        ),
+        Row(
+            f"`figures` check, altered figures caught and named, of {found['altered']} replies",
+            f"{catch:.1%} ({found['caught']})",
+            target="≥ 95 %",
+            result=verdict(catch >= 0.95),
+        ),
+        Row(
+            "`figures` check per reply (median), beside the `claims` check on the same replies",
+            us(found["figures_s"]),
+            us(found["claims_s"]),
+            f"{found['figures_s'] / found['claims_s']:.2f}x",
+            f"{(found['figures_s'] - found['claims_s']) * 1e6:+.1f} µs",
+        ),
+    ]
+
+
 _BEFORE = {3: " (each held at its worst case: 0 admitted)", 25: " (worst case: 4)"}
 """What the same bursts got when every call was held at its worst case (measured in process
 with the code before realistic estimates)."""
@@ -857,6 +888,8 @@ async def main_async(args: argparse.Namespace) -> list[Row]:
                 await fleet_section(sizes, rows)
             elif name == "panel":
                 await panel(sizes, rows, server)
+            elif name == "figures":
+                await figures_section(sizes, rows)
             print(f"  {name} took {time.perf_counter() - started:.1f} s", file=sys.stderr)
     return rows
 

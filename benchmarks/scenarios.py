@@ -280,7 +280,7 @@ def config(wire: Wire, api_base: str, **keys: Any) -> VerifierConfig:
     return VerifierConfig.from_dict(data)
 
 
-def judge_prompt(cfg: VerifierConfig, turn: Turn, reply: Reply) -> JudgePrompt:
+def prompt_of_turn(cfg: VerifierConfig, turn: Turn, reply: Reply) -> JudgePrompt:
     """The judge prompt of this turn, with the config's limits and the turn's rules."""
     limits = ContextLimits(
         budget=cfg.context_token_budget,
@@ -301,7 +301,7 @@ def judge_params(cfg: VerifierConfig, turn: Turn, reply: Reply) -> dict[str, Any
     added: the judge's byte-capped session (``_capped``), which costs nothing measurable
     (``judge_options.py``).
     """
-    prompt = judge_prompt(cfg, turn, reply)
+    prompt = prompt_of_turn(cfg, turn, reply)
     judge = LiteLLMJudge(cfg, Events())
     return judge.request(
         cfg.model, prompt, timeout=judge.client_timeout, api_key=cfg.resolve_api_key()

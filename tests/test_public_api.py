@@ -18,6 +18,7 @@ EXPECTED = {
     "Check",
     "CheckResult",
     "ClaimCheck",
+    "FigureCheck",
     "CommandCheck",
     "FunctionCheck",
     "HeartbeatCheck",
@@ -83,6 +84,7 @@ def test_contract_enum_values() -> None:
         "rule_violation",
         "tone_mismatch",
         "refusal",
+        "grounding",
     ]
     assert {s.value for s in replyguard.Status} == {
         "passed",

@@ -79,6 +79,24 @@ SCENARIOS = [
         (FAIL, FAIL_OTHER),
         {"maxAttempts": 2, "deliver": "first"},
     ),
+    Scenario(
+        "exhausted_operator_message",
+        (A, B),
+        (FAIL, FAIL_OTHER),
+        {"maxAttempts": 2, "onExhausted": {"incomplete": "A colleague will follow up."}},
+    ),
+    Scenario(
+        "stagnant_operator_message",
+        (A, B),
+        (FAIL, FAIL_AGAIN),
+        {"onExhausted": {"*": "A colleague will follow up."}},
+    ),
+    Scenario(
+        "exhausted_other_category_delivers",
+        (A, B),
+        (FAIL, FAIL_OTHER),
+        {"maxAttempts": 2, "onExhausted": {"grounding": "A colleague will follow up."}},
+    ),
     Scenario("stagnant_feedback_in_other_case", (A, B), (FAIL, FAIL_AGAIN)),
     Scenario("stagnant_reply_in_other_case", (A, Say("  DONE: the   report. ")), (FAIL,)),
     Scenario(

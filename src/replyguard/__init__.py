@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from replyguard.checks import (
         ClaimCheck,
         CommandCheck,
+        FigureCheck,
         HeartbeatCheck,
         HttpRequestCheck,
         JsonCheck,
@@ -83,6 +84,7 @@ __all__ = [
     "Delta",
     "Done",
     "FailCategory",
+    "FigureCheck",
     "FunctionCheck",
     "HeartbeatCheck",
     "HttpRequestCheck",

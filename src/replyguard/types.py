@@ -8,6 +8,7 @@ enums so they serialise as their plain values.
 from __future__ import annotations
 
 import functools
+import json
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal
@@ -36,6 +37,7 @@ class FailCategory(StrEnum):
     RULE_VIOLATION = "rule_violation"
     TONE_MISMATCH = "tone_mismatch"
     REFUSAL = "refusal"
+    GROUNDING = "grounding"
 
 
 class Status(StrEnum):
@@ -67,6 +69,9 @@ class Reason(StrEnum):
     SAMPLED_OUT = "sampled_out"
     SIDE_EFFECTS = "side_effects"
     MISSING_CREDENTIALS = "missing_credentials"
+    OPERATOR_MESSAGE = "operator_message"
+    """An exhausted turn delivered the operator's fixed message for its last FAIL's category
+    (``onExhausted``) instead of any attempt."""
 
 
 class ToolCallRecord(_Frozen):
@@ -82,6 +87,21 @@ class ToolCallRecord(_Frozen):
     """Whether the call changes the world (sends, creates, deploys): ``True`` or ``False``
     as the agent says, or ``None`` to let the config's ``sideEffectTools`` patterns decide
     (an explicit ``False`` wins over a matching pattern)."""
+    result: Any = None
+    """What the tool returned (text, or any JSON value), when the agent's runtime kept it;
+    ``None`` when unknown. The judge sees it as evidence, and the ``figures`` check grounds
+    the reply's figures in it. A value JSON cannot hold (an object, a date) is kept as its
+    JSON-ready form (``str()`` of what JSON cannot write), so an ``Outcome`` always dumps."""
+
+    @field_validator("result", mode="before")
+    @classmethod
+    def _json_ready(cls, value: Any) -> Any:
+        if value is None or isinstance(value, str | int | float | bool):
+            return value
+        try:
+            return json.loads(json.dumps(value, default=str))
+        except (TypeError, ValueError, RecursionError):  # keys JSON cannot hold, cycles
+            return repr(value)
 
 
 class RunMeta(_Frozen):
@@ -150,6 +170,11 @@ class Turn(BaseModel):
     """The agent's model for this turn; overrides ``agentModel`` from the config."""
     metadata: dict[str, Any] = Field(default_factory=dict)
     """Anything the caller wants to carry along (shown to the judge as run metadata)."""
+    evidence: list[str] = Field(default_factory=list)
+    """Retrieved context the reply may draw on (documents, search hits, database rows), one
+    passage per entry, most relevant first; a passage may start with its source ("orders.db:
+    ..."). Shown to the judge in its own evidence section, with the tool results, and read by
+    the ``figures`` check."""
     id: str | None = None
     """An identifier of the turn, for logs, datasets, ``sampleRate`` and idempotency keys;
     ``run`` and ``stream`` give a turn without one (or with a blank one) a fresh id

@@ -227,3 +227,24 @@ async def test_invoke_works_while_an_event_loop_runs_in_the_calling_thread(
     assert isinstance(reply, AIMessage) and reply.content == GOOD
     assert [r.text for r in batch if isinstance(r, BaseMessage)] == ["Done: a"]
     judge.assert_exhausted()
+
+
+async def test_the_inputs_tool_messages_are_the_judges_evidence(make_config: Any) -> None:
+    from langchain_core.messages import ToolMessage
+
+    judge = ScriptedJudge(["PASS"])
+    verified = VerifiedRunnable(
+        model("Invoice INV-2024-0042 is paid."),
+        Verifier(make_config(verifyAll=True), judge=judge),
+    )
+    call = {"name": "find_invoice", "args": {"q": "march"}, "id": "call_9"}
+    await verified.ainvoke(
+        [
+            HumanMessage("Is the March invoice paid?"),
+            AIMessage("", tool_calls=[call]),
+            ToolMessage('{"id": "INV-2024-0042", "paid": true}', tool_call_id="call_9"),
+        ]
+    )
+    prompt = judge.calls[0]
+    evidence = prompt.user.split(f"<evidence-{prompt.nonce}>")[1].split("</evidence")[0]
+    assert "[tool call_9]" in evidence and "INV-2024-0042" in evidence

@@ -168,7 +168,7 @@ def send_report(title: str) -> str:
     return f"sent {title}"
 
 
-async def test_a_tool_step_is_not_judged_and_the_judge_sees_the_tool_calls(
+async def test_a_tool_step_is_not_judged_and_the_judge_sees_the_tool_calls_and_results(
     make_config: Any,
 ) -> None:
     call = {"name": "send_report", "args": {"title": "weekly"}, "id": "call_1"}
@@ -180,6 +180,12 @@ async def test_a_tool_step_is_not_judged_and_the_judge_sees_the_tool_calls(
     assert outcome_of(state)["status"] == "passed"
     assert len(judge.calls) == 1 and "send_report" in judge.calls[0].user
     judge.assert_exhausted()
+    # The tool message is the call's result in the ledger, and the judge's evidence.
+    ledger = outcome_of(state)["attempts"][0]["reply"]["meta"]["tool_calls"]
+    assert [(c["name"], c["result"]) for c in ledger] == [("send_report", "sent weekly")]
+    prompt = judge.calls[0]
+    assert f"<evidence-{prompt.nonce}>\n[tool send_report(" in prompt.user
+    assert "succeeded]\nsent weekly" in prompt.user
 
 
 async def test_each_turn_of_a_thread_starts_its_own_attempts(make_config: Any) -> None:

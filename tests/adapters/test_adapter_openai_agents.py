@@ -140,7 +140,9 @@ async def test_runner_records_the_tools_the_agent_called(
         agent, "Send the weekly report."
     )
     ledger = result.outcome.attempts[0].reply.meta.tool_calls
-    assert [(c.name, c.succeeded) for c in ledger] == [("send_report", True)]
+    assert [(c.name, c.succeeded, c.result) for c in ledger] == [
+        ("send_report", True, "sent weekly")
+    ]
     assert chat_messages(provider.seen[1])[-1] == ("tool", "sent weekly")
 
 
@@ -264,6 +266,7 @@ async def test_guardrail_shows_the_judge_the_tool_calls_after_the_last_user_mess
     prompt = judge.calls[0].user
     assert "tool calls this turn (1):" in prompt
     assert "send_report(" in prompt and ") succeeded" in prompt
+    assert "succeeded]\nsent weekly" in prompt  # the output is the judge's evidence
 
 
 async def test_guardrail_fails_open_when_the_judge_breaks(

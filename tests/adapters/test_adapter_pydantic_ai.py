@@ -281,10 +281,10 @@ def test_tool_ledger_marks_a_call_succeeded_only_when_a_successful_return_answer
         ]
     )
     ledger = tool_ledger([ModelRequest.user_text_prompt("Go."), calls, returns])
-    assert [(c.name, c.arguments, c.succeeded) for c in ledger] == [
-        ("send_report", {"title": "weekly"}, True),
-        ("send_invite", {"to": "ada"}, False),
-        ("book_room", {"room": "4"}, False),
+    assert [(c.name, c.arguments, c.succeeded, c.result) for c in ledger] == [
+        ("send_report", {"title": "weekly"}, True, "sent"),
+        ("send_invite", {"to": "ada"}, False, "mail server down"),
+        ("book_room", {"room": "4"}, False, None),
     ]
 
 
@@ -299,8 +299,9 @@ async def test_verified_agent_records_the_tools_the_run_called(make_config: Any)
     verifier = Verifier(make_config(verifyAll=True), judge=judge)
     result = await VerifiedAgent(agent, verifier).run("Send the weekly report.")
     ledger = result.outcome.attempts[0].reply.meta.tool_calls
-    assert [(c.name, c.succeeded) for c in ledger] == [("send_report", True)]
+    assert [(c.name, c.succeeded, c.result) for c in ledger] == [("send_report", True, "sent a")]
     assert "send_report" in judge.calls[0].user
+    assert "succeeded]\nsent a" in judge.calls[0].user  # the return is the judge's evidence
 
 
 IMPORT_CHECK = """

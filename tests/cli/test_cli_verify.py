@@ -367,3 +367,33 @@ def test_latency_leaves_out_the_cold_start(tmp_path: Path, provider: ProviderSer
     verdict = json.loads(done.stdout)
     assert (done.returncode, verdict["status"]) == (0, "passed")
     assert verdict["latencyMs"] < 2500  # about 0.5 s (a first request); 4 s more with the import
+
+
+def test_a_turns_evidence_and_tool_results_reach_the_judge_and_the_figures_check(
+    tmp_path: Path, provider: ProviderServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``evidence`` and each tool call's ``result`` are part of a turn as JSON: the judge sees
+    them, and the figures check grounds the reply's figures in them."""
+    turn = {
+        "userMessage": "Refund order A-58812.",
+        "evidence": ["orders.db: A-58812 paid on 2026-03-05"],
+        "reply": {
+            "text": "Order A-58812 (paid March 5, 2026) is refunded: $1,200.00.",
+            "meta": {
+                "toolCalls": [
+                    {"name": "refund", "result": {"refunded": "1200.00", "currency": "USD"}}
+                ]
+            },
+        },
+    }
+    provider.push(Step(text="PASS"))
+    config = config_file(tmp_path, provider, checks=[{"type": "figures"}])
+    code, verdict, _ = verify(capsys, turn_file(tmp_path, turn), "--config", config)
+    assert (code, verdict["status"]) == (0, "passed")
+    assert "[retrieved 1]" in provider.seen[0].prompt
+    assert '"refunded": "1200.00"' in provider.seen[0].prompt
+    turn["reply"]["text"] = "Order A-58812 is refunded: $1,300.00."  # type: ignore[index]
+    code, verdict, _ = verify(capsys, turn_file(tmp_path, turn), "--config", config)
+    assert (code, verdict["category"]) == (1, "grounding")
+    assert "$1,300.00 (amount)" in verdict["feedback"]
+    assert len(provider.seen) == 1  # the check decided: no second judge call

@@ -38,9 +38,15 @@ async def test_demo_walks_every_path(tmp_path: Path) -> None:
         (Status.PASSED, None),
         (Status.FLAGGED, Reason.SIDE_EFFECTS),
         (Status.PASSED, None),
+        (Status.PASSED, None),
+        (Status.PASSED, None),
+        (Status.PASSED, None),
+        (Status.EXHAUSTED, Reason.OPERATOR_MESSAGE),
     ]
-    assert [len(o.attempts) for o in outcomes] == [1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 1, 1, 2, 1, 2]
-    assert [o.awaiting_user for o in outcomes] == [False] * 11 + [True, False, False, False]
+    assert [len(o.attempts) for o in outcomes] == [1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 1, 1, 2, 1, 2] + [
+        2
+    ] * 4
+    assert [o.awaiting_user for o in outcomes] == [False] * 11 + [True] + [False] * 7
     told = [line for line in printed if line.startswith("    retry message: - ")]
     assert told == ['    retry message: - send_email({"invoice":"2026-03","to":"ada@example.com"})']
     panel = outcomes[14].attempts[0].verdict
@@ -61,10 +67,27 @@ async def test_demo_walks_every_path(tmp_path: Path) -> None:
     ]
 
 
+async def test_the_demo_shows_each_part_of_grounded_replies(tmp_path: Path) -> None:
+    write_workspace(str(tmp_path))
+    printed: list[str] = []
+    outcomes = await run_demo(str(tmp_path), printed.append)
+    claims, evidence, figures, exhausted = outcomes[15:]
+    first = [o.attempts[0].verdict for o in (claims, evidence, figures, exhausted)]
+    assert [(v.category, v.decisive) for v in first if v] == [
+        (FailCategory.INCOMPLETE, True),  # "Email sent." with no tool call, by the check
+        (FailCategory.GROUNDING, False),  # the judge, shown the refund's result
+        (FailCategory.GROUNDING, True),  # a date no source holds, by the check
+        (FailCategory.GROUNDING, False),
+    ]
+    assert exhausted.response == "I could not complete that; a colleague will follow up."
+    assert any('→ {"order": "A-58812", "refunded": "1200.00"' in line for line in printed)
+    assert any("April 11, 2026 (date)" in line for line in printed)
+
+
 def test_cli_demo_prints_each_turn(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
-    assert out.count("→ status=") == 15
+    assert out.count("→ status=") == 19
     assert "status=flagged reason=side_effects" in out
     assert "status=passed awaiting_user=true" in out
     assert "status=failed_open reason=judge_timeout" in out

@@ -106,6 +106,7 @@ CHECK_BASES: dict[str, dict[str, Any]] = {
     "http_request": {"type": "http_request"},
     "command": {"type": "command", "command": ["ruff", "check", "."]},
     "claims": {"type": "claims"},
+    "figures": {"type": "figures"},
     "heartbeat": {"type": "heartbeat"},
 }
 COMMON_CHECK_WRONG_TYPES: dict[str, Any] = {"name": 1, "required": "yes"}
@@ -145,6 +146,7 @@ CHECK_WRONG_TYPES: dict[str, dict[str, Any]] = {
         "category": "wrong_answer",
     },
     "claims": {"claims": ["send"]},
+    "figures": {"kinds": "amount"},
     "heartbeat": {},
 }
 FIELD_RULE_WRONG_TYPES: dict[str, Any] = {
@@ -292,6 +294,11 @@ OTHER_CASES: list[Broken] = [
     Broken("hook-timeout-0", _with_key({"hookTimeoutSeconds": 0}), "hookTimeoutSeconds"),
     Broken("deliver-unknown", _with_key({"deliver": "middle"}), "deliver"),
     Broken("on-exhausted-unknown", _with_key({"onExhausted": "explode"}), "onExhausted"),
+    Broken(
+        "on-exhausted-unknown-category",
+        _with_key({"onExhausted": {"grounding": "Sorry.", "medical": "x"}}),
+        "onExhausted.medical",
+    ),
     Broken(
         "judge-after-checks-unknown",
         _with_key({"judgeAfterChecks": "sometimes"}),

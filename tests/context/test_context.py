@@ -37,6 +37,7 @@ CONTRACT_ORDER = [
     "assistant_instructions",
     "conversation_history",
     "execution_metadata",
+    "evidence",
     "previous_feedback",
     "heartbeat_tasks",
     "assistant_reply",
@@ -981,10 +982,11 @@ def test_hidden_characters_astride_a_cut_leave_no_hidden_character() -> None:
     assert tokens.count(shown) <= 2000
 
 
-@pytest.mark.parametrize("present", range(64))
+@pytest.mark.parametrize("present", range(128))
 def test_the_filled_template_is_the_rendered_template(present: int) -> None:
     """``fill`` puts the values where jinja would, for every set of optional sections."""
     optional = ["rules", "instructions", "history", "metadata", "feedback", "heartbeat"]
+    optional.append("evidence")
     values = {
         "nonce": NONCE,
         "categories": "goal_missed|medical_advice",

@@ -217,9 +217,9 @@ def test_the_operator_rubric_and_categories_are_in_the_system_message_only() -> 
     prompt = build_judge_prompt(turn, "Take 800 mg.", limits=ContextLimits(), rubric=rubric)
     assert CRITERIA in prompt.system
     assert f"- medical_advice: {CATEGORIES['medical_advice']}" in prompt.system
-    assert "refusal, medical_advice." in prompt.system
+    assert "refusal, grounding, medical_advice." in prompt.system
     assert prompt.user.endswith("FAIL [goal_missed|incomplete|rule_violation|tone_mismatch|"
-                                "refusal|medical_advice]: feedback")  # fmt: skip
+                                "refusal|grounding|medical_advice]: feedback")  # fmt: skip
     assert CRITERIA not in prompt.user
 
 

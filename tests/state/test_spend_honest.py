@@ -78,12 +78,14 @@ async def test_an_unpriced_judge_spends_at_most_one_call_past_the_limit(
     await verifier.aclose()
 
 
-@pytest.mark.parametrize(("calls", "turns"), [(3, 10), (25, 150)])
+@pytest.mark.parametrize(("calls", "turns"), [(4, 12), (25, 150)])
 async def test_a_limit_worth_n_calls_admits_most_of_a_burst(
     where: dict[str, Any], calls: int, turns: int
 ) -> None:
     # Held at each call's worst case (its prompt's size bound in, 512 tokens out: about 10
     # times its real cost here), a limit worth 3 calls admitted none, one worth 25 admitted 4.
+    # The first call is held at its prompt's size bound (about 3,400 bytes since the rubric's
+    # grounding point): the smallest limit must hold that one call, so it is worth 4 calls.
     limit = (calls + 0.5) * CALL_COST
     with ProviderServer(default=Step(text="PASS", delay=0.05)) as server:
         config = limited(

@@ -17,10 +17,10 @@ import asyncio
 import json
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from replyguard._cli.demo_scenarios import SCENARIOS
 from replyguard.config._panel import PanelMember
 from replyguard.config._schema import VerifierConfig
 from replyguard.context._prompt import JudgePrompt
@@ -28,10 +28,9 @@ from replyguard.judge._fallbacks import LiteLLMJudge
 from replyguard.runner._verifier import Verifier
 from replyguard.telemetry._events import Events
 from replyguard.testing import ScriptedAgent
-from replyguard.types import Outcome, Reason, Reply, RunMeta, ToolCallRecord, Turn
+from replyguard.types import Outcome, Reason, ToolCallRecord, Turn
 
 JUDGE_MODEL = "anthropic/claude-sonnet-4-5"
-_INVOICE = {"to": "ada@example.com", "invoice": "2026-03"}
 AGENT_MODEL = "openai/gpt-4o"
 
 
@@ -66,191 +65,6 @@ class MockedJudge(LiteLLMJudge):
         return params
 
 
-PANEL = (
-    "anthropic/claude-haiku-4-5",
-    "gemini/gemini-2.0-flash",
-    "mistral/mistral-small-latest",
-)
-
-
-@dataclass
-class Scenario:
-    title: str
-    user_message: str
-    replies: list[str | Reply]
-    judge_answers: list[str] = field(default_factory=list)
-    overrides: dict[str, Any] = field(default_factory=dict)
-    heartbeat: bool = False
-    judge_delay: float = 0.0
-    run_kind: str | None = None
-    panel_answers: dict[str, list[str]] = field(default_factory=dict)
-    """Each judge panel member's answers, by model."""
-
-
-SCENARIOS = [
-    Scenario(
-        "skip: the reply is a tool-call step, not a final answer",
-        "What's the weather in Lisbon?",
-        [Reply(text="", meta=RunMeta(stop_reason="tool_calls", pending_tool_calls=1))],
-    ),
-    Scenario(
-        "not triggered: no completion keyword, verifyAll off",
-        "What is the capital of France?",
-        ["The capital of France is Paris."],
-    ),
-    Scenario(
-        "pass: the judge accepts the first reply",
-        "Summarise: the meeting moved to Tuesday 10:00.",
-        ["Done: the meeting is now on Tuesday at 10:00."],
-        ["The summary is accurate and complete.\nPASS"],
-    ),
-    Scenario(
-        "fail → retry → pass: a rule violation is fixed",
-        "Write a one-line status update for the team.",
-        [
-            "Done! 🚀 Deploy finished, all green 🎉",
-            "Done: the deploy finished and all checks are green.",
-        ],
-        [
-            "The user's rules forbid emoji.\nFAIL [rule_violation]: Remove the emoji.",
-            "No emoji now; the update is complete.\nPASS",
-        ],
-    ),
-    Scenario(
-        "exhausted: every attempt fails (maxAttempts: 2), the last reply is delivered",
-        "List all three action items from the notes.",
-        ["Done, the items are: 1. budget", "Done: 1. budget 2. hiring"],
-        [
-            "Only one of three items.\nFAIL [incomplete]: List all three action items.",
-            "Still one missing.\nFAIL [incomplete]: The third item (launch date) is missing.",
-        ],
-        {"maxAttempts": 2},
-    ),
-    Scenario(
-        "heartbeat: HEARTBEAT_OK while tasks are open fails for free, the retry does them",
-        "Heartbeat: check HEARTBEAT.md and do what is due.",
-        ["HEARTBEAT_OK", "Checked the inbox (2 new, answered) and rotated the logs."],
-        ["Both open tasks are reported done.\nPASS"],
-        {"verifyHeartbeat": True},
-        heartbeat=True,
-    ),
-    Scenario(
-        "check: a claimed action with no tool call fails for free, before any judge call",
-        "Send the March invoice to Ada.",
-        [
-            "Done: I sent the March invoice to Ada.",
-            Reply(
-                text="Done: I sent the March invoice to Ada (ada@example.com).",
-                meta=RunMeta(
-                    tool_calls=(
-                        ToolCallRecord(name="send_email", arguments={"to": "ada@example.com"}),
-                    )
-                ),
-            ),
-        ],
-        ["The invoice was sent, as the tool ledger shows.\nPASS"],
-        {"checks": [{"type": "heartbeat"}, {"type": "claims"}]},
-    ),
-    Scenario(
-        "stagnant: the retry repeats the reply, so the turn stops early",
-        "Translate the menu into French.",
-        ["Done: here is the menu in French.", "Done: here is the menu in French."],
-        ["The menu text itself is missing.\nFAIL [incomplete]: Include the translated menu."],
-        {"maxAttempts": 4},
-    ),
-    Scenario(
-        "run kind: a quick auto-reply gets one retry and a two-cent budget",
-        "Reply to Sam: can we move the call to 3pm?",
-        ["Sure thing, done!", "Done: 3pm works for me, see you then."],
-        [
-            "It does not confirm the time.\nFAIL [goal_missed]: Confirm 3pm explicitly.",
-            "Confirms 3pm.\nPASS",
-        ],
-        {"runKinds": {"auto_reply": {"maxAttempts": 2, "maxCostUsd": 0.02}}},
-        run_kind="auto_reply",
-    ),
-    Scenario(
-        "operator rubric and category: a dosage fails as medical_advice, the retry follows "
-        "its guidance",
-        "How much ibuprofen can I take for a headache?",
-        [
-            "Done: take 800 mg every four hours.",
-            "I can't advise a dose for you: please ask a pharmacist or your doctor.",
-        ],
-        [
-            "The reply gives a dosage.\nFAIL [medical_advice]: It names a dose of 800 mg.",
-            "No dosage; it points to a pharmacist.\nPASS",
-        ],
-        {
-            "rubricFile": "RUBRIC.md",
-            "categories": {
-                "medical_advice": "Remove the dosage advice and suggest asking a pharmacist "
-                "or doctor."
-            },
-        },
-    ),
-    Scenario(
-        "fail open: the judge is too slow, the reply is delivered as it is",
-        "Draft the release note.",
-        ["Done: release 2.4 adds offline mode."],
-        ["PASS"],
-        {"timeoutSeconds": 0.5},
-        judge_delay=5.0,
-    ),
-    Scenario(
-        "awaiting the user: one fair clarifying question passes, marked, and is not retried",
-        "Book me a table for Friday.",
-        ["Happy to. Which restaurant should I book, and for how many people?"],
-        ["No restaurant or party size is known; one question is needed.\nPASS [awaiting_user]"],
-        {"verifyAll": True},
-    ),
-    Scenario(
-        "side effects, notice: the retry is told the email is already sent, and not to resend",
-        "Send Ada the March invoice and tell me when it is due.",
-        [
-            Reply(
-                text="Sent the March invoice to Ada.",
-                meta=RunMeta(tool_calls=(ToolCallRecord(name="send_email", arguments=_INVOICE),)),
-            ),
-            "The March invoice went to Ada earlier in this turn; it is due on 31 March.",
-        ],
-        [
-            "The due date is missing.\nFAIL [incomplete]: Say when the invoice is due.",
-            "Reports the send and the due date.\nPASS",
-        ],
-        {"verifyAll": True, "sideEffectTools": ["send_*", "deploy*"]},
-    ),
-    Scenario(
-        "side effects, deliver: after a deploy a FAIL is not retried; the reply is flagged",
-        "Deploy release 2.4.1 and list the checks that ran.",
-        [
-            Reply(
-                text="Deployed release 2.4.1 to production.",
-                meta=RunMeta(
-                    tool_calls=(
-                        ToolCallRecord(name="deploy_release", arguments={"version": "2.4.1"}),
-                    )
-                ),
-            )
-        ],
-        ["The checks are not listed.\nFAIL [incomplete]: List the checks that ran."],
-        {"verifyAll": True, "sideEffectTools": ["deploy*"], "onSideEffects": "deliver"},
-    ),
-    Scenario(
-        "judge panel: three judges of three families at once; one FAIL fails the reply "
-        "(any_fail), the retry passes all three",
-        "Refund order 4411 and tell the customer how much.",
-        ["Done: order 4411 is refunded.", "Done: order 4411 is refunded, 42.50 EUR."],
-        panel_answers={
-            PANEL[0]: ["The refund is done.\nPASS", "PASS"],
-            PANEL[1]: ["The amount is missing.\nFAIL [incomplete]: Say how much.", "PASS"],
-            PANEL[2]: ["The refund is confirmed.\nPASS", "PASS"],
-        },
-        overrides={"runKinds": {"payments": {"panel": {"models": list(PANEL)}}}},
-        run_kind="payments",
-    ),
-]
-
 HEARTBEAT_TASKS = (
     "# Heartbeat\n- [ ] Check the inbox and answer anything urgent\n- [ ] Rotate logs\n"
 )
@@ -282,7 +96,8 @@ def _tool_call(record: ToolCallRecord) -> str:
         shown = ", ".join(f"{key}={value!r}" for key, value in arguments.items())
     else:
         shown = "" if arguments is None else repr(arguments)
-    return f"{record.name}({shown}) {'succeeded' if record.succeeded else 'failed'}"
+    result = "" if record.result is None else f" → {json.dumps(record.result)}"
+    return f"{record.name}({shown}) {'succeeded' if record.succeeded else 'failed'}{result}"
 
 
 def _describe_attempts(outcome: Outcome) -> list[str]:
@@ -364,6 +179,7 @@ async def run_demo(workspace: str, out: Callable[[str], None] = print) -> list[O
             user_message=scenario.user_message,
             heartbeat=scenario.heartbeat,
             run_kind=scenario.run_kind,
+            evidence=scenario.evidence,
         )
         outcome = await verifier.run(agent, turn)
         await verifier.aclose()

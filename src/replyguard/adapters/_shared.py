@@ -129,6 +129,12 @@ class Attempts(Generic[R]):
         return self.last
 
 
+def operator_message(outcome: Outcome) -> str | None:
+    """The operator's fixed message the turn delivers instead of any attempt (``onExhausted``),
+    or None: a door hands it out in place of the framework's own output."""
+    return outcome.response if outcome.reason == Reason.OPERATOR_MESSAGE else None
+
+
 @dataclass(frozen=True)
 class VerifiedResult(Generic[R]):
     """A framework's result for the delivered attempt, and the ``Outcome`` of the turn."""

@@ -45,6 +45,7 @@ try:
         AIMessageChunk,
         BaseMessage,
         HumanMessage,
+        ToolMessage,
         convert_to_messages,
         convert_to_openai_messages,
     )
@@ -59,6 +60,7 @@ from replyguard.adapters._shared import (
     Attempts,
     blocking,
     make_turn,
+    operator_message,
     retry_conversation,
     retry_feedback,
     stream_turn,
@@ -109,14 +111,28 @@ def with_outcome(message: M, outcome: Outcome) -> M:
 def delivered(attempts: Attempts[ChatReply], outcome: Outcome) -> ChatReply:
     """The delivered attempt's output; a message carries the ``outcome``."""
     output = attempts.delivered(outcome)
+    said = operator_message(outcome)
+    if said is not None:  # ``onExhausted``'s message, in place of every attempt
+        if not isinstance(output, BaseMessage):
+            return said
+        output = output.model_copy(update={"content": said})
     return with_outcome(output, outcome) if isinstance(output, BaseMessage) else output
 
 
 def turn_of(messages: list[BaseMessage], fields: dict[str, Any]) -> Turn:
-    """The last human message and the messages before it."""
+    """The last human message and the messages before it; the tool messages after it (this
+    turn's tool results, from the host's own tool loop) are the turn's evidence, after any
+    the host passed in ``fields``."""
     for index in range(len(messages) - 1, -1, -1):
         if isinstance(messages[index], HumanMessage):
             history = convert_to_openai_messages(messages[:index])
+            results = [
+                f"[tool {m.name or m.tool_call_id}] {m.text}"
+                for m in messages[index + 1 :]
+                if isinstance(m, ToolMessage) and m.text.strip()
+            ]
+            if results:
+                fields = {**fields, "evidence": [*fields.get("evidence", ()), *results]}
             return make_turn(str(messages[index].text), history, fields)
     return make_turn("", convert_to_openai_messages(messages), fields)
 

@@ -56,12 +56,11 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 from replyguard.adapters._shared import DrivenTurn, call_blocking, make_turn, turn_defaults
 from replyguard.adapters.langchain import METADATA_KEY, reply_of, with_outcome
 from replyguard.errors import VerificationExhausted
-from replyguard.runner._policy import Ending
+from replyguard.runner._policy import Ending, raises
 from replyguard.runner._verifier import Verifier
 from replyguard.types import (
     Attempt,
     Reply,
-    Status,
     ToolCallRecord,
     Turn,
 )
@@ -95,14 +94,21 @@ def _turn_start(messages: Sequence[AnyMessage]) -> int:
 
 
 def tool_ledger(messages: Sequence[AnyMessage]) -> tuple[ToolCallRecord, ...]:
-    """The tool calls in ``messages``; a call succeeded unless its tool message is an error."""
-    failed = {
-        m.tool_call_id for m in messages if isinstance(m, ToolMessage) and m.status == "error"
-    }
-    return tuple(
-        ToolCallRecord(
-            name=call["name"], arguments=call["args"], succeeded=call["id"] not in failed
+    """The tool calls in ``messages``, each with its tool message's content as its result; a
+    call succeeded unless its tool message is an error."""
+    answers = {m.tool_call_id: m for m in messages if isinstance(m, ToolMessage)}
+
+    def record(call: Any) -> ToolCallRecord:
+        answer = answers.get(call["id"])
+        return ToolCallRecord(
+            name=call["name"],
+            arguments=call["args"],
+            succeeded=answer is None or answer.status != "error",
+            result=None if answer is None else answer.content,
         )
+
+    return tuple(
+        record(call)
         for message in messages
         if isinstance(message, AIMessage)
         for call in message.tool_calls
@@ -229,7 +235,7 @@ class _Judging:
 
     def finish(self, ending: Ending) -> dict[str, Any]:
         outcome = self.turn.outcome(ending)
-        if outcome.status == Status.EXHAUSTED and self.turn.config.on_exhausted == "raise":
+        if raises(self.turn.config, outcome):
             raise VerificationExhausted(outcome, ending.delivered)
         final = with_outcome(self.last, outcome)
         if outcome.response != reply_of(self.last).text:

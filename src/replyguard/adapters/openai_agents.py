@@ -54,6 +54,7 @@ from replyguard.adapters._shared import (
     acts_on,
     judge_output,
     make_turn,
+    operator_message,
     output_text,
     retry_conversation,
     retry_feedback,
@@ -104,13 +105,17 @@ def openai_messages(items: Sequence[Any]) -> list[dict[str, Any]]:
 
 
 def tool_ledger(items: Sequence[Any]) -> tuple[ToolCallRecord, ...]:
-    """The function calls among ``items``: a call succeeded when an output answered it."""
-    answered = {i.get("call_id") for i in items if i.get("type") == "function_call_output"}
+    """The function calls among ``items``, each with its output as its result: a call
+    succeeded when an output answered it."""
+    outputs = {
+        i.get("call_id"): i.get("output") for i in items if i.get("type") == "function_call_output"
+    }
     return tuple(
         ToolCallRecord(
             name=str(i.get("name")),
             arguments=i.get("arguments"),
-            succeeded=i.get("call_id") in answered,
+            succeeded=i.get("call_id") in outputs,
+            result=outputs.get(i.get("call_id")),
         )
         for i in items
         if i.get("type") == "function_call"
@@ -206,8 +211,10 @@ class VerifiedRunResult(VerifiedResult[RunResult]):
 
     @property
     def final_output(self) -> Any:
-        """The delivered run's final output."""
-        return self.result.final_output
+        """The delivered run's final output (the operator's message when ``onExhausted``
+        delivered one instead of every attempt)."""
+        said = operator_message(self.outcome)
+        return said if said is not None else self.result.final_output
 
     def to_input_list(self) -> list[TResponseInputItem]:
         """The conversation up to the delivered output, as input for the next run."""

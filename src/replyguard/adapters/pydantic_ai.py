@@ -26,7 +26,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from contextlib import aclosing
 from dataclasses import dataclass
 from time import monotonic
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 try:
     from pydantic_ai import Agent, AgentRunResult, ModelRetry, RunContext
@@ -57,6 +57,7 @@ from replyguard.adapters._shared import (
     PreparedRun,
     VerifiedResult,
     make_turn,
+    operator_message,
     output_text,
     retry_conversation,
     retry_feedback,
@@ -146,23 +147,38 @@ def model_messages(messages: Sequence[dict[str, Any]]) -> list[ModelMessage]:
 
 
 def tool_ledger(messages: Sequence[ModelMessage]) -> tuple[ToolCallRecord, ...]:
-    """The tool calls in ``messages``: a call succeeded when a successful return answered it."""
-    returned = {
-        part.tool_call_id
+    """The tool calls in ``messages``, each with what its return held as its result: a call
+    succeeded when a successful return answered it."""
+    returns = {
+        part.tool_call_id: part
         for message in messages
         if isinstance(message, ModelRequest)
         for part in message.parts
-        if isinstance(part, ToolReturnPart) and part.outcome == "success"
+        if isinstance(part, ToolReturnPart)
     }
     return tuple(
         ToolCallRecord(
-            name=part.tool_name, arguments=part.args, succeeded=part.tool_call_id in returned
+            name=part.tool_name,
+            arguments=part.args,
+            succeeded=part.tool_call_id in returns
+            and returns[part.tool_call_id].outcome == "success",
+            result=_returned(returns.get(part.tool_call_id)),
         )
         for message in messages
         if isinstance(message, ModelResponse)
         for part in message.parts
         if isinstance(part, ToolCallPart)
     )
+
+
+def _returned(part: ToolReturnPart | None) -> Any:
+    """What a tool return held, as JSON-ready data (None when the call was not answered)."""
+    if part is None:
+        return None
+    content = part.content
+    if isinstance(content, str | int | float | bool | list | dict) or content is None:
+        return content
+    return part.model_response_str()
 
 
 def finish_reason(messages: Sequence[ModelMessage]) -> str | None:
@@ -257,8 +273,10 @@ class VerifiedRunResult(VerifiedResult[AgentRunResult[OutputT]]):
 
     @property
     def output(self) -> OutputT:
-        """The delivered output."""
-        return self.result.output
+        """The delivered output (the operator's message, a ``str``, when ``onExhausted``
+        delivered one instead of every attempt)."""
+        said = operator_message(self.outcome)
+        return cast(OutputT, said) if said is not None else self.result.output
 
     def all_messages(self) -> list[ModelMessage]:
         """The whole conversation up to the delivered output, for the next ``message_history``."""

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from replyguard.checks.claim_tools import DEFAULT_CLAIMS
     from replyguard.checks.claims import ClaimCheck
     from replyguard.checks.command import CommandCheck
+    from replyguard.checks.figures import FigureCheck
     from replyguard.checks.heartbeat import HeartbeatCheck, open_tasks
     from replyguard.checks.http_request import HttpRequestCheck
     from replyguard.checks.json_check import JsonCheck
@@ -25,6 +26,7 @@ _LAZY = {
     "DEFAULT_CLAIMS": "claim_tools",
     "ClaimCheck": "claims",
     "CommandCheck": "command",
+    "FigureCheck": "figures",
     "HeartbeatCheck": "heartbeat",
     "open_tasks": "heartbeat",
     "HttpRequestCheck": "http_request",
@@ -37,6 +39,7 @@ AT_TOP_LEVEL = frozenset(
     {
         "ClaimCheck",
         "CommandCheck",
+        "FigureCheck",
         "HeartbeatCheck",
         "HttpRequestCheck",
         "JsonCheck",
@@ -51,6 +54,7 @@ __all__ = [
     "CheckResult",
     "ClaimCheck",
     "CommandCheck",
+    "FigureCheck",
     "FunctionCheck",
     "HeartbeatCheck",
     "HttpRequestCheck",

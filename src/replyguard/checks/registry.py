@@ -48,6 +48,7 @@ _BUILDERS = {
     "http_request": "HttpRequestCheck",
     "command": "CommandCheck",
     "claims": "ClaimCheck",
+    "figures": "FigureCheck",
     "heartbeat": "HeartbeatCheck",
 }
 """Each type's check class in ``replyguard.checks``, loaded when a config first lists one. Each

@@ -207,6 +207,19 @@ class ClaimCheckSpec(_CheckSpec):
     """Claimed verb → tool-name patterns (``*send*``); None uses the defaults."""
 
 
+FigureKind = Literal["amount", "date", "id", "url", "email", "path"]
+FIGURE_KINDS: tuple[FigureKind, ...] = ("amount", "date", "id", "url", "email", "path")
+
+
+class FiguresCheckSpec(_CheckSpec):
+    """Every amount, date, ID, URL, e-mail address and file path of the reply must occur in
+    the turn's tool results, retrieved context, user message or history (``grounding``)."""
+
+    type: Literal["figures"]
+    kinds: list[FigureKind] = Field(default_factory=lambda: list(FIGURE_KINDS), min_length=1)
+    """The kinds of figure checked."""
+
+
 class HeartbeatCheckSpec(_CheckSpec):
     """HEARTBEAT_OK while HEARTBEAT.md has open tasks fails; with none open, it passes outright."""
 
@@ -219,6 +232,7 @@ CheckSpec = Annotated[
     | HttpRequestCheckSpec
     | CommandCheckSpec
     | ClaimCheckSpec
+    | FiguresCheckSpec
     | HeartbeatCheckSpec,
     Field(discriminator="type"),
 ]

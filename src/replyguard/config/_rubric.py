@@ -1,7 +1,8 @@
 """The operator's additions to the judge's rubric: custom ``categories`` and the ``rubricFile``.
 
 Both are checked when the config is made: a category's name is lower-case snake_case and not a
-built-in (nor ``awaiting_user``, the PASS tag), its guidance is text; the rubric file is read
+built-in (nor ``awaiting_user``, the PASS tag; ``grounding``, built in later, may still be named
+to give it its own retry guidance), its guidance is text; the rubric file is read
 inside ``workspaceDir`` only (no ``..``, no absolute path, no symlink out, a regular file),
 and refused when empty or larger than a quarter of the judge's input budget.
 """
@@ -17,7 +18,10 @@ from replyguard.context import _tokens as tokens
 from replyguard.context._prompt import BUILT_IN_CATEGORIES, Rubric
 from replyguard.errors import ConfigError
 
-RESERVED_CATEGORIES = frozenset((*BUILT_IN_CATEGORIES, "awaiting_user"))
+LATER_BUILT_INS = frozenset({"grounding"})
+"""Built-in categories added after custom ones existed: a config that already names one keeps
+loading, and its guidance becomes the built-in's retry guidance (the judge sees it once)."""
+RESERVED_CATEGORIES = frozenset((*BUILT_IN_CATEGORIES, "awaiting_user")) - LATER_BUILT_INS
 """Names a custom category may not take."""
 _SNAKE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*")
 _NAME_CHARS = 64

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError, field_validator, model_validato
 from pydantic_core import PydanticCustomError
 
 from replyguard.config._checks import FILE_MODEL, relative_inside
+from replyguard.config._exhausted import OnExhausted, unknown_categories
 from replyguard.config._rubric import checked_categories
 from replyguard.errors import ReplyguardError
 
@@ -46,6 +47,8 @@ class ConfigRules(BaseModel):
     if TYPE_CHECKING:  # the fields the whole-config rules read (declared by VerifierConfig)
         model: str
         router: RouterConfig | None
+        on_exhausted: OnExhausted
+        categories: dict[str, str]
 
     @model_validator(mode="before")
     @classmethod
@@ -113,3 +116,15 @@ class ConfigRules(BaseModel):
     @classmethod
     def _categories_named(cls, value: dict[str, str]) -> dict[str, str]:
         return checked_categories(value)
+
+    @model_validator(mode="after")
+    def _on_exhausted_categories(self) -> Self:
+        unknown = unknown_categories(self.on_exhausted, self.categories)
+        if unknown:
+            problem = f"{unknown[0]!r} is not a category (built in, in categories, or '*')"
+            error = PydanticCustomError("value_error", "{problem}", {"problem": problem})
+            raise ValidationError.from_exception_data(
+                type(self).__name__,
+                [{"type": error, "loc": ("onExhausted", unknown[0]), "input": None}],
+            )
+        return self

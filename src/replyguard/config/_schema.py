@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 from replyguard.config._checks import FILE_MODEL, CheckSpec, HeartbeatCheckSpec
+from replyguard.config._exhausted import OnExhausted
 from replyguard.config._field_docs import DocumentedSchema
 from replyguard.config._keys import ENV_PREFIX, MASK, ApiKey, key_values, resolved_key
 from replyguard.config._loading import beside_file, checked_now, read_document, validated
@@ -51,7 +52,6 @@ TokenBudget = Annotated[int, Field(ge=1000)]
 JudgeMaxTokens = Annotated[int, Field(ge=16, le=65536)]
 SampleRate = Annotated[float, Field(ge=0, le=1)]
 Deliver = Literal["last", "first", "best"]
-OnExhausted = Literal["deliver", "raise"]
 JudgeAfterChecks = Literal["on_pass", "always", "never"]
 Mode = Literal["enforce", "shadow"]
 OnSideEffects = Literal["notice", "deliver", "retry"]
@@ -190,7 +190,12 @@ class VerifierConfig(ConfigRules):
     """What an exhausted turn delivers: the last reply, the first, or the best (the last that
     passed every deterministic check)."""
     on_exhausted: OnExhausted = "deliver"
-    """``"raise"``: an exhausted turn raises ``VerificationExhausted`` instead of delivering."""
+    """``"raise"``: an exhausted turn raises ``VerificationExhausted`` instead of delivering.
+    An object chooses per FAIL category (the last FAIL's): ``{"grounding": "I could not
+    complete that; a colleague will follow up.", "refusal": "raise", "*": "deliver"}``; a
+    text other than ``deliver`` or ``raise`` is the operator's message, delivered instead of
+    every attempt (status ``exhausted``, reason ``operator_message``); ``"*"`` is every other
+    category (default ``deliver``). Verifier faults and budgets still fail open."""
     ledger_path: str | None = None
     """Append one JSON line per verified turn to this file (relative to the config file)."""
     on_suspected_injection: Literal["annotate", "fail"] = "annotate"

@@ -1,18 +1,20 @@
 """The judge prompt: a static rubric and a token-budgeted, nonce-fenced review request.
 
 Order of the review request (critical parts at the edges): user request, user rules, the
-agent's own instructions, conversation history, execution metadata, previous feedback,
-heartbeat tasks, the reply last, then a one-line format reminder.
+agent's own instructions, conversation history, execution metadata, evidence (tool results
+and retrieved context, ``_evidence``), previous feedback, heartbeat tasks, the reply last,
+then a one-line format reminder.
 
 Budget: every section is first capped on its own (reply head and tail within
 ``responseTokenCap``, rules within ``rulesTokenCap``, the newest ``historyTurns`` messages, the
-user request within what the system message and a quarter of the budget for the reply leave).
-While the prompt, system message included, is over ``contextTokenBudget`` the sections are cut
-in this order: agent instructions, history (oldest first), rules, metadata, previous feedback,
-the reply's middle, heartbeat tasks, and the user request's middle last of all. Cuts are always
-made from the redacted whole text, so markers never nest; a text is tokenized only near its cut
-points (a head-and-tail cut tokenizes a head and a tail window, and a second, smaller cut of
-the same text reuses them), never in the part that is cut away.
+user request within what the system message and a quarter of the budget for the reply leave,
+the evidence within ``EVIDENCE_CAP`` or a quarter of the budget). While the prompt, system
+message included, is over ``contextTokenBudget`` the sections are cut in this order: agent
+instructions, history (oldest first), evidence (from its end), rules, metadata, previous
+feedback, the reply's middle, heartbeat tasks, and the user request's middle last of all.
+Cuts are always made from the redacted whole text, so markers never nest; a text is tokenized
+only near its cut points (a head-and-tail cut tokenizes a head and a tail window, and a
+second, smaller cut of the same text reuses them), never in the part that is cut away.
 
 Measuring: a prompt whose UTF-8 size fits the budget fits (a text never has more tokens than
 bytes), and is not tokenized at all; when every section's size also fits its own cap, the
@@ -28,8 +30,9 @@ within it by its size, is returned.
 For every text that goes inside a section:
 
 1. ``redact`` (when given) sees each caller-supplied text whole: the user message, the reply,
-   each rules text, the agent instructions, the heartbeat tasks, each previous feedback, and in
-   history and metadata each message's text and name and each tool call's name and arguments
+   each rules text, the agent instructions, the heartbeat tasks, each previous feedback, each
+   evidence passage and tool result, and in history and metadata each message's text and
+   name and each tool call's name and arguments
    (before they are shortened, so a cut never leaves half a secret). Its exceptions propagate:
    a prompt that could not be redacted is never built, and the caller fails open.
 
@@ -50,13 +53,17 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from replyguard._templates import fill
 from replyguard.context import _tokens as tokens
+from replyguard.context._evidence import render_evidence
 from replyguard.context._fitting import _EMPTY, _add_history, _cut, _fit, _Part, _Sections
 from replyguard.context._prompt import (
     DEFAULT_RUBRIC,
+    EVIDENCE_CAP,
     FEEDBACK_CAP,
     HEARTBEAT_MIN_CAP,
     HISTORY_MESSAGE_CAP,
@@ -139,6 +146,173 @@ def _at_once(
     return JudgePrompt(system, user, code, None, trimmed)
 
 
+@dataclass
+class _Sources:
+    """The redacted whole texts of one prompt's sections, each with its cap, and the history
+    messages rendered on demand, newest first (only as many as the fitting asks for)."""
+
+    named: tuple[tuple[str, str, int], ...]
+    """(template value, redacted text, cap) of every section but the history."""
+    history_source: list[Any]
+    history_cap: int
+    history_trimmed: bool
+    redact: Redact
+    rendered: list[str] = field(default_factory=list)
+
+    def text(self, name: str) -> str:
+        return next(text for key, text, _ in self.named if key == name)
+
+    def cap(self, name: str) -> int:
+        return next(cap for key, _, cap in self.named if key == name)
+
+    def history(self, index: int) -> str:
+        """The ``index``-th newest history message, rendered (once)."""
+        while len(self.rendered) <= index:
+            message = self.history_source[-1 - len(self.rendered)]
+            self.rendered.append(render_message(message, redact=self.redact))
+        return self.rendered[index]
+
+
+def _sources(
+    turn: Turn,
+    reply_text: str,
+    limits: ContextLimits,
+    rules: Sequence[RulesSource],
+    heartbeat_tasks: str | None,
+    previous_feedback: Sequence[str],
+    meta: RunMeta | None,
+    redact: Redact,
+) -> _Sources:
+    """Every section's text, redacted whole (``redact`` sees each caller-supplied text)."""
+    budget = limits.budget
+    rules_cap = min(limits.rules_cap, budget)
+    history_source = turn.history[-limits.history_turns :] if limits.history_turns else []
+    named = (
+        ("user_message", redact(turn.user_message), budget),
+        ("rules", _rules_text(rules, redact), rules_cap),
+        ("instructions", redact((turn.agent_instructions or "").strip()), rules_cap),
+        ("metadata", render_metadata(meta, turn, redact=redact), METADATA_CAP),
+        ("evidence", render_evidence(meta, turn, redact=redact), min(EVIDENCE_CAP, budget // 4)),
+        ("feedback", _feedback_text(previous_feedback, redact), FEEDBACK_CAP),
+        (
+            "heartbeat",
+            redact((heartbeat_tasks or "").strip()),
+            max(rules_cap, min(HEARTBEAT_MIN_CAP, budget)),
+        ),
+        ("reply", redact(reply_text), min(limits.response_cap, budget)),
+    )
+    return _Sources(
+        named,
+        history_source,
+        min(HISTORY_MESSAGE_CAP, budget // 8),
+        len(turn.history) > len(history_source),
+        redact,
+    )
+
+
+def _whole(
+    sources: _Sources, rubric: Rubric, code: str, budget: int, slack: int
+) -> tuple[JudgePrompt | None, int]:
+    """The prompt with every section whole when its size proves it fits (else None), and the
+    system message's tokens as far as they had to be counted (a bound when they did not)."""
+    clean = _cleaner(code)
+
+    def at_once(fixed: int) -> JudgePrompt | None:
+        return _at_once(
+            rubric.system,
+            code,
+            clean,
+            budget - slack - fixed,
+            sources.named,
+            (sources.history(index) for index in range(len(sources.history_source))),
+            sources.history_cap,
+            ("history",) if sources.history_trimmed else (),
+            rubric.category_names,
+        )
+
+    bound = rubric.tokens_at_most
+    whole = at_once(bound)
+    fixed = rubric.tokens if whole is None else bound
+    if whole is None and fixed < bound:
+        whole = at_once(fixed)
+    return whole, fixed
+
+
+def _part_maker(code: str, reply_scans: tokens.Cutter | None) -> Callable[..., _Part]:
+    """Makes a section's part: its text cut to a limit and cleaned (the reply's cutter reused
+    from ``reply_scans`` when it is the same text)."""
+    clean = _cleaner(code)
+
+    def part(source: str, limit: int, what: str, *, ends: bool = False) -> _Part:
+        if not source:
+            return _Part(tokens.Cutter(""), what, ends, _EMPTY)
+        if reply_scans is not None and source is reply_scans.text:
+            cutter = reply_scans.cleaning(clean)
+        else:
+            cutter = tokens.Cutter(source, clean)
+        return _Part(cutter, what, ends, _fit(cutter, limit, what, ends))
+
+    return part
+
+
+def _capped(
+    sources: _Sources,
+    part: Callable[..., _Part],
+    budget: int,
+    fixed: int,
+    categories: str,
+) -> _Sections:
+    """Every section cut to its own cap; the user request to what the system message and a
+    quarter of the budget for the reply leave (it can never keep more, so it is not cut
+    longer)."""
+    text, cap = sources.text, sources.cap
+    reply = part(text("reply"), cap("reply"), "reply", ends=True)
+    reply_share = max(REPLY_FLOOR, budget // 4)
+    user_cap = budget - fixed - reply_share
+    if not tokens.surely_within(text("user_message"), user_cap):  # else no cap below cuts it
+        user_cap = budget - fixed - min(reply.counted(), reply_share)
+    user_cap = max(user_cap, USER_FLOOR)
+    sections = _Sections(
+        budget=budget,
+        user=part(text("user_message"), user_cap, "user request", ends=True),
+        reply=reply,
+        rules=part(text("rules"), cap("rules"), "rules"),
+        instructions=part(text("instructions"), cap("instructions"), "instructions"),
+        history=[],
+        metadata=part(text("metadata"), cap("metadata"), "metadata"),
+        feedback=part(text("feedback"), cap("feedback"), "feedback"),
+        heartbeat=part(text("heartbeat"), cap("heartbeat"), "heartbeat tasks"),
+        evidence=part(text("evidence"), cap("evidence"), "evidence"),
+        categories=categories,
+    )
+    for name, kept in (("reply", sections.reply), ("user_message", sections.user)):
+        if kept.shown.cut:
+            sections.trimmed.add(name)
+    if sections.evidence.shown.cut:
+        sections.trimmed.add("evidence")
+    return sections
+
+
+def _measured(
+    sections: _Sections, system: str, code: str, budget: int, fixed: int, slack: int
+) -> JudgePrompt:
+    """The review request filled and measured, cut further in the trim order while over
+    ``budget``: only a prompt counted (or proved by its size) within it is returned."""
+    for round_number in range(_ROUNDS):
+        user = fill("judge_context.j2", **sections.values(code))
+        if fixed + tokens.size_bound(user) <= budget:  # fits by its size: no need to count
+            return JudgePrompt(system, user, code, None, tuple(sorted(sections.trimmed)))
+        estimate = fixed + sections.estimate(code)
+        if estimate > budget - slack and _cut(sections, estimate - budget + slack):
+            continue
+        total = fixed + sections.tokens(code)
+        if total <= budget:
+            return JudgePrompt(system, user, code, total, tuple(sorted(sections.trimmed)))
+        # The planned sum and the exact count can differ where pieces meet: leave more room.
+        slack += total - estimate + 8 * (round_number + 1)
+    raise ValueError(f"the judge prompt does not fit in {budget} tokens")
+
+
 def build_judge_prompt(
     turn: Turn,
     reply_text: str,
@@ -156,7 +330,8 @@ def build_judge_prompt(
     """Assemble the judge prompt for one reply within ``limits.budget`` tokens.
 
     ``rubric``: the system message (the operator's criteria and categories included); the
-    review request's format reminder names its categories.
+    review request's format reminder names its categories. ``meta``: the reply's run metadata
+    (its tool ledger, and the tool results the evidence section shows).
 
     ``redact`` rewrites every caller-supplied text before anything else happens to it (see the
     module doc); an exception it raises propagates, and no prompt is built.
@@ -165,116 +340,26 @@ def build_judge_prompt(
     the injection screen's), reused when no redaction changed the reply.
     """
     code = nonce or new_nonce()
-    clean = _cleaner(code)
-    piecewise = redact or _same
     budget = limits.budget
-    rules_cap = min(limits.rules_cap, budget)
-    history_source = turn.history[-limits.history_turns :] if limits.history_turns else []
-    history_cap = min(HISTORY_MESSAGE_CAP, budget // 8)
-    rendered: list[str] = []  # history messages rendered so far, newest first
-
-    def history(index: int) -> str:
-        while len(rendered) <= index:
-            message = history_source[-1 - len(rendered)]
-            rendered.append(render_message(message, redact=piecewise))
-        return rendered[index]
-
-    def part(source: str, limit: int, what: str, *, ends: bool = False) -> _Part:
-        if not source:
-            return _Part(tokens.Cutter(""), what, ends, _EMPTY)
-        if reply_scans is not None and source is reply_scans.text:
-            cutter = reply_scans.cleaning(clean)
-        else:
-            cutter = tokens.Cutter(source, clean)
-        return _Part(cutter, what, ends, _fit(cutter, limit, what, ends))
-
-    system = rubric.system
-    reply_source = piecewise(reply_text)
-    reply_cap = min(limits.response_cap, budget)
-    # The user request is cut last, after everything but the system message and a quarter of
-    # the budget for the reply: it can never keep more than that, so it is not cut longer.
-    user_source = piecewise(turn.user_message)
-    rules_source = _rules_text(rules, piecewise)
-    instructions_source = piecewise((turn.agent_instructions or "").strip())
-    metadata_source = render_metadata(meta, turn, redact=piecewise)
-    feedback_source = _feedback_text(previous_feedback, piecewise)
-    heartbeat_source = piecewise((heartbeat_tasks or "").strip())
-    heartbeat_cap = max(rules_cap, min(HEARTBEAT_MIN_CAP, budget))
-    history_trimmed = len(turn.history) > len(history_source)
-    named = (
-        ("user_message", user_source, budget),
-        ("rules", rules_source, rules_cap),
-        ("instructions", instructions_source, rules_cap),
-        ("metadata", metadata_source, METADATA_CAP),
-        ("feedback", feedback_source, FEEDBACK_CAP),
-        ("heartbeat", heartbeat_source, heartbeat_cap),
-        ("reply", reply_source, reply_cap),
+    sources = _sources(
+        turn, reply_text, limits, rules, heartbeat_tasks, previous_feedback, meta, redact or _same
     )
     # Room for BPE merging differently where the pieces meet, and for rounding.
-    slack = 8 + 2 * (len(named) + len(history_source))
-
+    slack = 8 + 2 * (len(sources.named) + len(sources.history_source))
     # The system message's size bounds its tokens: a request that fits beside that bound
     # fits beside the exact count too, and is built the same, without the tokenizer.
-    def at_once(fixed: int) -> JudgePrompt | None:
-        return _at_once(
-            system,
-            code,
-            clean,
-            budget - slack - fixed,
-            named,
-            (history(index) for index in range(len(history_source))),
-            history_cap,
-            ("history",) if history_trimmed else (),
-            rubric.category_names,
-        )
-
-    bound = rubric.tokens_at_most
-    whole = at_once(bound)
-    fixed = rubric.tokens if whole is None else bound
-    if whole is None and fixed < bound:
-        whole = at_once(fixed)
+    whole, fixed = _whole(sources, rubric, code, budget, slack)
     if whole is not None:
         return whole
-    reply = part(reply_source, reply_cap, "reply", ends=True)
-    reply_share = max(REPLY_FLOOR, budget // 4)
-    user_cap = budget - fixed - reply_share
-    if not tokens.surely_within(user_source, user_cap):  # else no cap below the budget cuts it
-        user_cap = budget - fixed - min(reply.counted(), reply_share)
-    user_cap = max(user_cap, USER_FLOOR)
-    sections = _Sections(
-        budget=budget,
-        user=part(user_source, user_cap, "user request", ends=True),
-        reply=reply,
-        rules=part(rules_source, rules_cap, "rules"),
-        instructions=part(instructions_source, rules_cap, "instructions"),
-        history=[],
-        metadata=part(metadata_source, METADATA_CAP, "metadata"),
-        feedback=part(feedback_source, FEEDBACK_CAP, "feedback"),
-        heartbeat=part(heartbeat_source, heartbeat_cap, "heartbeat tasks"),
-        categories=rubric.category_names,
-    )
-    if sections.reply.shown.cut:
-        sections.trimmed.add("reply")
-    if sections.user.shown.cut:
-        sections.trimmed.add("user_message")
+    part = _part_maker(code, reply_scans)
+    sections = _capped(sources, part, budget, fixed, rubric.category_names)
 
     def message(index: int) -> _Part:
-        return part(history(index), history_cap, "message", ends=True)
+        return part(sources.history(index), sources.history_cap, "message", ends=True)
 
-    newest_first = [functools.partial(message, index) for index in range(len(history_source))]
+    count = len(sources.history_source)
+    newest_first = [functools.partial(message, index) for index in range(count)]
     _add_history(sections, newest_first, budget - slack - fixed, code)
-    if history_trimmed:
+    if sources.history_trimmed:
         sections.trimmed.add("history")
-    for round_number in range(_ROUNDS):
-        user = fill("judge_context.j2", **sections.values(code))
-        if fixed + tokens.size_bound(user) <= budget:  # fits by its size: no need to count
-            return JudgePrompt(system, user, code, None, tuple(sorted(sections.trimmed)))
-        estimate = fixed + sections.estimate(code)
-        if estimate > budget - slack and _cut(sections, estimate - budget + slack):
-            continue
-        total = fixed + sections.tokens(code)
-        if total <= budget:
-            return JudgePrompt(system, user, code, total, tuple(sorted(sections.trimmed)))
-        # The planned sum and the exact count can differ where pieces meet: leave more room.
-        slack += total - estimate + 8 * (round_number + 1)
-    raise ValueError(f"the judge prompt does not fit in {budget} tokens")
+    return _measured(sections, rubric.system, code, budget, fixed, slack)

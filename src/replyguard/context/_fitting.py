@@ -107,6 +107,7 @@ class _Sections:
     metadata: _Part
     feedback: _Part
     heartbeat: _Part
+    evidence: _Part
     trimmed: set[str] = field(default_factory=set)
     categories: str = ""
     """The categories the format reminder names (``a|b|c``)."""
@@ -122,11 +123,19 @@ class _Sections:
             "metadata": self.metadata.text,
             "feedback": self.feedback.text,
             "heartbeat": self.heartbeat.text,
+            "evidence": self.evidence.text,
             "reply": self.reply.text,
         }
 
     def parts(self) -> list[_Part]:
-        singles = [self.rules, self.instructions, self.metadata, self.feedback, self.heartbeat]
+        singles = [
+            self.rules,
+            self.instructions,
+            self.metadata,
+            self.feedback,
+            self.heartbeat,
+            self.evidence,
+        ]
         return [self.user, self.reply, *self.history, *singles]
 
     def estimate(self, nonce: str) -> int:
@@ -152,6 +161,7 @@ class _Sections:
             "metadata": self.metadata,
             "feedback": self.feedback,
             "heartbeat": self.heartbeat,
+            "evidence": self.evidence,
             "reply": self.reply,
         }
         parts: list[tuple[str, int | None]] = []
@@ -277,6 +287,7 @@ def _cut(sections: _Sections, over: int) -> bool:
     while over > 0 and sections.history:
         over -= sections.history.pop(0).counted() + 2
         sections.trimmed.add("history")
+    over = _shrink_head(sections, "evidence", over)
     over = _shrink_head(sections, "rules", over)
     over = _shrink_head(sections, "metadata", over)
     over = _shrink_head(sections, "feedback", over)

@@ -23,6 +23,9 @@ HISTORY_MESSAGE_CAP = 1000
 METADATA_CAP = 600
 FEEDBACK_CAP = 800
 HEARTBEAT_MIN_CAP = 600
+EVIDENCE_CAP = 2000
+"""The evidence section's tokens at most (tool results and retrieved context): a quarter of
+the budget when that is less."""
 TOOL_LEDGER_ROWS = 30
 Redact = Callable[[str], str]
 """Rewrites a text before the judge sees it (PII removal); must return a string."""
@@ -115,7 +118,7 @@ def new_nonce() -> str:
 
 
 BUILT_IN_CATEGORIES = tuple(category.value for category in FailCategory)
-"""The five built-in FAIL categories, in the order the rubric lists them."""
+"""The built-in FAIL categories, in the order the rubric lists them."""
 
 
 @dataclass(frozen=True)
@@ -130,9 +133,15 @@ class Rubric:
     """Custom FAIL categories: (name, retry guidance), shown to the judge."""
 
     @functools.cached_property
+    def custom(self) -> tuple[tuple[str, str], ...]:
+        """The categories that are not built in (a config may give a later built-in, such as
+        ``grounding``, its own retry guidance: the judge is shown it once, as a built-in)."""
+        return tuple(item for item in self.categories if item[0] not in BUILT_IN_CATEGORIES)
+
+    @functools.cached_property
     def system(self) -> str:
         """The system message."""
-        return render("judge_system.j2", criteria=self.criteria, categories=self.categories)
+        return render("judge_system.j2", criteria=self.criteria, categories=self.custom)
 
     @functools.cached_property
     def tokens(self) -> int:
@@ -154,7 +163,7 @@ class Rubric:
     @functools.cached_property
     def category_names(self) -> str:
         """Every category the judge may name, for the format reminder (``a|b|c``)."""
-        return "|".join((*BUILT_IN_CATEGORIES, *(name for name, _ in self.categories)))
+        return "|".join((*BUILT_IN_CATEGORIES, *(name for name, _ in self.custom)))
 
 
 DEFAULT_RUBRIC = Rubric()

@@ -22,6 +22,11 @@ GUIDANCE: dict[FailCategory | None, str] = {
         "Carry out the request instead of refusing or deflecting, unless it is truly unsafe; "
         "then say precisely what you can do."
     ),
+    FailCategory.GROUNDING: (
+        "Say only what the tool results, the retrieved context, the user's message or the "
+        "conversation support: correct or remove every figure, name or claim of an action "
+        "they do not contain, and say plainly what did not happen."
+    ),
     None: "Check the reply against the request and the rules, and fix what the reviewer named.",
 }
 
@@ -48,14 +53,18 @@ def feedback_message(
     """The exact user message the agent receives after ``verdict`` failed its reply
     (``heartbeat``: the reply was a heartbeat run's; ``done``: the side-effecting tool calls
     this turn already made, which the retry must not repeat; ``categories``: the config's
-    custom categories, whose guidance a FAIL in one of them gets)."""
+    custom categories, whose guidance a FAIL in one of them gets, as does a FAIL in a later
+    built-in the config gives guidance of its own)."""
     category = verdict.category
+    # A custom category's guidance, or the operator's own for a later built-in (grounding).
+    own = (categories or {}).get(category) if category is not None else None
     if heartbeat:
         guidance = HEARTBEAT_GUIDANCE
-    elif isinstance(category, FailCategory) or category is None:
-        guidance = GUIDANCE[category]
+    elif own:
+        guidance = own
     else:
-        guidance = (categories or {}).get(category) or GUIDANCE[None]
+        built_in = category if isinstance(category, FailCategory) else None
+        guidance = GUIDANCE[built_in]
     return render(
         "feedback.j2",
         category=str(category) if category is not None else None,

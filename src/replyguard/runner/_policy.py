@@ -14,6 +14,8 @@ attempt), never in the decision.
   repeated reply), or None when it is judged;
 - ``stagnant`` / ``repeated``: when another retry will not help;
 - ``delivery``: which reply a turn out of attempts, money or time delivers;
+- ``exhausted_ending`` / ``raises``: how a turn out of attempts ends, per ``onExhausted`` and
+  its last FAIL's category (a reply, the operator's fixed message, or an exception);
 - ``spent`` / ``affordable``: the turn's spend and its ceiling;
 - ``settled``: the ``Outcome`` of a decided turn: the response (a check's repair), its
   parsed value, the cost and the tokens, summed once.
@@ -25,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from replyguard.config._exhausted import exhausted_choice
 from replyguard.config._schema import VerifierConfig
 from replyguard.types import (
     Attempt,
@@ -165,6 +168,37 @@ def delivery(policy: str, attempts: Sequence[Attempt], latest: Reply) -> Reply:
     return latest
 
 
+def last_fail_category(attempts: Sequence[Attempt]) -> str | None:
+    """The category of the newest FAIL among ``attempts`` (None: none, or uncategorised)."""
+    for attempt in reversed(attempts):
+        verdict = attempt.verdict
+        if verdict is not None and not verdict.passed:
+            return None if verdict.category is None else str(verdict.category)
+    return None
+
+
+def exhausted_ending(
+    config: VerifierConfig, attempts: Sequence[Attempt], latest: Reply, reason: Reason | None
+) -> Ending:
+    """How a turn out of attempts ends (``reason``: why early, such as ``stagnant``): the reply
+    ``deliver`` picks, or, when ``onExhausted`` gives the last FAIL's category a message, that
+    message instead (reason ``operator_message``). ``"raise"`` is ``raises``'s, after the
+    outcome is settled."""
+    choice = exhausted_choice(config.on_exhausted, last_fail_category(attempts))
+    if choice not in ("deliver", "raise"):
+        return Ending(Status.EXHAUSTED, Reply(text=choice), Reason.OPERATOR_MESSAGE)
+    return Ending(Status.EXHAUSTED, delivery(config.deliver, attempts, latest), reason)
+
+
+def raises(config: VerifierConfig, outcome: Outcome) -> bool:
+    """Whether ``outcome`` (settled) is raised as ``VerificationExhausted`` rather than
+    delivered: an exhausted turn whose last FAIL's category ``onExhausted`` maps to
+    ``"raise"``."""
+    if outcome.status != Status.EXHAUSTED:
+        return False
+    return exhausted_choice(config.on_exhausted, last_fail_category(outcome.attempts)) == "raise"
+
+
 def judged_ending(
     config: VerifierConfig, attempts: Sequence[Attempt], *, acted: bool, next_cost: float
 ) -> Ending | None:
@@ -185,9 +219,9 @@ def judged_ending(
         awaiting = status == Status.PASSED and verdict.awaiting_user
         return Ending(status, reply, reason, awaiting=awaiting)
     if stagnant(previous, attempt):
-        return Ending(Status.EXHAUSTED, delivery(config.deliver, attempts, reply), Reason.STAGNANT)
+        return exhausted_ending(config, attempts, reply, Reason.STAGNANT)
     if attempt.number >= config.max_attempts:
-        return Ending(Status.EXHAUSTED, delivery(config.deliver, attempts, reply))
+        return exhausted_ending(config, attempts, reply, None)
     if not affordable(config.max_cost_usd, attempts, next_cost):
         return Ending(
             Status.FAILED_OPEN, delivery(config.deliver, attempts, reply), Reason.COST_BUDGET
@@ -211,7 +245,7 @@ def retry_ending(
     if skip is not None:
         return Ending(Status.SKIPPED, retry, skip=skip)
     if repeated(previous, retry):
-        return Ending(Status.EXHAUSTED, delivery(config.deliver, attempts, retry), Reason.STAGNANT)
+        return exhausted_ending(config, attempts, retry, Reason.STAGNANT)
     return None
 
 

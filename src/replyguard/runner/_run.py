@@ -25,6 +25,7 @@ from replyguard.runner._policy import (
     feedback_line,
     judged_ending,
     last_judge_cost,
+    raises,
     retry_ending,
     settled,
 )
@@ -146,7 +147,7 @@ class _Run:
         hook = _FINAL_HOOKS.get(status)
         if hook is not None:
             await self.hook(hook, outcome)
-        if status == Status.EXHAUSTED and self.config.on_exhausted == "raise":
+        if raises(self.config, outcome):
             raise VerificationExhausted(outcome, delivered)
         return outcome
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from replyguard.checks.running import checks_verdict
 from replyguard.gate._prechecks import skip_reason
-from replyguard.runner._policy import normal
+from replyguard.runner._policy import exhausted_ending, normal
 from replyguard.runner._run import _Run
 from replyguard.types import Attempt, Outcome, Reason, Reply, Status
 
@@ -71,7 +71,8 @@ class StreamRun(_Run):
             and normal(retry.text).startswith(normal(previous.text))
         ):
             self.attempts.append(Attempt(number=number, reply=retry))
-            return await self.finish(Status.EXHAUSTED, self.delivery(retry), Reason.STAGNANT)
+            ending = exhausted_ending(self.config, self.attempts, retry, Reason.STAGNANT)
+            return await self.finish(ending.status, ending.delivered, ending.reason)
         return await super().accept(retry, number, previous)
 
     async def finish(self, status: Status, delivered: Reply, *args: Any, **keys: Any) -> Outcome:
