@@ -16,12 +16,17 @@ from replyguard.config._schema import VerifierConfig
 from replyguard.errors import ConfigError, JudgeConfigError
 from replyguard.judge._answer_cap import capped_call
 from replyguard.judge._failures import Failures
-from replyguard.judge._litellm import _provider, read_response
+from replyguard.judge._litellm import _provider, classify_failure, read_response
 from replyguard.judge._owned import JudgeParts
 from replyguard.judge._protocol import JudgeReply
 from replyguard.judge._requests import RequestPlan
 from replyguard.judge._settling import cancelled_once, closing_pass
-from replyguard.judge._streamed import read_stream
+from replyguard.judge._streamed import (
+    VERDICT_FIRST_REMINDER,
+    VERDICT_FIRST_SYSTEM,
+    read_stream,
+)
+from replyguard.judge._unanswered import sending
 from replyguard.telemetry._tracing import (
     Tracing,
     answer_attributes,
@@ -122,12 +127,24 @@ class ModelCalls:
     ) -> Any:
         """One model's call within its share (ending at loop time ``until``), on the
         verifier's own clients; a streamed answer is read here, within the share too."""
-        async with asyncio.timeout_at(until):
-            with self._parts.clients.using(litellm):
-                response = await self._plan.send(call, model, params)
-                if params.get("stream") is True:
-                    return await read_stream(response, model, params["messages"], self._unpriced)
-                return response
+        streamed = params.get("stream") is True
+        added = VERDICT_FIRST_SYSTEM + VERDICT_FIRST_REMINDER if streamed else ""
+        request = sending(self._config.underlying_models(model), added)  # billed once sent
+        try:
+            async with asyncio.timeout_at(until):
+                with self._parts.clients.using(litellm):
+                    response = await self._plan.send(call, model, params)
+                    if streamed:
+                        messages, received = params["messages"], request.received
+                        response = await read_stream(
+                            response, model, messages, self._unpriced, received
+                        )
+        except Exception as exc:
+            if _refused(exc):  # the provider answered with an error: nothing was billed
+                request.answered()
+            raise
+        request.answered()  # the answer prices itself
+        return response
 
     async def _caller(self, litellm: Any, model: str) -> Any:
         """What sends ``model``'s request: the Router for a router group, else litellm."""
@@ -150,3 +167,10 @@ class ModelCalls:
             handler = sessions.handler(litellm, self._plan.client_timeout)
             if handler is not None:
                 params["client"] = handler
+
+
+def _refused(exc: Exception) -> bool:
+    """Whether the provider refused the request with an error status (it bills nothing), as
+    opposed to its answer being cut (a timeout, a stream ended mid-way)."""
+    status = getattr(exc, "status_code", None)
+    return isinstance(status, int) and classify_failure(exc) != "timeout"

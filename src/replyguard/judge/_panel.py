@@ -54,7 +54,8 @@ NOT_WAITED_FOR = "not waited for: the panel had decided without this member"
 
 def not_waited_for(latency_ms: float) -> Verdict:
     """The stand-in verdict of a member whose call was cancelled once the panel decided: it
-    did not answer (it is left out), and it cost nothing that was received."""
+    did not answer (it is left out); the runner adds what its cut request is charged
+    (``judge._unanswered``)."""
     return Verdict(passed=True, readable=False, error=NOT_WAITED_FOR, latency_ms=latency_ms)
 
 

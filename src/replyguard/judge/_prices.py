@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from replyguard.judge._litellm import _loaded_litellm
 
-__all__ = ["call_estimate"]
+__all__ = ["call_estimate", "surely_billed"]
 
 
 @functools.cache
@@ -45,3 +45,13 @@ def call_estimate(models: Iterable[tuple[str, int]], prompt_tokens: int) -> floa
         prompt, completion = _known(model)
         dearest = max(dearest, prompt * prompt_tokens + completion * max_tokens)
     return dearest
+
+
+def surely_billed(models: Iterable[str], prompt_tokens: int, completion_tokens: int) -> float:
+    """What a call of ``prompt_tokens`` in and ``completion_tokens`` out surely cost when any
+    of ``models`` may have served it (a router group's deployments): the cheapest of them."""
+    costs = [
+        prompt * prompt_tokens + completion * completion_tokens
+        for prompt, completion in map(_known, models)
+    ]
+    return min(costs, default=0.0)

@@ -120,12 +120,17 @@ class StreamCut(ConnectionError):
 
 
 async def read_stream(
-    stream: Any, model: str, messages: list[dict[str, Any]], unpriced: set[str]
+    stream: Any,
+    model: str,
+    messages: list[dict[str, Any]],
+    unpriced: set[str],
+    received: list[str] | None = None,
 ) -> JudgeReply:
     """The answer of a verdict-first ``stream`` (litellm's stream of chunks), closed at a
     leading PASS, else read to its end (see the module doc). Closes the stream whatever
-    happens; raises ``StreamCut`` when it ended before its finish."""
-    parts: list[str] = []
+    happens; raises ``StreamCut`` when it ended before its finish. ``received``: where the
+    text pieces are gathered as they arrive (what a cut stream is charged for)."""
+    parts: list[str] = received if received is not None else []
     size, finished, usage, served, extra = 0, False, None, model, ""
     try:
         async for chunk in stream:
@@ -147,9 +152,9 @@ async def read_stream(
                 await stream.aclose()
                 return await _reply("".join(parts), served, messages, None, unpriced)
             if size <= _EARLY_CHARS and (decided := early_pass("".join(parts))) is not None:
-                received = "".join(parts)
+                said = "".join(parts)
                 await stream.aclose()  # before the cost is counted: nothing more is read
-                return await _reply(decided, served, messages, None, unpriced, received=received)
+                return await _reply(decided, served, messages, None, unpriced, received=said)
     finally:
         await stream.aclose()
     if not finished:

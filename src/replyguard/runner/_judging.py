@@ -25,6 +25,7 @@ from replyguard.judge._base import BaseJudge
 from replyguard.judge._limiter import ConcurrencyLimiter
 from replyguard.judge._prices import call_estimate
 from replyguard.judge._protocol import JudgeReply
+from replyguard.judge._unanswered import NO_CHARGE, Charge, Unanswered
 from replyguard.runner._preload import judging
 from replyguard.runner._prompting import INLINE_CHARS, prompt_of
 from replyguard.runner._request import Budget, Reading, Seat, Step, until
@@ -142,9 +143,10 @@ class Judgements:
 
         started = time.perf_counter()
         seats = step.profile.seats
+        sent = [Unanswered() for _ in seats]
         asks = [
-            asyncio.ensure_future(self._ask(seat, prompt, step, budget, deadline, started))
-            for seat in seats
+            asyncio.ensure_future(self._ask(seat, prompt, step, budget, deadline, started, out))
+            for seat, out in zip(seats, sent, strict=True)
         ]
         pending = set(asks)
         try:
@@ -161,10 +163,12 @@ class Judgements:
                 await asyncio.wait(pending)
         latency = (time.perf_counter() - started) * 1000
         members = [
-            (ask.result() if not ask.cancelled() else not_waited_for(latency)).model_copy(
-                update={"model": seat.name}
-            )
-            for seat, ask in zip(seats, asks, strict=True)
+            (
+                ask.result()
+                if not ask.cancelled()
+                else charged(not_waited_for(latency), out.charge(prompt))
+            ).model_copy(update={"model": seat.name})
+            for seat, ask, out in zip(seats, asks, sent, strict=True)
         ]
         return panel_verdict(
             members, rule=panel.rule, min_answers=panel.min_answers, latency_ms=latency
@@ -178,11 +182,15 @@ class Judgements:
         budget: Budget,
         deadline: float,
         started: float,
+        sent: Unanswered | None = None,
     ) -> Verdict:
         """One seat's verdict on ``prompt`` by ``deadline`` (``time.monotonic``), in a slot
         of the concurrency limit and admitted by the shared state (per seat, so breakers and
         spend stay per panel member); a fail-open verdict for any fault. Never raises but for
-        the caller's cancellation. Its latency runs from ``started`` (``time.perf_counter``)."""
+        the caller's cancellation. Its latency runs from ``started`` (``time.perf_counter``).
+        Requests sent and cut before their answer are charged in its cost and tokens (and
+        its spend settlement), noted in ``sent`` (where a caller that cancels it reads them).
+        """
         credentials = step.profile.credentials
         lacking = credentials.lacking(seat.config.model) if credentials is not None else None
         if lacking is not None:  # a panel member without a key, the others with one
@@ -190,27 +198,34 @@ class Judgements:
         events, gate = self._events, self._state
         ticket: Ticket | None = None
         answer: JudgeReply | None = None
+        failed: tuple[Reason, str] | None = None
+        sent = sent or Unanswered()
         try:
-            async with asyncio.timeout(max(deadline - time.monotonic(), 0.0)), self._slot():
-                if gate is None:
-                    time_left = max(deadline - time.monotonic(), 0.001)
-                    answer = await seat.judge.judge(prompt, time_left=time_left)
-                else:
-                    ticket = await self._admit(gate, seat, prompt, step, deadline)
-                    refusal = _refusal(ticket)
-                    if refusal is not None:
-                        return fail_open(*refusal, started, ticket)
-                    with ticket.active():
+            with sent.watching():
+                async with asyncio.timeout(max(deadline - time.monotonic(), 0.0)), self._slot():
+                    if gate is None:
                         time_left = max(deadline - time.monotonic(), 0.001)
                         answer = await seat.judge.judge(prompt, time_left=time_left)
+                    else:
+                        ticket = await self._admit(gate, seat, prompt, step, deadline)
+                        refusal = _refusal(ticket)
+                        if refusal is not None:
+                            return fail_open(*refusal, started, ticket)
+                        with ticket.active():
+                            time_left = max(deadline - time.monotonic(), 0.001)
+                            answer = await seat.judge.judge(prompt, time_left=time_left)
             if not isinstance(answer, JudgeReply):
                 raise TypeError(f"the judge returned {type(answer).__name__}, not a JudgeReply")
         except Exception as exc:
-            return fail_open(*_failure(exc, budget, events.secrets), started, ticket)
+            answer, failed = None, _failure(exc, budget, events.secrets)
         finally:
+            charge = sent.charge(prompt)  # the requests cut after they were sent
             if gate is not None and ticket is not None:
-                await _settled(gate, ticket, answer)
-        return await self._read(answer, seat, step, started, ticket)
+                await _settled(gate, ticket, answer, charge.cost_usd)
+        if failed is not None:
+            return charged(fail_open(*failed, started, ticket), charge)
+        assert answer is not None  # set when nothing failed
+        return charged(await self._read(answer, seat, step, started, ticket), charge)
 
     def _slot(self) -> contextlib.AbstractAsyncContextManager[Any]:
         return self._limiter.slot() if self._limiter is not None else _NOTHING
@@ -301,15 +316,31 @@ def _estimate(seat: Seat, prompt: JudgePrompt) -> CallCost | None:
     return CallCost(seat.models, tokens_in, call_estimate(models, tokens_in))
 
 
-async def _settled(gate: SharedState, ticket: Ticket, answer: JudgeReply | None) -> None:
-    """Hand the ticket back with what the judgement cost; a cancelled turn does not wait
-    for Redis (its reservation there expires by itself)."""
+async def _settled(
+    gate: SharedState, ticket: Ticket, answer: JudgeReply | None, unanswered: float
+) -> None:
+    """Hand the ticket back with what the judgement cost (its answer's cost, plus what its
+    ``unanswered`` requests are charged); a cancelled turn does not wait for Redis (its
+    reservation there expires by itself)."""
     cost = answer.cost_usd if isinstance(answer, JudgeReply) else None
     task = asyncio.current_task()
     if task is not None and task.cancelling():
-        gate.abandon(ticket, cost)
+        gate.abandon(ticket, cost, unanswered)
     else:
-        await gate.settle(ticket, cost)
+        await gate.settle(ticket, cost, unanswered)
+
+
+def charged(verdict: Verdict, charge: Charge) -> Verdict:
+    """``verdict`` with ``charge`` (requests sent and never answered) added to its tokens
+    and cost."""
+    if charge == NO_CHARGE:
+        return verdict
+    update = {
+        "prompt_tokens": verdict.prompt_tokens + charge.prompt_tokens,
+        "completion_tokens": verdict.completion_tokens + charge.completion_tokens,
+        "cost_usd": verdict.cost_usd + charge.cost_usd,
+    }
+    return replaced(verdict, update)
 
 
 def redacted_verdict(verdict: Verdict, secrets: Sequence[str]) -> Verdict:

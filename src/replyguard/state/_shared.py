@@ -183,13 +183,15 @@ class SharedState:
             self._estimates.measured(call, cost, scout=ticket.scout)
         return cost or 0.0
 
-    async def settle(self, ticket: Ticket, cost: float | None) -> None:
+    async def settle(self, ticket: Ticket, cost: float | None, unanswered: float = 0.0) -> None:
         """Hand a judgement's ticket back: its breaker reports and its real ``cost`` (None:
-        no answer came, nothing is known). At most one round trip (none when there is
-        nothing to say), awaited only when the breaker has news (a failure, or the answer of
-        a failing or probed model): spend alone is settled in the background. Never raises
-        but for cancellation."""
-        cost = self._measured(ticket, cost)
+        no answer came, nothing is known), plus what its requests sent and never answered
+        are charged (``unanswered``: counted, but no measure of a call's cost for the
+        estimates). At most one round trip (none when there is nothing to say), awaited
+        only when the breaker has news (a failure, or the answer of a failing or probed
+        model): spend alone is settled in the background. Never raises but for
+        cancellation."""
+        cost = self._measured(ticket, cost) + unanswered
         if not ticket.shared:
             self._local.settle(ticket.reservation, cost)
             return
@@ -206,10 +208,11 @@ class SharedState:
         # Spend alone: off the turn's path (the reservation holds until it lands).
         fleet.settlements.later(ticket, cost)
 
-    def abandon(self, ticket: Ticket, cost: float | None) -> None:
+    def abandon(self, ticket: Ticket, cost: float | None, unanswered: float = 0.0) -> None:
         """Settle without waiting (a cancelled turn): this process's own state now, the
-        spend on Redis in the background (the breaker's reports are dropped)."""
-        cost = self._measured(ticket, cost)
+        spend on Redis in the background (the breaker's reports are dropped); ``cost`` and
+        ``unanswered`` as for ``settle``."""
+        cost = self._measured(ticket, cost) + unanswered
         if ticket.shared:
             self._local.settle(ticket.mirror, cost)
             if ticket.reservation is not None and self._fleet is not None:

@@ -1,0 +1,102 @@
+"""The judge requests of one judgement that were sent and never answered: what they are
+charged.
+
+A provider bills a request once it has it: a panel member cancelled once the panel decided, a
+call cut by its share of the time or the turn's deadline, a streamed answer cut mid-way, were
+billed their prompt, and whatever was generated before the cut, though no answer (no usage) was
+read. So each request a judge sends is noted here (``sending``) until its answer is read (an
+answer prices itself) or the provider refuses it with an error status (nothing billed); one
+still noted when the judgement ends is charged (``Unanswered.charge``) at least its prompt's
+tokens and the tokens of the text it streamed before the cut, at litellm's prices (the cheapest
+deployment of a router group). What the provider generated but never sent is not known here:
+it may bill more.
+
+The runner opens one ``Unanswered`` per seat's judgement (``watching``: a context variable the
+judge's tasks inherit); a judge that notes nothing (a custom one) is charged nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+
+from replyguard.context import _tokens as tokens
+from replyguard.context._prompt import JudgePrompt
+from replyguard.judge._prices import surely_billed
+
+__all__ = ["Charge", "Request", "Unanswered", "sending"]
+
+
+@dataclass(frozen=True)
+class Charge:
+    """What a judgement's unanswered requests are charged: tokens in and out, and USD."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+
+
+NO_CHARGE = Charge()
+
+
+@dataclass(eq=False)
+class Request:
+    """One request sent and not answered yet."""
+
+    models: tuple[str, ...]
+    """The models that may have served it (a router group's deployments, or the model)."""
+    added: str = ""
+    """Text the request added to the prompt (the verdict-first notes)."""
+    received: list[str] = field(default_factory=list)
+    """The text of a streamed answer received so far."""
+    owner: Unanswered | None = None
+
+    def answered(self) -> None:
+        """Its answer was read (and priced), or the provider refused it: nothing to charge."""
+        if self.owner is not None:
+            self.owner.requests.discard(self)
+
+
+class Unanswered:
+    """The requests of one judgement sent and not answered (see module doc)."""
+
+    def __init__(self) -> None:
+        self.requests: set[Request] = set()
+
+    @contextlib.contextmanager
+    def watching(self) -> Iterator[Unanswered]:
+        """Note the requests judges send within (their tasks inherit it) here."""
+        token = _CURRENT.set(self)
+        try:
+            yield self
+        finally:
+            _CURRENT.reset(token)
+
+    def charge(self, prompt: JudgePrompt) -> Charge:
+        """What the requests left unanswered are charged: each its prompt's tokens (the
+        prompt's own count, and what the request added to it) and the tokens of the text it
+        received, at the cheapest price of the models that may have served it."""
+        if not self.requests:
+            return NO_CHARGE
+        total_in, total_out, usd = 0, 0, 0.0
+        for request in self.requests:
+            tokens_in = prompt.tokens + (tokens.count(request.added) if request.added else 0)
+            tokens_out = tokens.count("".join(request.received)) if request.received else 0
+            total_in, total_out = total_in + tokens_in, total_out + tokens_out
+            usd += surely_billed(request.models, tokens_in, tokens_out)
+        return Charge(total_in, total_out, usd)
+
+
+_CURRENT: ContextVar[Unanswered | None] = ContextVar("replyguard_unanswered", default=None)
+
+
+def sending(models: tuple[str, ...], added: str = "") -> Request:
+    """Note a request about to be sent to one of ``models`` (in the judgement's
+    ``Unanswered``, if one watches); ``added``: the text it adds to the prompt."""
+    owner = _CURRENT.get()
+    request = Request(models, added, owner=owner)
+    if owner is not None:
+        owner.requests.add(request)
+    return request
