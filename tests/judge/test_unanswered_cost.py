@@ -178,3 +178,20 @@ async def test_a_refused_request_is_charged_nothing(provider: ProviderServer) ->
         await verifier.aclose()
     assert verdict.fail_open_reason is Reason.JUDGE_ERROR
     assert (verdict.cost_usd, verdict.prompt_tokens) == (0, 0)
+
+
+async def test_a_fallback_after_a_timed_out_model_carries_its_prompt_charge(
+    provider: ProviderServer,
+) -> None:
+    provider.respond_with(by_model({GPT: HELD, GEMINI: Step()}))
+    keys = {"model": GPT, "fallbackModels": [GEMINI], "timeoutSeconds": 1.0}
+    verifier = Verifier(config(provider, **keys))
+    try:
+        verdict = await verifier.verify(TURN, REPLY)
+    finally:
+        await verifier.aclose()
+    assert verdict.passed and verdict.fail_open_reason is None  # the fallback's PASS
+    assert await provider.wait_for_cut(1) == 1
+    charged = verdict.prompt_tokens - 900  # the fallback's usage, and the cut call's prompt
+    assert charged == pytest.approx(sent_tokens(provider, GPT), rel=0.1)
+    assert verdict.cost_usd >= charged * IN > 0
