@@ -21,7 +21,10 @@ import pytest
 
 from conftest import API_KEY
 from replyguard import Reason, Turn, Verdict, Verifier, VerifierConfig
+from replyguard.context._prompt import JudgePrompt
 from replyguard.judge._panel import NOT_WAITED_FOR
+from replyguard.judge._protocol import JudgeReply
+from replyguard.judge._unanswered import Charge, Unanswered, sending
 from replyguard.testing import ScriptedAgent
 from support.provider_server import ProviderServer, Step
 from support.redis_server import REDIS_SERVER, RedisServer, redis_server
@@ -49,6 +52,14 @@ def majority_panel(provider: ProviderServer, **keys: Any) -> VerifierConfig:
     provider.respond_with(by_model({GPT: HELD, GEMINI: Step(), CLAUDE: Step()}))
     panel = {"models": [GPT, GEMINI, CLAUDE], "rule": "majority"}
     return config(provider, panel=panel, **keys)
+
+
+async def verdict_of(config: VerifierConfig) -> Verdict:
+    verifier = Verifier(config)
+    try:
+        return await verifier.verify(TURN, REPLY)
+    finally:
+        await verifier.aclose()
 
 
 def sent_tokens(provider: ProviderServer, model: str) -> int:
@@ -140,29 +151,23 @@ async def test_the_spend_limit_settles_the_charge_of_the_member_not_waited_for(
         assert fleet_spent(server, prefix) == pytest.approx(verdict.cost_usd)
 
 
+@pytest.mark.timing  # a deadline cuts the call
 async def test_a_call_cut_by_its_timeout_is_charged_its_prompt(provider: ProviderServer) -> None:
     provider.respond_with(by_model({GPT: HELD}))
-    verifier = Verifier(config(provider, model=GPT, timeoutSeconds=0.5))
-    try:
-        verdict = await verifier.verify(TURN, REPLY)
-    finally:
-        await verifier.aclose()
+    verdict = await verdict_of(config(provider, model=GPT, timeoutSeconds=0.5))
     assert verdict.fail_open_reason is Reason.JUDGE_TIMEOUT
     assert await provider.wait_for_cut(1) == 1
     assert_prompt_charged(verdict, provider, GPT)
 
 
+@pytest.mark.timing  # a deadline cuts the call
 async def test_a_stream_cut_mid_answer_is_charged_its_prompt_and_the_text_received(
     provider: ProviderServer,
 ) -> None:
     words = tuple(f"word{i} " for i in range(30))
     provider.respond_with(by_model({GPT: Step(chunks=words, stall_after=20)}))
     keys = {"model": GPT, "timeoutSeconds": 1.0, "judgeAnswer": "verdict_first"}
-    verifier = Verifier(config(provider, **keys))
-    try:
-        verdict = await verifier.verify(TURN, REPLY)
-    finally:
-        await verifier.aclose()
+    verdict = await verdict_of(config(provider, **keys))
     assert verdict.fail_open_reason is Reason.JUDGE_TIMEOUT
     received = litellm.token_counter(model=GPT, text="".join(words[:20]))
     assert verdict.completion_tokens == pytest.approx(received, abs=3)
@@ -171,27 +176,50 @@ async def test_a_stream_cut_mid_answer_is_charged_its_prompt_and_the_text_receiv
 
 async def test_a_refused_request_is_charged_nothing(provider: ProviderServer) -> None:
     provider.respond_with(by_model({GPT: Step(status=503, text=None)}))
-    verifier = Verifier(config(provider, model=GPT))
-    try:
-        verdict = await verifier.verify(TURN, REPLY)
-    finally:
-        await verifier.aclose()
+    verdict = await verdict_of(config(provider, model=GPT))
     assert verdict.fail_open_reason is Reason.JUDGE_ERROR
     assert (verdict.cost_usd, verdict.prompt_tokens) == (0, 0)
 
 
+@pytest.mark.timing  # a deadline cuts the call
 async def test_a_fallback_after_a_timed_out_model_carries_its_prompt_charge(
     provider: ProviderServer,
 ) -> None:
     provider.respond_with(by_model({GPT: HELD, GEMINI: Step()}))
     keys = {"model": GPT, "fallbackModels": [GEMINI], "timeoutSeconds": 1.0}
-    verifier = Verifier(config(provider, **keys))
-    try:
-        verdict = await verifier.verify(TURN, REPLY)
-    finally:
-        await verifier.aclose()
+    verdict = await verdict_of(config(provider, **keys))
     assert verdict.passed and verdict.fail_open_reason is None  # the fallback's PASS
     assert await provider.wait_for_cut(1) == 1
     charged = verdict.prompt_tokens - 900  # the fallback's usage, and the cut call's prompt
     assert charged == pytest.approx(sent_tokens(provider, GPT), rel=0.1)
     assert verdict.cost_usd >= charged * IN > 0
+
+
+async def test_an_answer_read_before_the_judge_raised_is_still_counted(
+    provider: ProviderServer,
+) -> None:
+    # gpt-4o-mini answers unreadably (billed: 900 in, 12 out), then the fallback's 401 makes
+    # the judge raise: the answer it read is counted all the same.
+    unreadable = Step(text="I cannot decide this one.")
+    provider.respond_with(by_model({GPT: unreadable, GEMINI: Step(status=401, text=None)}))
+    verdict = await verdict_of(config(provider, model=GPT, fallbackModels=[GEMINI]))
+    assert verdict.fail_open_reason is Reason.JUDGE_ERROR
+    assert (verdict.prompt_tokens, verdict.completion_tokens) == (900, 12)
+    assert verdict.cost_usd == pytest.approx(900 * IN + 12 * OUT)
+
+
+def test_a_request_is_charged_by_its_answer_unless_the_reply_carries_it() -> None:
+    prompt = JudgePrompt("Judge the reply.", "The reply: done.", "n0nce", tokens=40)
+    sent = Unanswered()
+    with sent.watching():
+        answered, cut, refused = (sending((GPT,)) for _ in range(3))
+    answered.replied(JudgeReply(text="PASS", model=GPT, prompt_tokens=40, cost_usd=0.5))
+    cut.received.append("FAIL [incomplete]: no")
+    refused.forget()
+    sending((GPT,)).received.append("outside any judgement: noted nowhere")
+    out = litellm.token_counter(model=GPT, text="FAIL [incomplete]: no")
+    assert sent.charge(prompt, replied=True) == Charge(40, out, 40 * IN + out * OUT)
+    again = sent.charge(prompt)  # the reply never reached the caller: its answer counts
+    assert (again.prompt_tokens, again.completion_tokens) == (80, out)
+    assert again.cost_usd == pytest.approx(0.5 + 40 * IN + out * OUT)
+    assert Unanswered().charge(prompt) == Charge()

@@ -26,7 +26,7 @@ from replyguard.judge._streamed import (
     VERDICT_FIRST_SYSTEM,
     read_stream,
 )
-from replyguard.judge._unanswered import sending
+from replyguard.judge._unanswered import Request, sending
 from replyguard.telemetry._tracing import (
     Tracing,
     answer_attributes,
@@ -88,8 +88,10 @@ class ModelCalls:
                     if model in self._routed
                     else litellm.acompletion
                 )
+                request = sending(self._config.underlying_models(model), _added(params))
+                until = loop.time() + share
                 response = await cancelled_once(
-                    loop.create_task(self._call(litellm, call, model, params, loop.time() + share))
+                    loop.create_task(self._call(litellm, call, model, params, until, request))
                 )
             except JudgeConfigError as exc:  # the Router could not be built (logged)
                 span.fail(exc)
@@ -117,34 +119,38 @@ class ModelCalls:
             else:
                 answer = read_response(response, model, self._unpriced)
                 reasons = finish_reasons(response) if tracing.enabled else ()
+            request.replied(answer)  # the answer prices itself
             if tracing.enabled:
                 usage = (answer.prompt_tokens, answer.completion_tokens, answer.cost_usd)
                 span.set(answer_attributes(answer.model, *usage, reasons))
         return answer
 
     async def _call(
-        self, litellm: Any, call: Any, model: str, params: dict[str, Any], until: float
+        self,
+        litellm: Any,
+        call: Any,
+        model: str,
+        params: dict[str, Any],
+        until: float,
+        request: Request,
     ) -> Any:
         """One model's call within its share (ending at loop time ``until``), on the
-        verifier's own clients; a streamed answer is read here, within the share too."""
-        streamed = params.get("stream") is True
-        added = VERDICT_FIRST_SYSTEM + VERDICT_FIRST_REMINDER if streamed else ""
-        request = sending(self._config.underlying_models(model), added)  # billed once sent
+        verifier's own clients; a streamed answer is read here, within the share too (its
+        text noted in ``request`` as it arrives)."""
         try:
             async with asyncio.timeout_at(until):
                 with self._parts.clients.using(litellm):
                     response = await self._plan.send(call, model, params)
-                    if streamed:
+                    if params.get("stream") is True:
                         messages, received = params["messages"], request.received
-                        response = await read_stream(
+                        return await read_stream(
                             response, model, messages, self._unpriced, received
                         )
+                    return response
         except Exception as exc:
             if _refused(exc):  # the provider answered with an error: nothing was billed
-                request.answered()
+                request.forget()
             raise
-        request.answered()  # the answer prices itself
-        return response
 
     async def _caller(self, litellm: Any, model: str) -> Any:
         """What sends ``model``'s request: the Router for a router group, else litellm."""
@@ -174,3 +180,8 @@ def _refused(exc: Exception) -> bool:
     opposed to its answer being cut (a timeout, a stream ended mid-way)."""
     status = getattr(exc, "status_code", None)
     return isinstance(status, int) and classify_failure(exc) != "timeout"
+
+
+def _added(params: dict[str, Any]) -> str:
+    """The text a request adds to the judge's prompt: the verdict-first notes, if streamed."""
+    return VERDICT_FIRST_SYSTEM + VERDICT_FIRST_REMINDER if params.get("stream") is True else ""

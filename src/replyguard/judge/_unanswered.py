@@ -4,12 +4,14 @@ charged.
 A provider bills a request once it has it: a panel member cancelled once the panel decided, a
 call cut by its share of the time or the turn's deadline, a streamed answer cut mid-way, were
 billed their prompt, and whatever was generated before the cut, though no answer (no usage) was
-read. So each request a judge sends is noted here (``sending``) until its answer is read (an
-answer prices itself) or the provider refuses it with an error status (nothing billed); one
-still noted when the judgement ends is charged (``Unanswered.charge``) at least its prompt's
-tokens and the tokens of the text it streamed before the cut, at litellm's prices (the cheapest
-deployment of a router group). What the provider generated but never sent is not known here:
-it may bill more.
+read. So each request a judge sends is noted here (``sending``), with its answer once read
+(``Request.replied``: an answer prices itself), or dropped when the provider refuses it with
+an error status (nothing billed). When the judgement ends, ``Unanswered.charge`` charges each
+request without an answer at least its prompt's tokens and the tokens of the text it streamed
+before the cut, at litellm's prices (the cheapest deployment of a router group); and, when the
+judge's reply never reached the caller (it was cancelled, or raised), each answer read before
+it at its own cost. What the provider generated but never sent is not known here: it may bill
+more.
 
 The runner opens one ``Unanswered`` per seat's judgement (``watching``: a context variable the
 judge's tasks inherit); a judge that notes nothing (a custom one) is charged nothing.
@@ -25,6 +27,7 @@ from dataclasses import dataclass, field
 from replyguard.context import _tokens as tokens
 from replyguard.context._prompt import JudgePrompt
 from replyguard.judge._prices import surely_billed
+from replyguard.judge._protocol import JudgeReply
 
 __all__ = ["Charge", "Request", "Unanswered", "sending"]
 
@@ -51,10 +54,16 @@ class Request:
     """Text the request added to the prompt (the verdict-first notes)."""
     received: list[str] = field(default_factory=list)
     """The text of a streamed answer received so far."""
+    reply: JudgeReply | None = None
+    """Its answer, once read (priced by itself)."""
     owner: Unanswered | None = None
 
-    def answered(self) -> None:
-        """Its answer was read (and priced), or the provider refused it: nothing to charge."""
+    def replied(self, reply: JudgeReply) -> None:
+        """Its answer was read: it is priced by ``reply``."""
+        self.reply = reply
+
+    def forget(self) -> None:
+        """The provider refused it with an error status: nothing to charge."""
         if self.owner is not None:
             self.owner.requests.discard(self)
 
@@ -74,18 +83,29 @@ class Unanswered:
         finally:
             _CURRENT.reset(token)
 
-    def charge(self, prompt: JudgePrompt) -> Charge:
-        """What the requests left unanswered are charged: each its prompt's tokens (the
+    def charge(self, prompt: JudgePrompt, *, replied: bool = False) -> Charge:
+        """What the requests are charged: each one without an answer its prompt's tokens (the
         prompt's own count, and what the request added to it) and the tokens of the text it
-        received, at the cheapest price of the models that may have served it."""
-        if not self.requests:
-            return NO_CHARGE
+        received, at the cheapest price of the models that may have served it; each one
+        answered, its answer's tokens and cost, unless the judge ``replied`` (its reply
+        carries them)."""
         total_in, total_out, usd = 0, 0, 0.0
         for request in self.requests:
+            if request.reply is not None:
+                if not replied:
+                    answer = request.reply
+                    total_in, total_out = (
+                        total_in + answer.prompt_tokens,
+                        total_out + answer.completion_tokens,
+                    )
+                    usd += answer.cost_usd
+                continue
             tokens_in = prompt.tokens + (tokens.count(request.added) if request.added else 0)
             tokens_out = tokens.count("".join(request.received)) if request.received else 0
             total_in, total_out = total_in + tokens_in, total_out + tokens_out
             usd += surely_billed(request.models, tokens_in, tokens_out)
+        if not (total_in or total_out or usd):
+            return NO_CHARGE
         return Charge(total_in, total_out, usd)
 
 

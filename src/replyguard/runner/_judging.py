@@ -219,7 +219,7 @@ class Judgements:
         except Exception as exc:
             answer, failed = None, _failure(exc, budget, events.secrets)
         finally:
-            charge = sent.charge(prompt)  # the requests cut after they were sent
+            charge = sent.charge(prompt, replied=answer is not None)  # cut after sending
             if gate is not None and ticket is not None:
                 await _settled(gate, ticket, answer, charge.cost_usd)
         if failed is not None:
