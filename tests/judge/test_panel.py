@@ -309,7 +309,9 @@ async def test_the_concurrency_limit_takes_one_slot_per_member(provider: Provide
 async def test_a_run_retries_on_the_panels_fail_and_logs_each_members_vote(
     provider: ProviderServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    provider.push(Step(), Step(text=FAIL_TEXT), Step())  # the first attempt, in member order
+    # The first attempt: the FAIL is held until both PASSes were written, so the panel (which
+    # decides at its first FAIL and cancels who is still out) has every member's vote.
+    provider.push(Step(), Step(text=FAIL_TEXT, after_answers=2), Step())
     provider.respond_with(lambda seen: Step())  # the retry
     ledger = tmp_path / "ledger.jsonl"
     verifier = Verifier(config(provider, {}, ledgerPath=str(ledger)))
