@@ -33,6 +33,7 @@ import asyncio
 import contextlib
 import gc
 import json
+import logging
 import os
 import re
 import shutil
@@ -52,7 +53,9 @@ from judge_server import JudgeServerProcess
 
 _WARM_CALLS = 50
 IN_PROCESS = "in-process verified turn"
+LOGGED = "in-process verified turn, logging at INFO"
 BARE = "in-process bare agent"
+BY_HAND = "request by hand"
 SLOWED = "in-process verified turn, prompt build slowed"
 Side = Callable[[], Awaitable[object]]
 _SETTLE_SECONDS = 1.0  # litellm's logging of the calls before, in its threads, under valgrind
@@ -104,11 +107,26 @@ def _with_added_work(side: Side, iterations: int) -> Side:
     return call
 
 
+def _logged(side: Side) -> Side:
+    """``side`` with the ``replyguard`` logger at INFO (its records to the NullHandler
+    replyguard attaches: no host handler's formatting or I/O is counted)."""
+    logger = logging.getLogger("replyguard")
+
+    async def call() -> None:
+        logger.setLevel(logging.INFO)
+        try:
+            await side()
+        finally:
+            logger.setLevel(logging.WARNING)
+
+    return call
+
+
 async def _sides(wire_name: str, url: str, added_work: int) -> tuple[dict[str, Side], Side]:
     """The sides to count for ``wire_name`` (``OWN``: the own share alone), and what closes
     what they opened."""
     own, bare = await sc.instant_sides()
-    in_process: dict[str, Side] = {IN_PROCESS: own, BARE: bare}
+    in_process: dict[str, Side] = {IN_PROCESS: own, LOGGED: _logged(own), BARE: bare}
     if added_work:
         in_process[SLOWED] = _with_added_work(own, added_work)
     if wire_name == OWN:
@@ -183,7 +201,10 @@ def _control(
 def _shares(per_call: dict[str, float]) -> dict[str, float]:
     """replyguard's own share per turn (the in-process turn over the bare agent), and the
     slowed turn's when it was counted."""
-    shares = {"own_share": per_call[IN_PROCESS] - per_call[BARE]}
+    shares = {
+        "own_share": per_call[IN_PROCESS] - per_call[BARE],
+        "logging_at_info": per_call[LOGGED] - per_call[IN_PROCESS],
+    }
     if SLOWED in per_call:
         shares["slowed_own_share"] = per_call[SLOWED] - per_call[BARE]
     return shares
@@ -200,16 +221,73 @@ def _stop(children: dict[str, tuple[subprocess.Popen[bytes], Path]]) -> None:
 
 def _table(wire_name: str, per_call: dict[str, float], calls: int) -> None:
     base = per_call.get("default")
+    by_hand = per_call.get(BY_HAND)
     title = "in-process only" if wire_name == OWN else sc.WIRES[wire_name].judge_model
     print(f"\n== {title}: instructions per call, {calls} calls a side")
-    if base is not None:
-        print(f"  {'side':28} {'instructions':>13} {'x default':>9} {'over default':>13}")
+    if base is not None and by_hand is not None:
+        print(
+            f"  {'side':28} {'instructions':>13} {'x default':>9} {'over default':>13}"
+            f" {'x by hand':>9}"
+        )
     for name, count in per_call.items():
-        if base is not None and not name.startswith("in-process"):
+        if base is not None and by_hand is not None and not name.startswith("in-process"):
             over = (count - base) / 1e3
-            print(f"  {name:28} {count / 1e6:12.2f}M {count / base:9.3f} {over:+12.0f}K")
+            print(
+                f"  {name:28} {count / 1e6:12.2f}M {count / base:9.3f} {over:+12.0f}K"
+                f" {count / by_hand:9.3f}"
+            )
     for name, share in _shares(per_call).items():
-        print(f"  {name.replace('_', ' ')} (in-process turn - bare agent): {share / 1e3:.0f}K")
+        what = "in-process turn - bare agent" if name != "logging_at_info" else "over logging off"
+        print(f"  {name.replace('_', ' ')} ({what}): {share / 1e3:.0f}K")
+
+
+def _cold(url: str, scratch: Path) -> dict[str, int]:
+    """Instructions of each cold-start script (``scenarios.cold_scripts``, the collector off
+    in both) from its start until its first verified turn / raw call returns, under
+    callgrind, side by side."""
+    wire = sc.WIRES["openai"]
+    turn, reply = sc.typical_turn()
+    params = sc.judge_params(sc.config(wire, f"{url}/fast", verifyAll=True), turn, reply)
+    scripts = dict(
+        zip(
+            ("verified", "raw"),
+            sc.cold_scripts(wire, url, "gc.disable()", ending="import os; os._exit(0)"),
+            strict=True,
+        )
+    )
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    env.setdefault("LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS", "True")
+    for script in scripts.values():  # untimed: file and bytecode caches warm for both
+        subprocess.run(
+            [sys.executable, "-c", script],
+            input=json.dumps(params),
+            text=True,
+            env=env,
+            capture_output=True,
+            check=True,
+            timeout=300,
+        )
+    running = {}
+    for name, script in scripts.items():
+        counted = [sys.executable, "-c", script]
+        out = f"--callgrind-out-file={scratch}/cold.{name}"
+        running[name] = subprocess.Popen(
+            ["valgrind", "--tool=callgrind", out, *counted],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            text=True,
+        )
+    counts: dict[str, int] = {}
+    for name, process in running.items():
+        process.communicate(json.dumps(params), timeout=1800)
+        text = (scratch / f"cold.{name}").read_text(errors="replace")
+        total = re.search(r"^(?:summary|totals): (\d+)", text, re.M)
+        if total is None:
+            raise RuntimeError(f"no instruction count for the cold {name} script")
+        counts[name] = int(total.group(1))
+    return counts
 
 
 def main() -> int:
@@ -227,6 +305,11 @@ def main() -> int:
     )
     parser.add_argument("--json", action="store_true", help="print the own shares as JSON")
     parser.add_argument(
+        "--cold",
+        action="store_true",
+        help="count the cold start instead: each fresh script until its first call returns",
+    )
+    parser.add_argument(
         "--child", nargs=3, metavar=("WIRE", "URL", "FOLDER"), help=argparse.SUPPRESS
     )
     args = parser.parse_args()
@@ -239,6 +322,14 @@ def main() -> int:
             print(f"{tool} is not installed (apt-get install valgrind)", file=sys.stderr)
             return 2
     wires = [OWN] if args.own_share else args.wire or list(sc.WIRES)
+    if args.cold:
+        with JudgeServerProcess() as server, tempfile.TemporaryDirectory() as scratch:
+            counts = _cold(server.url, Path(scratch))
+        ratio = counts["verified"] / counts["raw"]
+        print(f"cold start, collector off, until the first call returns: verified turn"
+              f" {counts['verified'] / 1e6:.1f}M, raw call {counts['raw'] / 1e6:.1f}M"
+              f" instructions, {ratio:.4f}x")  # fmt: skip
+        return 0
     with contextlib.ExitStack() as stack:
         url = "" if args.own_share else stack.enter_context(JudgeServerProcess()).url
         scratch = stack.enter_context(tempfile.TemporaryDirectory())

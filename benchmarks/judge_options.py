@@ -14,6 +14,8 @@ judge in its own process (``/fast/``):
 - ``default``: model, messages, api_base and api_key only (the reference of ``run.py``'s
   verified figure);
 - ``+ <option>``: the default call plus one option of the judge's request, alone;
+- ``request by hand``: the judge's request for this turn (``scenarios.judge_params``) sent
+  with ``litellm.acompletion`` as a host would write it, the reference of the verified turn;
 - ``judge request``: ``LiteLLMJudge.request`` for this turn, with the byte-capped session
   (and, on Anthropic, the client over it) that the judge adds;
 - ``judge, response_format``: the same, with the verdict schema as ``response_format`` (what
@@ -90,6 +92,7 @@ async def sides_for(wire: sc.Wire, url: str) -> tuple[dict[str, Any], Callable[[
     for key in params:
         if key not in default:
             sides[f"+ {key}"] = call({**default, key: params[key]})
+    sides["request by hand"] = call(params)
     sides["judge request"] = call(capped)
     if "response_format" not in params and "output_format" in params:
         as_before = {k: v for k, v in capped.items() if k != "output_format"}
