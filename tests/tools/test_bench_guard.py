@@ -41,7 +41,7 @@ HOT_PATH_BOUND = 1.6
 VERIFIED_BOUND = 1.7
 """Verified turn over a raw litellm call to the same loopback judge (1.05-1.4 today; 2.4+
 slowed)."""
-OWN_SHARE_BUDGET = 1_400_000
+OWN_SHARE_BUDGET = 1_250_000
 """Instructions of replyguard's own per verified turn, in-process instant judge over the bare
 agent call (1.08M today, CPython 3.11)."""
 ADDED_WORK = 4_000
