@@ -79,6 +79,43 @@ def _ask(folder: Path, phase: str, index: int, name: str) -> None:
 
 OWN = "own"
 """The child's wire for replyguard's own share alone (``--own-share``): no judge server."""
+STREAM = "stream"
+"""The child's wire for a streamed reply (``--stream``): a 1,000-delta stream from the
+loopback server iterated raw, and streamed through ``Verifier.stream`` in ``release`` mode,
+each also with the collector on during its calls."""
+STREAM_DELTAS = 1000
+
+
+async def _stream_sides(url: str) -> tuple[dict[str, Side], Side]:
+    import streaming as st
+
+    agent = st.litellm_agent(url, f"s{STREAM_DELTAS}")
+    verifier = sc.Verifier(st.stream_config("release", 64), judge=sc.InstantJudge())
+
+    async def raw() -> None:
+        await st.raw_stream(agent, 64, st.Timings())
+
+    async def streamed() -> None:
+        await st.streamed_turn(verifier, agent, st.Timings())
+
+    def collecting(side: Side) -> Side:
+        async def call() -> None:
+            gc.enable()
+            try:
+                await side()
+            finally:
+                gc.disable()
+
+        return call
+
+    sides = {"raw stream": raw, "streamed turn": streamed}
+    sides |= {f"{name}, collector on": collecting(side) for name, side in sides.items()}
+
+    async def close() -> None:
+        await verifier.aclose()
+        await sc.close_clients()
+
+    return sides, close
 
 
 async def _nothing() -> None:
@@ -125,6 +162,8 @@ def _logged(side: Side) -> Side:
 async def _sides(wire_name: str, url: str, added_work: int) -> tuple[dict[str, Side], Side]:
     """The sides to count for ``wire_name`` (``OWN``: the own share alone), and what closes
     what they opened."""
+    if wire_name == STREAM:
+        return await _stream_sides(url)
     own, bare = await sc.instant_sides()
     in_process: dict[str, Side] = {IN_PROCESS: own, LOGGED: _logged(own), BARE: bare}
     if added_work:
@@ -141,7 +180,7 @@ async def _child(wire_name: str, url: str, folder: Path, calls: int, added_work:
     settle = 0.0 if wire_name == OWN else _SETTLE_SECONDS  # in-process sides log nothing
     try:
         for side in sides.values():
-            for _ in range(_WARM_CALLS):
+            for _ in range(_WARM_CALLS if wire_name != STREAM else 3):
                 await side()
         for index, (name, side) in enumerate(sides.items()):
             await asyncio.sleep(settle)
@@ -201,6 +240,8 @@ def _control(
 def _shares(per_call: dict[str, float]) -> dict[str, float]:
     """replyguard's own share per turn (the in-process turn over the bare agent), and the
     slowed turn's when it was counted."""
+    if IN_PROCESS not in per_call:
+        return {}
     shares = {
         "own_share": per_call[IN_PROCESS] - per_call[BARE],
         "logging_at_info": per_call[LOGGED] - per_call[IN_PROCESS],
@@ -222,6 +263,13 @@ def _stop(children: dict[str, tuple[subprocess.Popen[bytes], Path]]) -> None:
 def _table(wire_name: str, per_call: dict[str, float], calls: int) -> None:
     base = per_call.get("default")
     by_hand = per_call.get(BY_HAND)
+    if wire_name == STREAM:
+        raw, raw_on = per_call["raw stream"], per_call["raw stream, collector on"]
+        print(f"\n== a {STREAM_DELTAS}-delta stream: instructions per stream, {calls} a side")
+        for name, count in per_call.items():
+            reference = raw if name.endswith("turn") else raw_on
+            print(f"  {name:28} {count / 1e6:12.2f}M {count / reference:7.3f}x its raw stream")
+        return
     title = "in-process only" if wire_name == OWN else sc.WIRES[wire_name].judge_model
     print(f"\n== {title}: instructions per call, {calls} calls a side")
     if base is not None and by_hand is not None:
@@ -305,6 +353,11 @@ def main() -> int:
     )
     parser.add_argument("--json", action="store_true", help="print the own shares as JSON")
     parser.add_argument(
+        "--stream",
+        action="store_true",
+        help=f"count a {STREAM_DELTAS}-delta stream instead, raw and through Verifier.stream",
+    )
+    parser.add_argument(
         "--cold",
         action="store_true",
         help="count the cold start instead: each fresh script until its first call returns",
@@ -321,7 +374,7 @@ def main() -> int:
         if shutil.which(tool) is None:
             print(f"{tool} is not installed (apt-get install valgrind)", file=sys.stderr)
             return 2
-    wires = [OWN] if args.own_share else args.wire or list(sc.WIRES)
+    wires = [OWN] if args.own_share else [STREAM] if args.stream else args.wire or list(sc.WIRES)
     if args.cold:
         with JudgeServerProcess() as server, tempfile.TemporaryDirectory() as scratch:
             counts = _cold(server.url, Path(scratch))
