@@ -267,7 +267,7 @@ def _table(wire_name: str, per_call: dict[str, float], calls: int) -> None:
         raw, raw_on = per_call["raw stream"], per_call["raw stream, collector on"]
         print(f"\n== a {STREAM_DELTAS}-delta stream: instructions per stream, {calls} a side")
         for name, count in per_call.items():
-            reference = raw if name.endswith("turn") else raw_on
+            reference = raw_on if name.endswith("collector on") else raw
             print(f"  {name:28} {count / 1e6:12.2f}M {count / reference:7.3f}x its raw stream")
         return
     title = "in-process only" if wire_name == OWN else sc.WIRES[wire_name].judge_model
