@@ -1,7 +1,8 @@
 """Instructions per call of each side of a judgement, counted by callgrind: figures that the
 noise of a shared machine does not move.
 
-    python benchmarks/instructions.py [--calls N] [--wire NAME ...]
+    python benchmarks/instructions.py [--calls N] [--wire NAME ...] [--own-share] [--stream]
+                                      [--cold]
 
 On the 2-CPU machines this project runs on, a wall-time median moves by 10-15% between runs of
 the same code, more than the gaps this benchmark is about (a few percent of a litellm call).
@@ -21,9 +22,14 @@ judge's request added alone, the judge's whole request, ``LiteLLMJudge.judge``, 
 turn), and replyguard's own share: a verified turn with an instant in-process judge against
 the bare agent call it wraps. Needs valgrind (``apt-get install valgrind``); with the default
 100 calls a side it takes about 8 minutes (the wires run side by side). ``--own-share`` counts
-only the own share (about 40 s, no judge server), ``--added-work N`` also the same turn with
-a loop of N passes added to its prompt build, ``--json`` prints the shares as JSON: the
-suite's guard (``tests/tools/test_bench_guard.py``).
+only the own share and what logging at INFO adds to it (about 40 s, no judge server),
+``--added-work N`` also the same turn with a loop of N passes added to its prompt build,
+``--json`` prints the shares as JSON: the suite's guard (``tests/tools/test_bench_guard.py``).
+``--stream`` counts a 1,000-delta loopback stream iterated raw and through
+``Verifier.stream`` (``--calls 3`` is enough: minutes under load); ``--cold`` counts each
+cold-start script (``scenarios.cold_scripts``, the collector off) from its start until its
+first call returns. Each wire's table has an ``x by hand`` column: the side over the judge's
+request sent by hand through ``litellm.acompletion``.
 """
 
 from __future__ import annotations

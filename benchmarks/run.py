@@ -3,7 +3,9 @@
     python benchmarks/run.py [--quick] [--out DIR] [--only NAME ...]
 
 Prints a markdown table (median figures, ratios, differences, targets with PASS/MISS) and
-writes ``table.md``, ``results.json`` and ``chart.png`` (when matplotlib is installed) to DIR
+writes ``table.md`` and ``results.json`` after every section (a run cut short keeps what it
+measured; a section that raises is a row saying so, and the run goes on), then ``chart.png``
+(when matplotlib is installed) to DIR
 (default ``benchmarks/out/``). The loopback judge (``judge_server.py``) runs in a child process
 so it does not share the measured interpreter's GIL. No network beyond 127.0.0.1.
 

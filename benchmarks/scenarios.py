@@ -472,17 +472,16 @@ async def rotated(
     return samples
 
 
-async def verified_vs_raw(
-    wire: Wire, url: str, pairs: int, *, warmup: int = 30
-) -> tuple[Pair, dict[str, Any]]:
-    """A verified turn that passes first time vs one default ``litellm.acompletion`` of the
-    same messages (``default_params``), same server."""
+async def _passing_turn(
+    wire: Wire, url: str
+) -> tuple[Callable[[], Awaitable[None]], dict[str, Any]]:
+    """A verified turn that passes first time against ``url``'s fast judge, and the judge's
+    request for it (``judge_params``: the raw references are made from it)."""
     turn, reply = typical_turn()
     cfg = config(wire, f"{url}/fast", verifyAll=True)
     verifier = Verifier(cfg)
     await verifier.warmup()
     agent = reply_agent(reply)
-    params = default_params(judge_params(cfg, turn, reply))
     outcome = await verifier.run(agent, turn)
     if outcome.status != "passed":
         raise RuntimeError(f"the verified turn ended {outcome.status} ({outcome.reason})")
@@ -490,6 +489,16 @@ async def verified_vs_raw(
     async def measured() -> None:
         await verifier.run(agent, turn)
 
+    return measured, judge_params(cfg, turn, reply)
+
+
+async def verified_vs_raw(
+    wire: Wire, url: str, pairs: int, *, warmup: int = 30
+) -> tuple[Pair, dict[str, Any]]:
+    """A verified turn that passes first time vs one default ``litellm.acompletion`` of the
+    same messages (``default_params``), same server."""
+    measured, by_hand = await _passing_turn(wire, url)
+    params = default_params(by_hand)
     pair = await against_raw_call(measured, params, pairs, warmup)
     info = {"prompt_chars": sum(len(m["content"]) for m in params["messages"])}
     return pair, info
@@ -502,19 +511,8 @@ async def verified_vs_requests(
     ``litellm.acompletion`` (``judge_params``: model, messages, ``response_format``,
     ``temperature``, ``max_tokens``...), and vs a default call of the same messages
     (``default_params``), the three rotated in one loop, same server."""
-    turn, reply = typical_turn()
-    cfg = config(wire, f"{url}/fast", verifyAll=True)
-    verifier = Verifier(cfg)
-    await verifier.warmup()
-    agent = reply_agent(reply)
-    by_hand = judge_params(cfg, turn, reply)
+    measured, by_hand = await _passing_turn(wire, url)
     default = default_params(by_hand)
-    outcome = await verifier.run(agent, turn)
-    if outcome.status != "passed":
-        raise RuntimeError(f"the verified turn ended {outcome.status} ({outcome.reason})")
-
-    async def measured() -> None:
-        await verifier.run(agent, turn)
 
     async def hand() -> None:
         await raw_call(by_hand)
