@@ -83,7 +83,7 @@ class _Meta(RunMeta):
 class _Reply(Reply):
     model_config = RECORD_MODEL
 
-    meta: _Meta = _Meta()
+    meta: _Meta = Field(default_factory=_Meta)  # not an instance: none is built at import
 
 
 class TurnRecord(Turn):
