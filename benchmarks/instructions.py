@@ -1,7 +1,8 @@
 """Instructions per call of each side of a judgement, counted by callgrind: figures that the
 noise of a shared machine does not move.
 
-    python benchmarks/instructions.py [--calls N] [--wire NAME ...]
+    python benchmarks/instructions.py [--calls N] [--wire NAME ...] [--own-share] [--stream]
+                                      [--cold]
 
 On the 2-CPU machines this project runs on, a wall-time median moves by 10-15% between runs of
 the same code, more than the gaps this benchmark is about (a few percent of a litellm call).
@@ -21,9 +22,14 @@ judge's request added alone, the judge's whole request, ``LiteLLMJudge.judge``, 
 turn), and replyguard's own share: a verified turn with an instant in-process judge against
 the bare agent call it wraps. Needs valgrind (``apt-get install valgrind``); with the default
 100 calls a side it takes about 8 minutes (the wires run side by side). ``--own-share`` counts
-only the own share (about 40 s, no judge server), ``--added-work N`` also the same turn with
-a loop of N passes added to its prompt build, ``--json`` prints the shares as JSON: the
-suite's guard (``tests/tools/test_bench_guard.py``).
+only the own share and what logging at INFO adds to it (about 40 s, no judge server),
+``--added-work N`` also the same turn with a loop of N passes added to its prompt build,
+``--json`` prints the shares as JSON: the suite's guard (``tests/tools/test_bench_guard.py``).
+``--stream`` counts a 1,000-delta loopback stream iterated raw and through
+``Verifier.stream`` (``--calls 3`` is enough: minutes under load); ``--cold`` counts each
+cold-start script (``scenarios.cold_scripts``, the collector off) from its start until its
+first call returns. Each wire's table has an ``x by hand`` column: the side over the judge's
+request sent by hand through ``litellm.acompletion``.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ import asyncio
 import contextlib
 import gc
 import json
+import logging
 import os
 import re
 import shutil
@@ -52,7 +59,9 @@ from judge_server import JudgeServerProcess
 
 _WARM_CALLS = 50
 IN_PROCESS = "in-process verified turn"
+LOGGED = "in-process verified turn, logging at INFO"
 BARE = "in-process bare agent"
+BY_HAND = "request by hand"
 SLOWED = "in-process verified turn, prompt build slowed"
 Side = Callable[[], Awaitable[object]]
 _SETTLE_SECONDS = 1.0  # litellm's logging of the calls before, in its threads, under valgrind
@@ -76,6 +85,43 @@ def _ask(folder: Path, phase: str, index: int, name: str) -> None:
 
 OWN = "own"
 """The child's wire for replyguard's own share alone (``--own-share``): no judge server."""
+STREAM = "stream"
+"""The child's wire for a streamed reply (``--stream``): a 1,000-delta stream from the
+loopback server iterated raw, and streamed through ``Verifier.stream`` in ``release`` mode,
+each also with the collector on during its calls."""
+STREAM_DELTAS = 1000
+
+
+async def _stream_sides(url: str) -> tuple[dict[str, Side], Side]:
+    import streaming as st
+
+    agent = st.litellm_agent(url, f"s{STREAM_DELTAS}")
+    verifier = sc.Verifier(st.stream_config("release", 64), judge=sc.InstantJudge())
+
+    async def raw() -> None:
+        await st.raw_stream(agent, 64, st.Timings())
+
+    async def streamed() -> None:
+        await st.streamed_turn(verifier, agent, st.Timings())
+
+    def collecting(side: Side) -> Side:
+        async def call() -> None:
+            gc.enable()
+            try:
+                await side()
+            finally:
+                gc.disable()
+
+        return call
+
+    sides = {"raw stream": raw, "streamed turn": streamed}
+    sides |= {f"{name}, collector on": collecting(side) for name, side in sides.items()}
+
+    async def close() -> None:
+        await verifier.aclose()
+        await sc.close_clients()
+
+    return sides, close
 
 
 async def _nothing() -> None:
@@ -104,11 +150,28 @@ def _with_added_work(side: Side, iterations: int) -> Side:
     return call
 
 
+def _logged(side: Side) -> Side:
+    """``side`` with the ``replyguard`` logger at INFO (its records to the NullHandler
+    replyguard attaches: no host handler's formatting or I/O is counted)."""
+    logger = logging.getLogger("replyguard")
+
+    async def call() -> None:
+        logger.setLevel(logging.INFO)
+        try:
+            await side()
+        finally:
+            logger.setLevel(logging.WARNING)
+
+    return call
+
+
 async def _sides(wire_name: str, url: str, added_work: int) -> tuple[dict[str, Side], Side]:
     """The sides to count for ``wire_name`` (``OWN``: the own share alone), and what closes
     what they opened."""
+    if wire_name == STREAM:
+        return await _stream_sides(url)
     own, bare = await sc.instant_sides()
-    in_process: dict[str, Side] = {IN_PROCESS: own, BARE: bare}
+    in_process: dict[str, Side] = {IN_PROCESS: own, LOGGED: _logged(own), BARE: bare}
     if added_work:
         in_process[SLOWED] = _with_added_work(own, added_work)
     if wire_name == OWN:
@@ -123,7 +186,7 @@ async def _child(wire_name: str, url: str, folder: Path, calls: int, added_work:
     settle = 0.0 if wire_name == OWN else _SETTLE_SECONDS  # in-process sides log nothing
     try:
         for side in sides.values():
-            for _ in range(_WARM_CALLS):
+            for _ in range(_WARM_CALLS if wire_name != STREAM else 3):
                 await side()
         for index, (name, side) in enumerate(sides.items()):
             await asyncio.sleep(settle)
@@ -183,7 +246,12 @@ def _control(
 def _shares(per_call: dict[str, float]) -> dict[str, float]:
     """replyguard's own share per turn (the in-process turn over the bare agent), and the
     slowed turn's when it was counted."""
-    shares = {"own_share": per_call[IN_PROCESS] - per_call[BARE]}
+    if IN_PROCESS not in per_call:
+        return {}
+    shares = {
+        "own_share": per_call[IN_PROCESS] - per_call[BARE],
+        "logging_at_info": per_call[LOGGED] - per_call[IN_PROCESS],
+    }
     if SLOWED in per_call:
         shares["slowed_own_share"] = per_call[SLOWED] - per_call[BARE]
     return shares
@@ -200,16 +268,80 @@ def _stop(children: dict[str, tuple[subprocess.Popen[bytes], Path]]) -> None:
 
 def _table(wire_name: str, per_call: dict[str, float], calls: int) -> None:
     base = per_call.get("default")
+    by_hand = per_call.get(BY_HAND)
+    if wire_name == STREAM:
+        raw, raw_on = per_call["raw stream"], per_call["raw stream, collector on"]
+        print(f"\n== a {STREAM_DELTAS}-delta stream: instructions per stream, {calls} a side")
+        for name, count in per_call.items():
+            reference = raw_on if name.endswith("collector on") else raw
+            print(f"  {name:28} {count / 1e6:12.2f}M {count / reference:7.3f}x its raw stream")
+        return
     title = "in-process only" if wire_name == OWN else sc.WIRES[wire_name].judge_model
     print(f"\n== {title}: instructions per call, {calls} calls a side")
-    if base is not None:
-        print(f"  {'side':28} {'instructions':>13} {'x default':>9} {'over default':>13}")
+    if base is not None and by_hand is not None:
+        print(
+            f"  {'side':28} {'instructions':>13} {'x default':>9} {'over default':>13}"
+            f" {'x by hand':>9}"
+        )
     for name, count in per_call.items():
-        if base is not None and not name.startswith("in-process"):
+        if base is not None and by_hand is not None and not name.startswith("in-process"):
             over = (count - base) / 1e3
-            print(f"  {name:28} {count / 1e6:12.2f}M {count / base:9.3f} {over:+12.0f}K")
+            print(
+                f"  {name:28} {count / 1e6:12.2f}M {count / base:9.3f} {over:+12.0f}K"
+                f" {count / by_hand:9.3f}"
+            )
     for name, share in _shares(per_call).items():
-        print(f"  {name.replace('_', ' ')} (in-process turn - bare agent): {share / 1e3:.0f}K")
+        what = "in-process turn - bare agent" if name != "logging_at_info" else "over logging off"
+        print(f"  {name.replace('_', ' ')} ({what}): {share / 1e3:.0f}K")
+
+
+def _cold(url: str, scratch: Path) -> dict[str, int]:
+    """Instructions of each cold-start script (``scenarios.cold_scripts``, the collector off
+    in both) from its start until its first verified turn / raw call returns, under
+    callgrind, side by side."""
+    wire = sc.WIRES["openai"]
+    turn, reply = sc.typical_turn()
+    params = sc.judge_params(sc.config(wire, f"{url}/fast", verifyAll=True), turn, reply)
+    scripts = dict(
+        zip(
+            ("verified", "raw"),
+            sc.cold_scripts(wire, url, "gc.disable()", ending="import os; os._exit(0)"),
+            strict=True,
+        )
+    )
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    env.setdefault("LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS", "True")
+    for script in scripts.values():  # untimed: file and bytecode caches warm for both
+        subprocess.run(
+            [sys.executable, "-c", script],
+            input=json.dumps(params),
+            text=True,
+            env=env,
+            capture_output=True,
+            check=True,
+            timeout=300,
+        )
+    running = {}
+    for name, script in scripts.items():
+        counted = [sys.executable, "-c", script]
+        out = f"--callgrind-out-file={scratch}/cold.{name}"
+        running[name] = subprocess.Popen(
+            ["valgrind", "--tool=callgrind", out, *counted],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            text=True,
+        )
+    counts: dict[str, int] = {}
+    for name, process in running.items():
+        process.communicate(json.dumps(params), timeout=1800)
+        text = (scratch / f"cold.{name}").read_text(errors="replace")
+        total = re.search(r"^(?:summary|totals): (\d+)", text, re.M)
+        if total is None:
+            raise RuntimeError(f"no instruction count for the cold {name} script")
+        counts[name] = int(total.group(1))
+    return counts
 
 
 def main() -> int:
@@ -227,6 +359,16 @@ def main() -> int:
     )
     parser.add_argument("--json", action="store_true", help="print the own shares as JSON")
     parser.add_argument(
+        "--stream",
+        action="store_true",
+        help=f"count a {STREAM_DELTAS}-delta stream instead, raw and through Verifier.stream",
+    )
+    parser.add_argument(
+        "--cold",
+        action="store_true",
+        help="count the cold start instead: each fresh script until its first call returns",
+    )
+    parser.add_argument(
         "--child", nargs=3, metavar=("WIRE", "URL", "FOLDER"), help=argparse.SUPPRESS
     )
     args = parser.parse_args()
@@ -238,7 +380,15 @@ def main() -> int:
         if shutil.which(tool) is None:
             print(f"{tool} is not installed (apt-get install valgrind)", file=sys.stderr)
             return 2
-    wires = [OWN] if args.own_share else args.wire or list(sc.WIRES)
+    wires = [OWN] if args.own_share else [STREAM] if args.stream else args.wire or list(sc.WIRES)
+    if args.cold:
+        with JudgeServerProcess() as server, tempfile.TemporaryDirectory() as scratch:
+            counts = _cold(server.url, Path(scratch))
+        ratio = counts["verified"] / counts["raw"]
+        print(f"cold start, collector off, until the first call returns: verified turn"
+              f" {counts['verified'] / 1e6:.1f}M, raw call {counts['raw'] / 1e6:.1f}M"
+              f" instructions, {ratio:.4f}x")  # fmt: skip
+        return 0
     with contextlib.ExitStack() as stack:
         url = "" if args.own_share else stack.enter_context(JudgeServerProcess()).url
         scratch = stack.enter_context(tempfile.TemporaryDirectory())

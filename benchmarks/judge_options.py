@@ -14,6 +14,10 @@ judge in its own process (``/fast/``):
 - ``default``: model, messages, api_base and api_key only (the reference of ``run.py``'s
   verified figure);
 - ``+ <option>``: the default call plus one option of the judge's request, alone;
+- ``+ forced verdict tool``: the default call plus the verdict schema as the one tool the
+  model must call (``tools`` + ``tool_choice``), the other way to have a provider enforce it;
+- ``request by hand``: the judge's request for this turn (``scenarios.judge_params``) sent
+  with ``litellm.acompletion`` as a host would write it, the reference of the verified turn;
 - ``judge request``: ``LiteLLMJudge.request`` for this turn, with the byte-capped session
   (and, on Anthropic, the client over it) that the judge adds;
 - ``judge, response_format``: the same, with the verdict schema as ``response_format`` (what
@@ -90,6 +94,11 @@ async def sides_for(wire: sc.Wire, url: str) -> tuple[dict[str, Any], Callable[[
     for key in params:
         if key not in default:
             sides[f"+ {key}"] = call({**default, key: params[key]})
+    schema = VERDICT_FORMAT["json_schema"]
+    tool = {"type": "function", "function": {"name": "verdict", "parameters": schema["schema"]}}
+    forced = {"type": "function", "function": {"name": "verdict"}}
+    sides["+ forced verdict tool"] = call({**default, "tools": [tool], "tool_choice": forced})
+    sides["request by hand"] = call(params)
     sides["judge request"] = call(capped)
     if "response_format" not in params and "output_format" in params:
         as_before = {k: v for k, v in capped.items() if k != "output_format"}

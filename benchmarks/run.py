@@ -3,7 +3,9 @@
     python benchmarks/run.py [--quick] [--out DIR] [--only NAME ...]
 
 Prints a markdown table (median figures, ratios, differences, targets with PASS/MISS) and
-writes ``table.md``, ``results.json`` and ``chart.png`` (when matplotlib is installed) to DIR
+writes ``table.md`` and ``results.json`` after every section (a run cut short keeps what it
+measured; a section that raises is a row saying so, and the run goes on), then ``chart.png``
+(when matplotlib is installed) to DIR
 (default ``benchmarks/out/``). The loopback judge (``judge_server.py``) runs in a child process
 so it does not share the measured interpreter's GIL. No network beyond 127.0.0.1.
 
@@ -21,6 +23,7 @@ import os
 import platform
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -182,33 +185,39 @@ async def hot(sizes: Sizes, rows: list[Row]) -> None:
 async def verified(sizes: Sizes, rows: list[Row], server: JudgeServerProcess) -> None:
     for wire in sc.WIRES.values():
         before = server.stats()
-        pair, info = await sc.verified_vs_raw(wire, server.url, sizes.verified_pairs)
+        by_hand, default, info = await sc.verified_vs_requests(
+            wire, server.url, sizes.verified_pairs
+        )
         after = server.stats()
         new_connections = after["connections"] - before["connections"]
-        ok = pair.difference <= 0.15e-3 and pair.ratio <= 1.05
-        rows.append(
-            Row(
-                f"verified turn (PASS first time), {wire.judge_model}"
-                " vs a default `litellm.acompletion`"
-                f" ({sizes.verified_pairs} pairs; {new_connections} TCP connections opened"
-                f" for {2 * (sizes.verified_pairs + 30) + 1} calls)",
-                ms(sc.median(pair.measured), 3),
-                ms(sc.median(pair.reference), 3),
-                f"{pair.ratio:.3f}x",
-                signed_ms(pair.difference, 3),
-                "≤ +0.15 ms, ≤ 1.05x",
-                verdict(ok),
-                {
-                    "wire": wire.name,
-                    "measured_s": sc.median(pair.measured),
-                    "reference_s": sc.median(pair.reference),
-                    "measured_samples": pair.measured,
-                    "reference_samples": pair.reference,
-                    "new_connections": new_connections,
-                    **info,
-                },
+        calls = 3 * (sizes.verified_pairs + 30) + 1
+        for pair, reference, target, limit in (
+            (by_hand, "the same judge request sent by hand", "≤ 1.08x", 1.08),
+            (default, "a default `litellm.acompletion` (for information)", "—", None),
+        ):
+            rows.append(
+                Row(
+                    f"verified turn (PASS first time), {wire.judge_model} vs {reference}"
+                    f" ({sizes.verified_pairs} rounds of the three rotated;"
+                    f" {new_connections} TCP connections opened for {calls} calls)",
+                    ms(sc.median(pair.measured), 3),
+                    ms(sc.median(pair.reference), 3),
+                    f"{pair.ratio:.3f}x",
+                    signed_ms(pair.difference, 3),
+                    target,
+                    verdict(pair.ratio <= limit) if limit else "info",
+                    {
+                        "wire": wire.name,
+                        "reference": "request" if limit else "default",
+                        "measured_s": sc.median(pair.measured),
+                        "reference_s": sc.median(pair.reference),
+                        "measured_samples": pair.measured,
+                        "reference_samples": pair.reference,
+                        "new_connections": new_connections,
+                        **info,
+                    },
+                )
             )
-        )
 
 
 async def logging_section(sizes: Sizes, rows: list[Row]) -> None:
@@ -266,26 +275,39 @@ async def floor(sizes: Sizes, rows: list[Row], server: JudgeServerProcess) -> No
         )
 
 
+_COLLECTOR = {
+    "on": "",
+    "off": ", the garbage collector off in both",
+    "frozen": ", `gc.freeze()` in both once their imports are done",
+}
+
+
 async def coldstart(sizes: Sizes, rows: list[Row], server: JudgeServerProcess) -> None:
     wire = sc.WIRES["openai"]
-    for collector in (True, False):
-        ours, theirs = await asyncio.to_thread(
+    for collector in sc.COLLECTOR_MODES:
+        ours, theirs, our_passes, their_passes = await asyncio.to_thread(
             sc.cold_start_times, wire, server.url, sizes.cold_runs, collector=collector
         )
         mine, raw = sc.median(ours), sc.median(theirs)
+        passes = f"full collections {sc.median(our_passes):g} vs {sc.median(their_passes):g}"
         rows.append(
             Row(
                 "first verified turn in a fresh interpreter (imports + turn) vs first raw"
                 f" `litellm.acompletion` (`import litellm` + call), {wire.judge_model},"
-                f" median of {len(ours)}"
-                + ("" if collector else ", the garbage collector off in both"),
+                f" median of {len(ours)}{_COLLECTOR[collector]} ({passes})",
                 ms(mine, 0),
                 ms(raw, 0),
-                f"{mine / raw:.2f}x",
+                f"{mine / raw:.3f}x",
                 signed_ms(mine - raw, 0),
-                "≤ +50 ms" if collector else "—",
-                verdict(mine - raw <= 0.05) if collector else "info",
-                {"cold_s": ours, "cold_raw_s": theirs, "collector": collector},
+                "≤ +50 ms" if collector == "off" else "—",
+                verdict(mine - raw <= 0.05) if collector == "off" else "info",
+                {
+                    "cold_s": ours,
+                    "cold_raw_s": theirs,
+                    "collector": collector,
+                    "full_collections": our_passes,
+                    "raw_full_collections": their_passes,
+                },
             )
         )
 
@@ -320,8 +342,8 @@ async def cli(sizes: Sizes, rows: list[Row]) -> None:
             ms(bare, 0),
             f"{mine / bare:.1f}x",
             signed_ms(mine - bare, 0),
-            "≤ 400 ms wall",
-            verdict(mine <= 0.4),
+            "≤ 200 ms wall",
+            verdict(mine <= 0.2),
             {"cli_s": ours, "python_s": theirs},
         )
     )
@@ -373,37 +395,67 @@ async def concurrency(sizes: Sizes, rows: list[Row], server: JudgeServerProcess)
         measured, reference = await sc.concurrent_vs_raw(
             wire, server.url, sizes.concurrent, 100, sizes.concurrent_rounds
         )
-        wall = sc.median([b.wall for b in measured])
-        raw_wall = sc.median([b.wall for b in reference])
-        p50 = sc.median([b.p50 for b in measured])
-        p99 = sc.median([b.p99 for b in measured])
-        raw_p50 = sc.median([b.p50 for b in reference])
-        raw_p99 = sc.median([b.p99 for b in reference])
-        ratio = wall / raw_wall
-        rows.append(
-            Row(
-                f"{sizes.concurrent} concurrent verified turns, judge answers after 100 ms,"
-                f" {wire.judge_model}: wall (p50 / p99 per turn)",
-                f"{ms(wall, 0)} ({ms(p50, 0)} / {ms(p99, 0)})",
-                f"{ms(raw_wall, 0)} ({ms(raw_p50, 0)} / {ms(raw_p99, 0)}) raw",
-                f"{ratio:.2f}x (p99 {p99 / raw_p99:.2f}x)",
-                signed_ms(wall - raw_wall, 0),
-                "≤ 1.1x",
-                verdict(ratio <= 1.1),
-                {
-                    "wire": wire.name,
-                    "wall_s": wall,
-                    "raw_wall_s": raw_wall,
-                    "p50_s": p50,
-                    "p99_s": p99,
-                    "raw_p50_s": raw_p50,
-                    "raw_p99_s": raw_p99,
-                    "rounds": sizes.concurrent_rounds,
-                    "latencies_s": measured[-1].latencies,
-                    "raw_latencies_s": reference[-1].latencies,
-                },
-            )
-        )
+        rows.extend(_burst_rows(sizes, wire, measured, reference))
+
+
+def _burst_rows(
+    sizes: Sizes, wire: sc.Wire, measured: list[sc.Burst], reference: list[sc.Burst]
+) -> list[Row]:
+    """The burst's wall-time row and its CPU-time row; turns that failed open are counted in
+    both (a busy machine's result), never raised."""
+    count = sizes.concurrent
+    wall = sc.median([b.wall for b in measured])
+    raw_wall = sc.median([b.wall for b in reference])
+    p99 = sc.median([b.p99 for b in measured])
+    raw_p99 = sc.median([b.p99 for b in reference])
+    cpu = sc.median([b.cpu for b in measured]) / count
+    raw_cpu = sc.median([b.cpu for b in reference]) / count
+    failed = [b.failed for b in measured]
+    raw_failed = [b.failed for b in reference]
+    all_passed = not any(failed) and not any(raw_failed)
+    failures = "" if all_passed else f"; not passed per burst: {failed}, raw {raw_failed}"
+    ratio = wall / raw_wall
+    data = {
+        "wire": wire.name,
+        "wall_s": wall,
+        "raw_wall_s": raw_wall,
+        "p99_s": p99,
+        "raw_p99_s": raw_p99,
+        "cpu_per_turn_s": cpu,
+        "raw_cpu_per_turn_s": raw_cpu,
+        "failed": failed,
+        "raw_failed": raw_failed,
+        "rounds": sizes.concurrent_rounds,
+        "latencies_s": measured[-1].latencies,
+        "raw_latencies_s": reference[-1].latencies,
+    }
+    name = (
+        f"{count} concurrent verified turns vs {count} raw calls of the same judge request,"
+        f" judge answering after 100 ms, {wire.judge_model}, median of"
+        f" {sizes.concurrent_rounds} bursts{failures}"
+    )
+    return [
+        Row(
+            f"{name}: wall (p99 per turn)",
+            f"{ms(wall, 0)} ({ms(p99, 0)})",
+            f"{ms(raw_wall, 0)} ({ms(raw_p99, 0)}) raw",
+            f"{ratio:.2f}x (p99 {p99 / raw_p99:.2f}x)",
+            signed_ms(wall - raw_wall, 0),
+            "≤ 1.08x",
+            verdict(ratio <= 1.08 and all_passed),
+            data,
+        ),
+        Row(
+            f"{name}: process CPU time per turn",
+            ms(cpu, 3),
+            f"{ms(raw_cpu, 3)} raw",
+            f"{cpu / raw_cpu:.2f}x",
+            signed_ms(cpu - raw_cpu, 3),
+            "≤ raw + 0.5 ms",
+            verdict(cpu - raw_cpu <= 0.5e-3 and all_passed),
+            {"wire": wire.name, "cpu_per_turn_s": cpu, "raw_cpu_per_turn_s": raw_cpu},
+        ),
+    ]
 
 
 async def imports(sizes: Sizes, rows: list[Row]) -> None:
@@ -847,49 +899,57 @@ def chart(rows: list[Row], path: Path) -> str | None:
     return None
 
 
-async def main_async(args: argparse.Namespace) -> list[Row]:
+def _sections(
+    sizes: Sizes, server: JudgeServerProcess
+) -> dict[str, Callable[[list[Row]], Awaitable[None]]]:
+    """Each section's measurement, appending its rows."""
+
+    async def both(rows: list[Row], *parts: Callable[..., Awaitable[None]]) -> None:
+        for part in parts:
+            await part(sizes, rows, server)
+
+    return {
+        "hot": lambda rows: hot(sizes, rows),
+        "logging": lambda rows: logging_section(sizes, rows),
+        "verified": lambda rows: both(rows, verified, floor),
+        "bigturns": lambda rows: bigturns(sizes, rows, server),
+        "context": lambda rows: context(sizes, rows),
+        "concurrency": lambda rows: concurrency(sizes, rows, server),
+        "import": lambda rows: imports(sizes, rows),
+        "coldstart": lambda rows: both(rows, coldstart, warmstart),
+        "cli": lambda rows: cli(sizes, rows),
+        "memory": lambda rows: memory(sizes, rows),
+        "failopen": lambda rows: failopen(sizes, rows, server),
+        "streaming": lambda rows: streaming(sizes, rows, server),
+        "fleet": lambda rows: fleet_section(sizes, rows),
+        "panel": lambda rows: panel(sizes, rows, server),
+        "figures": lambda rows: figures_section(sizes, rows),
+    }
+
+
+async def main_async(args: argparse.Namespace, written: Callable[[list[Row]], None]) -> list[Row]:
+    """Every section asked for, in order; ``written`` gets the rows so far after each one. A
+    section that raises (a busy machine, a missing program) becomes a row saying so, and the
+    run goes on."""
     sizes = QUICK if args.quick else FULL
     only = set(args.only or SECTIONS)
     rows: list[Row] = []
     logging.getLogger("replyguard").setLevel(logging.WARNING)
     with JudgeServerProcess() as server:
+        measure = _sections(sizes, server)
         for name in SECTIONS:
             if name not in only:
                 continue
             started = time.perf_counter()
             print(f"… {name}", file=sys.stderr, flush=True)
-            if name == "hot":
-                await hot(sizes, rows)
-            elif name == "logging":
-                await logging_section(sizes, rows)
-            elif name == "verified":
-                await verified(sizes, rows, server)
-                await floor(sizes, rows, server)
-            elif name == "bigturns":
-                await bigturns(sizes, rows, server)
-            elif name == "coldstart":
-                await coldstart(sizes, rows, server)
-                await warmstart(sizes, rows, server)
-            elif name == "cli":
-                await cli(sizes, rows)
-            elif name == "context":
-                await context(sizes, rows)
-            elif name == "concurrency":
-                await concurrency(sizes, rows, server)
-            elif name == "import":
-                await imports(sizes, rows)
-            elif name == "memory":
-                await memory(sizes, rows)
-            elif name == "failopen":
-                await failopen(sizes, rows, server)
-            elif name == "streaming":
-                await streaming(sizes, rows, server)
-            elif name == "fleet":
-                await fleet_section(sizes, rows)
-            elif name == "panel":
-                await panel(sizes, rows, server)
-            elif name == "figures":
-                await figures_section(sizes, rows)
+            section: list[Row] = []
+            try:
+                await measure[name](section)
+            except Exception as exc:  # a section's failure is a row of the table
+                failure = f"section `{name}` did not finish: {type(exc).__name__}: {exc}"
+                section.append(Row(failure[:300], "—", result="**MISS**"))
+            rows += section
+            written(rows)
             print(f"  {name} took {time.perf_counter() - started:.1f} s", file=sys.stderr)
     return rows
 
@@ -900,22 +960,27 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "out")
     parser.add_argument("--only", nargs="*", choices=SECTIONS, help="run only these sections")
     args = parser.parse_args()
-    rows = asyncio.run(main_async(args))
     from importlib.metadata import version
 
-    header = (
-        f"replyguard {version('replyguard')}, litellm {version('litellm')},"
-        f" Python {platform.python_version()}, {os.cpu_count()} CPUs, load average at the end"
-        f" {os.getloadavg()[0]:.1f},"
-        f" {'quick' if args.quick else 'full'} run, {time.strftime('%Y-%m-%d %H:%M')}"
-    )
-    text = f"{header}\n\n{table(rows)}\n"
-    print(text)
+    started = time.strftime("%Y-%m-%d %H:%M")
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "table.md").write_text(text, encoding="utf-8")
-    (args.out / "results.json").write_text(
-        json.dumps([r.__dict__ for r in rows], indent=1, default=str), encoding="utf-8"
-    )
+
+    def written(rows: list[Row]) -> str:
+        header = (
+            f"replyguard {version('replyguard')}, litellm {version('litellm')},"
+            f" Python {platform.python_version()}, {os.cpu_count()} CPUs, load average"
+            f" {os.getloadavg()[0]:.1f} after the last section,"
+            f" {'quick' if args.quick else 'full'} run started {started}"
+        )
+        text = f"{header}\n\n{table(rows)}\n"
+        (args.out / "table.md").write_text(text, encoding="utf-8")
+        (args.out / "results.json").write_text(
+            json.dumps([r.__dict__ for r in rows], indent=1, default=str), encoding="utf-8"
+        )
+        return text
+
+    rows = asyncio.run(main_async(args, written))
+    print(written(rows))
     note = chart(rows, args.out / "chart.png")
     print(note or f"chart: {args.out / 'chart.png'}")
     misses = sum(r.result.endswith("MISS**") for r in rows)

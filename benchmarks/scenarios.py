@@ -452,17 +452,36 @@ async def cold_in_process_verified(pairs: int) -> Pair:
     return await interleaved(*await instant_sides(), pairs, before=evict_caches)
 
 
-async def verified_vs_raw(
-    wire: Wire, url: str, pairs: int, *, warmup: int = 30
-) -> tuple[Pair, dict[str, Any]]:
-    """A verified turn that passes first time vs one default ``litellm.acompletion`` of the
-    same messages (``default_params``), same server."""
+async def rotated(
+    sides: list[Callable[[], Awaitable[Any]]], rounds: int, *, warmup: int = 20
+) -> list[list[float]]:
+    """``interleaved`` for any number of sides: each round calls every side once, the order
+    rotating from round to round; each side's times, in the order of ``sides``."""
+    for _ in range(warmup):
+        for side in sides:
+            await side()
+    gc.collect()
+    samples: list[list[float]] = [[] for _ in sides]
+    clock = time.perf_counter
+    for i in range(rounds):
+        for k in range(len(sides)):
+            index = (i + k) % len(sides)
+            started = clock()
+            await sides[index]()
+            samples[index].append(clock() - started)
+    return samples
+
+
+async def _passing_turn(
+    wire: Wire, url: str
+) -> tuple[Callable[[], Awaitable[None]], dict[str, Any]]:
+    """A verified turn that passes first time against ``url``'s fast judge, and the judge's
+    request for it (``judge_params``: the raw references are made from it)."""
     turn, reply = typical_turn()
     cfg = config(wire, f"{url}/fast", verifyAll=True)
     verifier = Verifier(cfg)
     await verifier.warmup()
     agent = reply_agent(reply)
-    params = default_params(judge_params(cfg, turn, reply))
     outcome = await verifier.run(agent, turn)
     if outcome.status != "passed":
         raise RuntimeError(f"the verified turn ended {outcome.status} ({outcome.reason})")
@@ -470,17 +489,55 @@ async def verified_vs_raw(
     async def measured() -> None:
         await verifier.run(agent, turn)
 
+    return measured, judge_params(cfg, turn, reply)
+
+
+async def verified_vs_raw(
+    wire: Wire, url: str, pairs: int, *, warmup: int = 30
+) -> tuple[Pair, dict[str, Any]]:
+    """A verified turn that passes first time vs one default ``litellm.acompletion`` of the
+    same messages (``default_params``), same server."""
+    measured, by_hand = await _passing_turn(wire, url)
+    params = default_params(by_hand)
     pair = await against_raw_call(measured, params, pairs, warmup)
     info = {"prompt_chars": sum(len(m["content"]) for m in params["messages"])}
     return pair, info
 
 
+async def verified_vs_requests(
+    wire: Wire, url: str, rounds: int, *, warmup: int = 30
+) -> tuple[Pair, Pair, dict[str, Any]]:
+    """A verified turn that passes first time vs the same judge request sent by hand through
+    ``litellm.acompletion`` (``judge_params``: model, messages, ``response_format``,
+    ``temperature``, ``max_tokens``...), and vs a default call of the same messages
+    (``default_params``), the three rotated in one loop, same server."""
+    measured, by_hand = await _passing_turn(wire, url)
+    default = default_params(by_hand)
+
+    async def hand() -> None:
+        await raw_call(by_hand)
+
+    async def plain() -> None:
+        await raw_call(default)
+
+    try:
+        turns, hands, plains = await rotated([measured, hand, plain], rounds, warmup=warmup)
+    finally:
+        await close_clients()
+    info = {"prompt_chars": sum(len(m["content"]) for m in by_hand["messages"])}
+    return Pair(turns, hands), Pair(turns, plains), info
+
+
 @dataclass
 class Burst:
-    """One burst of concurrent calls: wall time and each call's latency from the launch."""
+    """One burst of concurrent calls: wall time, each call's latency from the launch, the
+    process's CPU time over the burst, and how many calls did not end as expected (a turn
+    that failed open, a raw call that raised): a busy machine's result, not a crash."""
 
     wall: float
     latencies: list[float]
+    cpu: float = 0.0
+    failed: int = 0
 
     @property
     def p50(self) -> float:
@@ -491,45 +548,54 @@ class Burst:
         return percentile(self.latencies, 99)
 
 
-async def burst(make: Callable[[], Awaitable[Any]], count: int) -> Burst:
-    """Launch ``count`` calls at once; each latency counts from the launch to its end."""
+async def burst(make: Callable[[], Awaitable[bool]], count: int) -> Burst:
+    """Launch ``count`` calls at once; each latency counts from the launch to its end. A call
+    that returns False or raises counts as failed (its latency still counts)."""
     latencies: list[float] = []
+    failed = 0
     clock = time.perf_counter
+    cpu = time.process_time()
     start = clock()
 
     async def one() -> None:
-        await make()
+        nonlocal failed
+        try:
+            ok = await make()
+        except Exception:
+            ok = False
+        failed += not ok
         latencies.append(clock() - start)
 
     await asyncio.gather(*(one() for _ in range(count)))
-    return Burst(clock() - start, latencies)
+    return Burst(clock() - start, latencies, time.process_time() - cpu, failed)
 
 
 async def concurrent_vs_raw(
     wire: Wire, url: str, count: int, delay_ms: int, rounds: int
 ) -> tuple[list[Burst], list[Burst]]:
-    """``count`` concurrent verified turns vs ``count`` concurrent raw calls, alternating."""
+    """``count`` concurrent verified turns vs ``count`` concurrent raw calls of the judge's
+    own request (``judge_params``), alternating. A turn that does not pass (it failed open:
+    the machine was too busy for the judge's timeout) counts in its burst's ``failed``."""
     turn, reply = typical_turn()
     cfg = config(wire, f"{url}/d{delay_ms}", verifyAll=True)
     verifier = Verifier(cfg)
     await verifier.warmup()
     agent = reply_agent(reply)
     params = judge_params(cfg, turn, reply)
-    statuses: dict[str, int] = {}
 
-    async def verified() -> None:
+    async def verified() -> bool:
         outcome = await verifier.run(agent, turn)
-        statuses[outcome.status] = statuses.get(outcome.status, 0) + 1
+        return outcome.status == "passed"
 
-    async def raw() -> None:
+    async def raw() -> bool:
         await raw_call(params)
+        return True
 
     measured: list[Burst] = []
     reference: list[Burst] = []
     try:
         await burst(raw, count)  # opens the connection pool for both sides
         await burst(verified, count)
-        statuses.clear()
         for i in range(rounds):
             order = [(reference, raw), (measured, verified)]
             if i % 2:
@@ -539,8 +605,6 @@ async def concurrent_vs_raw(
                 sink.append(await burst(make, count))
     finally:
         await close_clients()
-    if statuses.get("passed", 0) != count * rounds:
-        raise RuntimeError(f"concurrent verified turns did not all pass: {statuses}")
     return measured, reference
 
 
@@ -806,20 +870,23 @@ async def bare_post_vs_raw(wire: Wire, url: str, pairs: int) -> tuple[Pair, dict
 
 
 _COLD_VERIFIED = """
-import asyncio, sys, time
+import asyncio, gc, sys, time
 started = time.perf_counter()
 {prelude}
 sys.path.insert(0, {here!r})
 import scenarios as sc
 from replyguard import Reply, Verifier
+{after_imports}
 async def main():
     turn, reply = sc.typical_turn()
     verifier = Verifier(sc.config(sc.WIRES[{wire!r}], {url!r}, verifyAll=True))
     outcome = await verifier.run(sc.reply_agent(reply), turn)
     took = time.perf_counter() - started
+    passes = gc.get_stats()[2]["collections"]
+    {ending}
     assert outcome.status == "passed", outcome
     await verifier.aclose()
-    print(took)
+    print(took, passes)
 asyncio.run(main())
 """
 
@@ -845,16 +912,19 @@ asyncio.run(main())
 """
 
 _COLD_RAW = """
-import asyncio, json, sys, time
+import asyncio, gc, json, sys, time
 started = time.perf_counter()
 {prelude}
 import litellm
+{after_imports}
 params = json.loads(sys.stdin.read())
 async def main():
     await litellm.acompletion(**params)
     took = time.perf_counter() - started
+    passes = gc.get_stats()[2]["collections"]
+    {ending}
     await litellm.close_litellm_async_clients()
-    print(took)
+    print(took, passes)
 asyncio.run(main())
 """
 
@@ -877,39 +947,58 @@ def _fresh_interpreter(script: str, stdin: str = "") -> str:
     return out.stdout.strip().splitlines()[-1]
 
 
+COLLECTOR_MODES = ("on", "off", "frozen")
+"""The collector in both cold-start scripts: as the interpreter starts it, disabled before
+any import, or on with ``gc.freeze()`` once the imports are done (a host's start-up recipe)."""
+
+
+def cold_scripts(
+    wire: Wire, url: str, prelude: str = "", after_imports: str = "", ending: str = ""
+) -> tuple[str, str]:
+    """The cold-start scripts: the first verified turn, the first raw call (its parameters on
+    stdin: ``judge_params``); ``ending`` runs as soon as the turn's or call's time is taken."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    blanks = {"prelude": prelude, "after_imports": after_imports, "ending": ending}
+    ours = _COLD_VERIFIED.format(here=here, wire=wire.name, url=f"{url}/fast", **blanks)
+    return ours, _COLD_RAW.format(**blanks)
+
+
 def cold_start_times(
-    wire: Wire, url: str, runs: int, *, collector: bool = True
-) -> tuple[list[float], list[float]]:
+    wire: Wire, url: str, runs: int, *, collector: str = "on"
+) -> tuple[list[float], list[float], list[int], list[int]]:
     """The first verified turn of a fresh interpreter (its imports included: replyguard,
     litellm, the tokenizer) vs the first raw ``litellm.acompletion`` of one (``import
-    litellm`` included), same parameters, alternating. Each counts from its script's start."""
-    here = os.path.dirname(os.path.abspath(__file__))
+    litellm`` included), same parameters, alternating. Each counts from its script's start.
+    Also each script's full collections (generation 2) until then (``collector``:
+    ``COLLECTOR_MODES``)."""
     turn, reply = typical_turn()
     params = judge_params(config(wire, f"{url}/fast", verifyAll=True), turn, reply)
     # The garbage collector off in both: what is left is the two scripts' own work, without
     # the full passes whose count and place shift with every allocation before them.
-    prelude = "" if collector else "import gc; gc.disable()"
-    ours_script = _COLD_VERIFIED.format(
-        here=here, wire=wire.name, url=f"{url}/fast", prelude=prelude
-    )
-    raw_script = _COLD_RAW.format(prelude=prelude)
+    prelude = "gc.disable()" if collector == "off" else ""
+    after_imports = "gc.freeze()" if collector == "frozen" else ""
+    ours_script, raw_script = cold_scripts(wire, url, prelude, after_imports)
 
-    def once(script: str, stdin: str = "") -> float:
-        return float(_fresh_interpreter(script, stdin))
+    def once(script: str, sink: list[float], passes: list[int], stdin: str = "") -> None:
+        took, full = _fresh_interpreter(script, stdin).split()
+        sink.append(float(took))
+        passes.append(int(full))
 
     raw_input = json.dumps(params)
-    once(ours_script)  # file and bytecode caches warm for both
-    once(raw_script, raw_input)
+    once(ours_script, [], [])  # file and bytecode caches warm for both
+    once(raw_script, [], [], raw_input)
     ours: list[float] = []
     theirs: list[float] = []
+    our_passes: list[int] = []
+    their_passes: list[int] = []
     for i in range(runs):
         if i % 2:
-            theirs.append(once(raw_script, raw_input))
-            ours.append(once(ours_script))
+            once(raw_script, theirs, their_passes, raw_input)
+            once(ours_script, ours, our_passes)
         else:
-            ours.append(once(ours_script))
-            theirs.append(once(raw_script, raw_input))
-    return ours, theirs
+            once(ours_script, ours, our_passes)
+            once(raw_script, theirs, their_passes, raw_input)
+    return ours, theirs, our_passes, their_passes
 
 
 def warm_start_times(wire: Wire, url: str, runs: int) -> tuple[list[float], list[float]]:

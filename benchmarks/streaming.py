@@ -70,7 +70,9 @@ class Timings:
     other processes take on a loaded machine."""
 
 
-async def _raw(agent: Any, hold: int, into: Timings, clock: Clock = time.perf_counter) -> None:
+async def raw_stream(
+    agent: Any, hold: int, into: Timings, clock: Clock = time.perf_counter
+) -> None:
     started, cpu = clock(), time.thread_time()
     stream = await agent([{"role": "user", "content": TURN.user_message}])
     seen, first, past = 0, None, None
@@ -89,7 +91,7 @@ async def _raw(agent: Any, hold: int, into: Timings, clock: Clock = time.perf_co
     into.last.append(ended - started)
 
 
-async def _streamed(
+async def streamed_turn(
     verifier: Verifier, agent: Any, into: Timings, clock: Clock = time.perf_counter
 ) -> None:
     started, cpu = clock(), time.thread_time()
@@ -119,13 +121,13 @@ async def release_vs_raw(
     verifier = Verifier(stream_config("release", hold), judge=sc.InstantJudge())
     measured, reference, scratch = Timings(), Timings(), Timings()
     for _ in range(5):  # warm-up: litellm's import, clients, the tokenizer
-        await _raw(agent, hold, scratch)
-        await _streamed(verifier, agent, scratch)
+        await raw_stream(agent, hold, scratch)
+        await streamed_turn(verifier, agent, scratch)
     gc.collect()
     for i in range(runs):
         sides = [
-            lambda: _raw(agent, hold, reference, clock),
-            lambda: _streamed(verifier, agent, measured, clock),
+            lambda: raw_stream(agent, hold, reference, clock),
+            lambda: streamed_turn(verifier, agent, measured, clock),
         ]
         for side in sides[::-1] if i % 2 else sides:
             await side()

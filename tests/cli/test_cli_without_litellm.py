@@ -71,3 +71,56 @@ def test_verify_fails_on_a_deciding_check_without_litellm(tmp_path: Path) -> Non
     verdict, probe = run(["verify", "turn.json", "--config", "config.json"], tmp_path)
     assert (verdict["status"], verdict["decisive"]) == ("failed", True)
     assert probe == {"code": 1, "loaded": []}
+
+
+HEARTBEAT_PROBE = (
+    "import sys\n"
+    "from replyguard.cli import main\n"
+    "main(sys.argv[1:])\n"
+    "from replyguard._records import TurnRecord\n"
+    "others = ('replyguard.evaluation', 'replyguard.insights')\n"
+    "print(sorted(m for m in others if m in sys.modules),"
+    " TurnRecord.__pydantic_complete__, file=sys.stderr)\n"
+)
+
+
+@pytest.mark.parametrize("reply", ["HEARTBEAT_OK", "Rotated the logs."])
+def test_heartbeat_loads_no_other_commands_package_nor_the_record_schemas(
+    workspace: Path, reply: str
+) -> None:
+    """What only ``eval``, ``insights`` and ``verify`` use is not loaded or built for a
+    heartbeat, whatever it decides: the ``eval`` and ``insights`` packages, the turn
+    record's validator."""
+    result = subprocess.run(
+        [sys.executable, "-c", HEARTBEAT_PROBE, "heartbeat", "--workspace", str(workspace), reply],
+        capture_output=True,
+        text=True,
+        cwd=workspace,
+        env={k: v for k, v in os.environ.items() if not k.startswith("OPENAI")},
+        timeout=120,
+        check=False,
+    )
+    assert result.stderr.strip().splitlines()[-1] == "[] False"
+
+
+@pytest.mark.parametrize(
+    ("argv", "shown"),
+    [
+        (["eval", "--help"], "--replay"),
+        (["insights", "--help"], "--propose"),
+        (["verify", "--help"], "--run-kind"),
+        (["heartbeat", "--help"], "--workspace"),
+        (["check-config", "--help"], "--show"),
+        (["--help"], "heartbeat"),
+    ],
+)
+def test_each_command_still_takes_its_own_arguments(
+    argv: list[str], shown: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Only the command being run gets its arguments added to the parser."""
+    from replyguard.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 0
+    assert shown in capsys.readouterr().out

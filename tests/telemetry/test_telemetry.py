@@ -158,6 +158,42 @@ def test_key_shaped_strings_are_redacted_even_unconfigured(text: str) -> None:
     assert text.split()[-1] not in redact(text)
 
 
+@pytest.mark.parametrize(
+    "shaped",
+    [
+        "AKIAABCDEFGHIJKLMNOP",
+        "ghp_" + "a" * 36,
+        "xoxb-1234567890-abcdef",
+        'api_key="abcdefghijklmnop1234"',
+        "AIza" + "B" * 35,
+    ],
+)
+@pytest.mark.parametrize("padding", [0, 600])
+def test_each_key_shape_is_redacted_in_short_and_long_texts(shaped: str, padding: int) -> None:
+    """A short text is first searched for every shape's anchor at once, a long one anchor by
+    anchor: either way each shape is found."""
+    text = "x " * padding + f"the key {shaped} leaked"
+    assert shaped not in redact(text) and REDACTED in redact(text)
+
+
+def test_a_text_without_any_shape_comes_back_as_it_is() -> None:
+    for text in ("verdict", "bench/instant", "a skinny key-less note", "x " * 600):
+        assert redact(text) is text
+
+
+async def test_a_record_names_the_replyguard_function_that_emitted_it(
+    make_config: Any, replyguard_logs: pytest.LogCaptureFixture
+) -> None:
+    """Not a frame of structlog's or of the emitter's own: where the decision was made."""
+    verifier = Verifier(make_config(), judge=ScriptedJudge(["PASS"]))
+    await verifier.run(ScriptedAgent(["Done."]), Turn(user_message="Hi"))
+    for record in replyguard_logs.records:
+        assert "structlog" not in record.pathname
+        assert not record.pathname.endswith("_events.py")
+        assert "/replyguard/" in record.pathname.replace("\\", "/")
+        assert record.lineno > 0 and record.funcName not in ("", "emit", "info")
+
+
 def test_error_description_is_one_short_line() -> None:
     described = describe_error(ValueError("line one\nline two " + "x" * 1000))
     assert described.startswith("ValueError: line one line two")
