@@ -29,13 +29,18 @@ EXPORTER = InMemoryLogRecordExporter()
 
 
 class _Switch:
-    """A processor in the global logger provider that forwards to ``EXPORTER`` or raises."""
+    """A processor in the global logger provider that forwards to ``EXPORTER`` or raises, only
+    while a test of this module holds it (``active``): the provider stays global for the rest
+    of the session, where other libraries' records (FastAPI's own telemetry) pass through it."""
 
     def __init__(self) -> None:
         self.inner = SimpleLogRecordProcessor(EXPORTER)
         self.broken = False
+        self.active = False
 
     def on_emit(self, record: Any) -> None:
+        if not self.active:
+            return
         if self.broken:
             raise RuntimeError("the log pipeline is down")
         self.inner.on_emit(record)
@@ -60,8 +65,9 @@ def events() -> Iterator[InMemoryLogRecordExporter]:
         provider.add_log_record_processor(SWITCH)  # type: ignore[arg-type]
         set_logger_provider(provider)
     EXPORTER.clear()
-    SWITCH.broken = False
+    SWITCH.broken, SWITCH.active = False, True
     yield EXPORTER
+    SWITCH.broken, SWITCH.active = False, False
     EXPORTER.clear()
 
 
