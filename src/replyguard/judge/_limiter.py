@@ -14,10 +14,9 @@ was handed to it passes the slot on; a waiter whose loop has closed is skipped.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections import deque
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 __all__ = ["ConcurrencyLimiter"]
@@ -37,6 +36,22 @@ def _wake(future: asyncio.Future[None]) -> None:
         future.set_result(None)
 
 
+class _Slot:
+    """``ConcurrencyLimiter.slot()``: a plain class, not ``@asynccontextmanager`` (whose
+    generator and wrapper cost a turn more than the count itself)."""
+
+    __slots__ = ("_limiter",)
+
+    def __init__(self, limiter: ConcurrencyLimiter) -> None:
+        self._limiter = limiter
+
+    async def __aenter__(self) -> None:
+        await self._limiter._acquire()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self._limiter._release()
+
+
 class ConcurrencyLimiter:
     """At most ``limit`` holders of a slot at once, across event loops and threads."""
 
@@ -47,6 +62,7 @@ class ConcurrencyLimiter:
         self._lock = threading.Lock()
         self._in_use = 0
         self._waiters: deque[_Waiter] = deque()
+        self._slot = _Slot(self)  # holds no state of its own: one serves every caller
 
     @property
     def limit(self) -> int:
@@ -65,14 +81,10 @@ class ConcurrencyLimiter:
         with self._lock:
             return len(self._waiters)
 
-    @asynccontextmanager
-    async def slot(self) -> AsyncIterator[None]:
-        """Hold one slot for the ``async with`` body, waiting (FIFO) while none is free."""
-        await self._acquire()
-        try:
-            yield
-        finally:
-            self._release()
+    def slot(self) -> contextlib.AbstractAsyncContextManager[None]:
+        """Hold one slot for the ``async with`` body, waiting (FIFO) while none is free (the
+        slot is released however the body ends; a wait that is cancelled holds none)."""
+        return self._slot
 
     async def _acquire(self) -> None:
         with self._lock:
