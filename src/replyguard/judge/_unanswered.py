@@ -19,8 +19,6 @@ judge's tasks inherit); a judge that notes nothing (a custom one) is charged not
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
@@ -68,20 +66,32 @@ class Request:
             self.owner.requests.discard(self)
 
 
+class _Watching:
+    """``Unanswered.watching()``: a plain class, not ``@contextmanager`` (whose generator and
+    wrapper cost each judge call more than the context variable itself)."""
+
+    __slots__ = ("_sent", "_token")
+
+    def __init__(self, sent: Unanswered) -> None:
+        self._sent = sent
+
+    def __enter__(self) -> Unanswered:
+        self._token = _CURRENT.set(self._sent)
+        return self._sent
+
+    def __exit__(self, *exc_info: object) -> None:
+        _CURRENT.reset(self._token)
+
+
 class Unanswered:
     """The requests of one judgement sent and not answered (see module doc)."""
 
     def __init__(self) -> None:
         self.requests: set[Request] = set()
 
-    @contextlib.contextmanager
-    def watching(self) -> Iterator[Unanswered]:
+    def watching(self) -> _Watching:
         """Note the requests judges send within (their tasks inherit it) here."""
-        token = _CURRENT.set(self)
-        try:
-            yield self
-        finally:
-            _CURRENT.reset(token)
+        return _Watching(self)
 
     def charge(self, prompt: JudgePrompt, *, replied: bool = False) -> Charge:
         """What the requests are charged: each one without an answer its prompt's tokens (the
