@@ -43,7 +43,9 @@ VERIFIED_BOUND = 1.7
 slowed)."""
 OWN_SHARE_BUDGET = 1_250_000
 """Instructions of replyguard's own per verified turn, in-process instant judge over the bare
-agent call (1.14M today, CPython 3.11; issue 42 asks 750K)."""
+agent call (1.20M today, CPython 3.11: 1,204.8K after the judge call's slot and request
+watcher became plain classes, 1,208.7K before; issue 42 asks 750K, which no cut of the
+turn's parts short of a smaller screen, prompt build and plumbing reaches)."""
 LOGGING_BUDGET = 450_000
 """Instructions the same turn adds with the ``replyguard`` logger at INFO (two events: 372K
 today, 485K before their cut; issue 42 asks 200K)."""
