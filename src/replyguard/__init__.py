@@ -118,7 +118,7 @@ __all__ = [
 # and a command that needs a few modules (``replyguard heartbeat``) loads only those. A name
 # reports ``replyguard`` as its module from its first look-up here; the errors, which
 # tracebacks print, from the start.
-_LAZY: dict[str, str] = {
+_ELSEWHERE = {
     **dict.fromkeys(_CHECKS_AT_TOP_LEVEL, "checks"),
     "VerifierConfig": "config._schema",
     "skip_reason": "gate._prechecks",
@@ -129,28 +129,9 @@ _LAZY: dict[str, str] = {
     "parse_verdict": "judge._verdict",
     **dict.fromkeys(["TurnContext", "current_turn", "idempotency_key"], "runner._turn_scope"),
     "Verifier": "runner._verifier",
-    **dict.fromkeys(
-        [
-            "Attempt",
-            "Delta",
-            "Done",
-            "FailCategory",
-            "Outcome",
-            "Progress",
-            "Reason",
-            "Reply",
-            "Retract",
-            "RunMeta",
-            "SkipReason",
-            "Status",
-            "TokenUsage",
-            "ToolCallRecord",
-            "Turn",
-            "Verdict",
-        ],
-        "types",
-    ),
 }
+# Every other public name not imported above is one of ``replyguard.types``' value types.
+_LAZY = {name: _ELSEWHERE.get(name, "types") for name in __all__ if name not in globals()}
 
 present_as(__name__, globals(), [name for name in __all__ if name not in _LAZY])
 
