@@ -117,6 +117,33 @@ def test_import_does_not_load_litellm_or_set_more_than_env_defaults() -> None:
     )
 
 
+def test_import_loads_only_the_errors_and_each_name_on_first_use() -> None:
+    """``import replyguard`` loads no model, no pydantic, no runner: only the env defaults and
+    the errors. A name looked up loads its module (and what that needs), no other; ``from
+    replyguard import X`` works for every public name, and ``dir`` lists them all."""
+    script = (
+        "import sys\n"
+        "import replyguard\n"
+        "ours = lambda: sorted(m for m in sys.modules if m.startswith('replyguard'))\n"
+        "print(ours(), 'pydantic' in sys.modules)\n"
+        "from replyguard import Verdict\n"
+        "print('replyguard.runner' in sys.modules, 'replyguard.checks.base' in sys.modules,"
+        " Verdict.__module__, replyguard.ConfigError.__module__)\n"
+        "for name in replyguard.__all__:\n"
+        "    exec(f'from replyguard import {name}')\n"
+        "print(set(replyguard.__all__) <= set(dir(replyguard)))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.splitlines() == [
+        "['replyguard', 'replyguard._env', 'replyguard._public', 'replyguard._version', "
+        "'replyguard.checks', 'replyguard.errors'] False",
+        "False False replyguard replyguard",
+        "True",
+    ]
+
+
 def test_import_builds_no_validator_and_reads_no_source_until_needed() -> None:
     """What makes ``import replyguard`` slow is left for first use: no model's validator is
     built and no class's source is parsed (for the schema's attribute docstrings) at import,

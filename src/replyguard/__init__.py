@@ -17,59 +17,53 @@ set_env_defaults()
 from replyguard._public import lazy_attribute, present_as  # noqa: E402
 from replyguard._version import __version__  # noqa: E402
 from replyguard.checks import AT_TOP_LEVEL as _CHECKS_AT_TOP_LEVEL  # noqa: E402
-from replyguard.checks import (  # noqa: E402 - after the env defaults
-    Check,
-    CheckResult,
-    FunctionCheck,
-)
-from replyguard.config._schema import VerifierConfig  # noqa: E402
-from replyguard.errors import (  # noqa: E402
+from replyguard.errors import (  # noqa: E402 - after the env defaults
     ConfigError,
     CrossFamilyError,
     JudgeError,
     ReplyguardError,
     VerificationExhausted,
 )
-from replyguard.gate._prechecks import skip_reason  # noqa: E402
-from replyguard.judge._base import BaseJudge  # noqa: E402
-from replyguard.judge._fallbacks import LiteLLMJudge  # noqa: E402
-from replyguard.judge._protocol import Judge, JudgeReply  # noqa: E402
-from replyguard.judge._verdict import parse_verdict  # noqa: E402
-from replyguard.runner._turn_scope import (  # noqa: E402
-    TurnContext,
-    current_turn,
-    idempotency_key,
-)
-from replyguard.runner._verifier import Verifier  # noqa: E402
-from replyguard.types import (  # noqa: E402
-    Attempt,
-    Delta,
-    Done,
-    FailCategory,
-    Outcome,
-    Progress,
-    Reason,
-    Reply,
-    Retract,
-    RunMeta,
-    SkipReason,
-    Status,
-    TokenUsage,
-    ToolCallRecord,
-    Turn,
-    Verdict,
-)
 
 if TYPE_CHECKING:
     from replyguard.checks import (
+        Check,
+        CheckResult,
         ClaimCheck,
         CommandCheck,
         FigureCheck,
+        FunctionCheck,
         HeartbeatCheck,
         HttpRequestCheck,
         JsonCheck,
         RuleCheck,
         repair_json,
+    )
+    from replyguard.config._schema import VerifierConfig
+    from replyguard.gate._prechecks import skip_reason
+    from replyguard.judge._base import BaseJudge
+    from replyguard.judge._fallbacks import LiteLLMJudge
+    from replyguard.judge._protocol import Judge, JudgeReply
+    from replyguard.judge._verdict import parse_verdict
+    from replyguard.runner._turn_scope import TurnContext, current_turn, idempotency_key
+    from replyguard.runner._verifier import Verifier
+    from replyguard.types import (
+        Attempt,
+        Delta,
+        Done,
+        FailCategory,
+        Outcome,
+        Progress,
+        Reason,
+        Reply,
+        Retract,
+        RunMeta,
+        SkipReason,
+        Status,
+        TokenUsage,
+        ToolCallRecord,
+        Turn,
+        Verdict,
     )
 
 __all__ = [
@@ -119,14 +113,31 @@ __all__ = [
     "skip_reason",
 ]
 
-# The built-in checks load on first use (``replyguard.JsonCheck``): most verifiers need none.
-_LAZY = dict.fromkeys(_CHECKS_AT_TOP_LEVEL, "checks")
+# Every public name but the errors loads on first use (``replyguard.Verifier``, or ``from
+# replyguard import Verifier``): ``import replyguard`` costs the env defaults and the errors,
+# and a command that needs a few modules (``replyguard heartbeat``) loads only those. A name
+# reports ``replyguard`` as its module from its first look-up here; the errors, which
+# tracebacks print, from the start.
+_ELSEWHERE = {
+    **dict.fromkeys(_CHECKS_AT_TOP_LEVEL, "checks"),
+    "VerifierConfig": "config._schema",
+    "skip_reason": "gate._prechecks",
+    "BaseJudge": "judge._base",
+    "LiteLLMJudge": "judge._fallbacks",
+    "Judge": "judge._protocol",
+    "JudgeReply": "judge._protocol",
+    "parse_verdict": "judge._verdict",
+    **dict.fromkeys(["TurnContext", "current_turn", "idempotency_key"], "runner._turn_scope"),
+    "Verifier": "runner._verifier",
+}
+# Every other public name not imported above is one of ``replyguard.types``' value types.
+_LAZY = {name: _ELSEWHERE.get(name, "types") for name in __all__ if name not in globals()}
 
 present_as(__name__, globals(), [name for name in __all__ if name not in _LAZY])
 
 
 def __getattr__(name: str) -> Any:
-    return lazy_attribute(__name__, globals(), _LAZY, name)
+    return lazy_attribute(__name__, globals(), _LAZY, name, _LAZY)
 
 
 def __dir__() -> list[str]:

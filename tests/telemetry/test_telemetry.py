@@ -41,6 +41,30 @@ def test_host_without_logging_config_sees_nothing_printed() -> None:
     assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
 
 
+def test_an_event_no_handler_would_receive_leaves_structlog_unloaded() -> None:
+    """With only ``NullHandler``s on the way (a host that configured no logging), a warning
+    goes nowhere and structlog is not imported for it; a handler added later gets the next."""
+    script = textwrap.dedent(
+        """
+        import logging, sys
+        from replyguard.telemetry._events import Events
+        events = Events()
+        events.warning("judge_failed_open", reason="timeout")
+        print("structlog" in sys.modules)
+        seen = []
+        handler = logging.Handler()
+        handler.emit = seen.append
+        logging.getLogger().addHandler(handler)
+        events.warning("judge_failed_open", reason="timeout")
+        print("structlog" in sys.modules, [r.getMessage().split()[0] for r in seen])
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.splitlines() == ["False", "True ['judge_failed_open']"]
+
+
 async def test_each_decision_is_one_structured_record(
     make_config: Any, replyguard_logs: pytest.LogCaptureFixture
 ) -> None:

@@ -1,7 +1,8 @@
 """Deterministic checks that run before the judge: the protocol and the built-ins.
 
-The built-in checks load on first use (``replyguard.checks.ClaimCheck``, or a config that lists
-one): a verifier without them never imports them.
+Every name loads on first use (``replyguard.checks.ClaimCheck``, or a config that lists one): a
+verifier without the built-ins never imports them, and ``import replyguard`` reads only the
+names below.
 """
 
 from __future__ import annotations
@@ -9,9 +10,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from replyguard._public import lazy_attribute
-from replyguard.checks.base import Check, CheckResult, FunctionCheck, as_check, failed, passed
 
 if TYPE_CHECKING:
+    from replyguard.checks.base import Check, CheckResult, FunctionCheck, as_check, failed, passed
     from replyguard.checks.claim_tools import DEFAULT_CLAIMS
     from replyguard.checks.claims import ClaimCheck
     from replyguard.checks.command import CommandCheck
@@ -23,6 +24,9 @@ if TYPE_CHECKING:
     from replyguard.checks.rules import RuleCheck
 
 _LAZY = {
+    **dict.fromkeys(
+        ["Check", "CheckResult", "FunctionCheck", "as_check", "failed", "passed"], "base"
+    ),
     "DEFAULT_CLAIMS": "claim_tools",
     "ClaimCheck": "claims",
     "CommandCheck": "command",
@@ -37,6 +41,9 @@ _LAZY = {
 # What ``replyguard`` itself exports (lazily too): its ``__module__`` says ``replyguard``.
 AT_TOP_LEVEL = frozenset(
     {
+        "Check",
+        "CheckResult",
+        "FunctionCheck",
         "ClaimCheck",
         "CommandCheck",
         "FigureCheck",

@@ -162,6 +162,16 @@ def _relays() -> frozenset[str]:
     return frozenset((__file__, structlog._base.__file__, structlog.stdlib.__file__))
 
 
+def _heard(logger: logging.Logger | None) -> bool:
+    """Whether a record of ``logger`` would reach a handler other than a ``NullHandler``
+    (through its ancestors while they propagate): with none, an event goes nowhere."""
+    while logger is not None:
+        if any(not isinstance(handler, logging.NullHandler) for handler in logger.handlers):
+            return True
+        logger = logger.parent if logger.propagate else None
+    return False
+
+
 class _Records:
     """The stdlib logger as structlog's wrapped logger, making each record as ``Logger.log``
     does, except for its search of the stack for the caller (about a third of an event's
@@ -240,6 +250,8 @@ class Events:
         their own errors, nothing catches those) loses that event, never the turn."""
         if not self._stdlib.isEnabledFor(level):
             return
+        if "_logger" not in self.__dict__ and not _heard(self._stdlib):
+            return  # nothing would receive it: structlog stays unloaded (checked until it is)
         try:
             self._logger.log(level, event, **fields)
         except Exception:
