@@ -48,12 +48,24 @@ def lazy_attribute(
 ) -> Any:
     """The module ``__getattr__`` of a package whose names in ``lazy`` (name: module, relative
     to the package) load on first use: ``name`` imported, presented as ``replyguard``'s when in
-    ``presented``, and kept in ``namespace`` so that the next look-up is a plain one."""
+    ``presented``, and kept in ``namespace`` so that the next look-up is a plain one.
+
+    Every other lazy name whose module is loaded by then (the one imported, and what it
+    imported) is presented and kept too, so that what ``help()`` and reprs show of the name
+    asked for (a field typed ``RunMeta``, a parameter typed ``VerifierConfig``) reads
+    ``replyguard.RunMeta``, as it did when the package imported everything at once."""
     module = lazy.get(name)
     if module is None:
         raise AttributeError(f"module {package!r} has no attribute {name!r}")
     value = getattr(importlib.import_module(f"{package}.{module}"), name)
-    if name in presented:
-        present_as("replyguard", {name: value}, (name,))
-    namespace[name] = value
+    loaded = {name: value}
+    for other, where in lazy.items():
+        source = sys.modules.get(f"{package}.{where}")
+        if other not in namespace and other not in loaded and source is not None:
+            # What it holds now: no lazy load of its own, and None while it is being imported.
+            found = vars(source).get(other)
+            if found is not None:
+                loaded[other] = found
+    present_as("replyguard", loaded, [each for each in loaded if each in presented])
+    namespace.update(loaded)
     return value
