@@ -111,8 +111,14 @@ async def test_entries_of_one_scope_and_window_count_each_cost_once(
     config = limited(where, hourly(1.0), hourly(5.0), hourly(1.0, "agentId"))
     verifier = Verifier(config, judge=ScriptedJudge(["PASS"] * 8, cost_usd=0.125))
     turn = Turn(user_message="Is the report done?", agent_id="agent-1")
-    verdicts = [await verifier.verify(turn, "Done.") for _ in range(9)]
-    assert [v.fail_open_reason for v in verdicts] == [None] * 8 + ["spend_limit"]
+    state = verifier._state
+    verdicts = []
+    for _ in range(9):
+        verdicts.append(await verifier.verify(turn, "Done."))
+        if state is not None:  # on Redis: each spend lands before the next turn asks
+            await state.settled()
+    seen = "; ".join(f"{v.fail_open_reason} {v.cost_usd} {v.error}" for v in verdicts)
+    assert [v.fail_open_reason for v in verdicts] == [None] * 8 + ["spend_limit"], seen
     assert "$1 per 1h" in (verdicts[-1].error or "")  # the one that binds is named
     await verifier.aclose()
 
