@@ -52,12 +52,12 @@ This module does no I/O: rules and heartbeat texts arrive already read.
 from __future__ import annotations
 
 import functools
-import itertools
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from operator import le
 from typing import Any
 
-from replyguard._templates import fill
+from replyguard._templates import Filler, fill
 from replyguard.context import _tokens as tokens
 from replyguard.context._evidence import render_evidence
 from replyguard.context._fitting import _EMPTY, _add_history, _cut, _fit, _Part, _Sections
@@ -90,6 +90,23 @@ from replyguard.types import RunMeta, Turn
 _ROUNDS = 8
 
 
+_SECTIONS = (
+    "user_message",
+    "rules",
+    "instructions",
+    "metadata",
+    "evidence",
+    "feedback",
+    "heartbeat",
+    "reply",
+)
+"""The review request's values that are sections (all but the history), in ``_Sources``'
+order."""
+_WHERE = {name: index for index, name in enumerate(_SECTIONS)}
+_REQUEST = Filler("judge_context.j2", ("nonce", "categories", *_SECTIONS, "history"))
+"""Fills the review request from (code, categories, each section's text, the history)."""
+
+
 def _cleaner(code: str) -> Redact:
     """Section text made safe to fence: invisible characters shown, the code removed."""
 
@@ -99,71 +116,69 @@ def _cleaner(code: str) -> Redact:
     return clean
 
 
-def _at_once(
-    system: str,
-    code: str,
-    clean: Redact,
-    room: int,
-    sections: Sequence[tuple[str, str, int]],
-    history: Iterable[str],
-    history_cap: int,
-    trimmed: tuple[str, ...],
-    categories: str,
-) -> JudgePrompt | None:
-    """The prompt with every section whole, when its size alone proves that nothing would be
-    cut (each section within its own cap, the filled request within ``room``); else None.
+@dataclass(frozen=True, slots=True)
+class _Caps:
+    """Each section's own cap, in ``_SECTIONS``' order, and a history message's, for one
+    ``ContextLimits``."""
 
-    What it returns is what the cutting path would build (that path keeps a section whole when
-    its size proves it fits, and history while the sections' sizes fit ``room``), without
-    making a cutter per section. ``sections``: (name, redacted text, cap) per template value;
-    ``history``: the rendered messages, newest first, taken only while they fit.
-    """
-    pieces = [(text, cap) for _, text, cap in sections]
-    total = 0
-    fitting: list[tuple[str, int]] = []  # sized first: nothing is cleaned for a turn that is cut
-    for text, cap in itertools.chain(pieces, ((text, history_cap) for text in history)):
-        if len(text) > cap:  # a text has at least as many bytes as characters
-            return None
-        # tokens.size_bound, written out: only a text shorter than its cap is encoded.
-        bound = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
-        total += bound
-        if bound > cap or total > room:
-            return None
-        fitting.append((text, cap))
-    kept = [text for text, _ in fitting]
-    if not nothing_to_fence("\n".join(kept), code):  # one look at all: then none is cleaned
-        kept = []
-        for text, cap in fitting:
-            shown = clean(text) if text else text
-            if shown is not text and not tokens.surely_within(shown, cap):
-                return None
-            kept.append(shown)
-    values = {name: shown for (name, _, _), shown in zip(sections, kept, strict=False)}
-    values["history"] = "\n\n".join(reversed(kept[len(sections) :]))
-    user = fill("judge_context.j2", nonce=code, categories=categories, **values)
-    if tokens.size_bound(user) > room:
-        return None
-    return JudgePrompt(system, user, code, None, trimmed)
+    sections: tuple[int, ...]
+    history: int
 
 
-@dataclass
+@functools.lru_cache(maxsize=64)
+def _caps(limits: ContextLimits) -> _Caps:
+    """The caps of ``limits`` (a config has a few: one per profile)."""
+    budget = limits.budget
+    rules_cap = min(limits.rules_cap, budget)
+    sections = (
+        budget,
+        rules_cap,
+        rules_cap,
+        METADATA_CAP,
+        min(EVIDENCE_CAP, budget // 4),
+        FEEDBACK_CAP,
+        max(rules_cap, min(HEARTBEAT_MIN_CAP, budget)),
+        min(limits.response_cap, budget),
+    )
+    return _Caps(sections, min(HISTORY_MESSAGE_CAP, budget // 8))
+
+
 class _Sources:
     """The redacted whole texts of one prompt's sections, each with its cap, and the history
     messages rendered on demand, newest first (only as many as the fitting asks for)."""
 
-    named: tuple[tuple[str, str, int], ...]
-    """(template value, redacted text, cap) of every section but the history."""
-    history_source: list[Any]
-    history_cap: int
-    history_trimmed: bool
-    redact: Redact
-    rendered: list[str] = field(default_factory=list)
+    __slots__ = (
+        "caps",
+        "history_cap",
+        "history_source",
+        "history_trimmed",
+        "redact",
+        "rendered",
+        "texts",
+    )
+
+    def __init__(
+        self,
+        texts: tuple[str, ...],
+        caps: _Caps,
+        history_source: list[Any],
+        history_trimmed: bool,
+        redact: Redact,
+    ) -> None:
+        self.texts = texts
+        """Each section's redacted text, in ``_SECTIONS``' order."""
+        self.caps = caps.sections
+        self.history_cap = caps.history
+        self.history_source = history_source
+        self.history_trimmed = history_trimmed
+        self.redact = redact
+        self.rendered: list[str] = []
 
     def text(self, name: str) -> str:
-        return next(text for key, text, _ in self.named if key == name)
+        return self.texts[_WHERE[name]]
 
     def cap(self, name: str) -> int:
-        return next(cap for key, _, cap in self.named if key == name)
+        return self.caps[_WHERE[name]]
 
     def history(self, index: int) -> str:
         """The ``index``-th newest history message, rendered (once)."""
@@ -184,30 +199,79 @@ def _sources(
     redact: Redact,
 ) -> _Sources:
     """Every section's text, redacted whole (``redact`` sees each caller-supplied text)."""
-    budget = limits.budget
-    rules_cap = min(limits.rules_cap, budget)
     history_source = turn.history[-limits.history_turns :] if limits.history_turns else []
-    named = (
-        ("user_message", redact(turn.user_message), budget),
-        ("rules", _rules_text(rules, redact), rules_cap),
-        ("instructions", redact((turn.agent_instructions or "").strip()), rules_cap),
-        ("metadata", render_metadata(meta, turn, redact=redact), METADATA_CAP),
-        ("evidence", render_evidence(meta, turn, redact=redact), min(EVIDENCE_CAP, budget // 4)),
-        ("feedback", _feedback_text(previous_feedback, redact), FEEDBACK_CAP),
-        (
-            "heartbeat",
-            redact((heartbeat_tasks or "").strip()),
-            max(rules_cap, min(HEARTBEAT_MIN_CAP, budget)),
-        ),
-        ("reply", redact(reply_text), min(limits.response_cap, budget)),
+    texts = (
+        redact(turn.user_message),
+        _rules_text(rules, redact),
+        redact((turn.agent_instructions or "").strip()),
+        render_metadata(meta, turn, redact=redact),
+        render_evidence(meta, turn, redact=redact),
+        _feedback_text(previous_feedback, redact),
+        redact((heartbeat_tasks or "").strip()),
+        redact(reply_text),
     )
-    return _Sources(
-        named,
-        history_source,
-        min(HISTORY_MESSAGE_CAP, budget // 8),
-        len(turn.history) > len(history_source),
-        redact,
-    )
+    trimmed = len(turn.history) > len(history_source)
+    return _Sources(texts, _caps(limits), history_source, trimmed, redact)
+
+
+def _at_once(
+    sources: _Sources, system: str, code: str, room: int, categories: str
+) -> JudgePrompt | None:
+    """The prompt with every section whole, when its size alone proves that nothing would be
+    cut (each section within its own cap, the filled request within ``room``); else None.
+
+    What it returns is what the cutting path would build (that path keeps a section whole when
+    its size proves it fits, and history while the sections' sizes fit ``room``), without
+    making a cutter per section. The history messages are rendered newest first, only while
+    they fit. Nothing is cleaned for a turn that is cut.
+    """
+    texts, caps = sources.texts, sources.caps
+    sizes = list(map(len, texts))  # a text has at least as many bytes as characters
+    if not all(map(le, sizes, caps)):
+        return None
+    if not all(map(str.isascii, texts)):  # only texts within their caps are encoded
+        sizes = list(map(tokens.size_bound, texts))
+        if not all(map(le, sizes, caps)):
+            return None
+    total = sum(sizes)
+    if total > room:
+        return None
+    history: list[str] = []
+    cap = sources.history_cap
+    for index in range(len(sources.history_source)):
+        text = sources.history(index)
+        if len(text) > cap:
+            return None
+        # tokens.size_bound, written out: only a text shorter than its cap is encoded.
+        bound = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+        total += bound
+        if bound > cap or total > room:
+            return None
+        history.append(text)
+    kept = [*texts, *history]
+    if not nothing_to_fence("\n".join(kept), code):  # one look at all: then none is cleaned
+        cleaned = _cleaned(kept, [*caps, *(cap for _ in history)], code)
+        if cleaned is None:
+            return None
+        kept = cleaned
+    history_text = "\n\n".join(reversed(kept[len(texts) :]))
+    user = _REQUEST((code, categories, *kept[: len(texts)], history_text))
+    if tokens.size_bound(user) > room:
+        return None
+    trimmed = ("history",) if sources.history_trimmed else ()
+    return JudgePrompt(system, user, code, None, trimmed)
+
+
+def _cleaned(texts: list[str], caps: list[int], code: str) -> list[str] | None:
+    """Each text cleaned; None when a cleaned text might be over its cap."""
+    clean = _cleaner(code)
+    kept = []
+    for text, cap in zip(texts, caps, strict=True):
+        shown = clean(text) if text else text
+        if shown is not text and not tokens.surely_within(shown, cap):
+            return None
+        kept.append(shown)
+    return kept
 
 
 def _whole(
@@ -215,26 +279,14 @@ def _whole(
 ) -> tuple[JudgePrompt | None, int]:
     """The prompt with every section whole when its size proves it fits (else None), and the
     system message's tokens as far as they had to be counted (a bound when they did not)."""
-    clean = _cleaner(code)
-
-    def at_once(fixed: int) -> JudgePrompt | None:
-        return _at_once(
-            rubric.system,
-            code,
-            clean,
-            budget - slack - fixed,
-            sources.named,
-            (sources.history(index) for index in range(len(sources.history_source))),
-            sources.history_cap,
-            ("history",) if sources.history_trimmed else (),
-            rubric.category_names,
-        )
-
     bound = rubric.tokens_at_most
-    whole = at_once(bound)
-    fixed = rubric.tokens if whole is None else bound
-    if whole is None and fixed < bound:
-        whole = at_once(fixed)
+    system, categories = rubric.system, rubric.category_names
+    whole = _at_once(sources, system, code, budget - slack - bound, categories)
+    if whole is not None:
+        return whole, bound
+    fixed = rubric.tokens
+    if fixed < bound:
+        whole = _at_once(sources, system, code, budget - slack - fixed, categories)
     return whole, fixed
 
 
@@ -345,7 +397,7 @@ def build_judge_prompt(
         turn, reply_text, limits, rules, heartbeat_tasks, previous_feedback, meta, redact or _same
     )
     # Room for BPE merging differently where the pieces meet, and for rounding.
-    slack = 8 + 2 * (len(sources.named) + len(sources.history_source))
+    slack = 8 + 2 * (len(sources.texts) + len(sources.history_source))
     # The system message's size bounds its tokens: a request that fits beside that bound
     # fits beside the exact count too, and is built the same, without the tokenizer.
     whole, fixed = _whole(sources, rubric, code, budget, slack)

@@ -12,6 +12,8 @@ from replyguard.context._prompt import TOOL_LEDGER_ROWS, Redact, RulesSource, _s
 from replyguard.types import RunMeta, Turn
 
 _ARGUMENT_CHARS = 200
+_NO_CALLS: tuple[Any, ...] = (None, [], "")
+"""``tool_calls`` values that show no call (compared as ``in`` compares)."""
 
 
 def _content_text(content: Any) -> str:
@@ -99,7 +101,7 @@ def render_message(message: Any, *, redact: Redact = _same) -> str:
     else:
         lines = [redact(_content_text(content))] if content not in (None, "", [], {}) else []
     calls = message.get("tool_calls")
-    if calls not in (None, [], ""):
+    if calls not in _NO_CALLS:
         for call in calls if isinstance(calls, list) else [calls]:
             lines.append(_tool_call(call, redact))
     body = "\n".join(filter(None, lines)) or "(no content)"
