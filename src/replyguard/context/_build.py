@@ -52,8 +52,7 @@ This module does no I/O: rules and heartbeat texts arrive already read.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
 from operator import le
 from typing import Any
 
@@ -63,11 +62,6 @@ from replyguard.context._evidence import render_evidence
 from replyguard.context._fitting import _EMPTY, _add_history, _cut, _fit, _Part, _Sections
 from replyguard.context._prompt import (
     DEFAULT_RUBRIC,
-    EVIDENCE_CAP,
-    FEEDBACK_CAP,
-    HEARTBEAT_MIN_CAP,
-    HISTORY_MESSAGE_CAP,
-    METADATA_CAP,
     REPLY_FLOOR,
     USER_FLOOR,
     ContextLimits,
@@ -75,6 +69,7 @@ from replyguard.context._prompt import (
     Redact,
     Rubric,
     RulesSource,
+    SectionCaps,
     _same,
     new_nonce,
 )
@@ -116,33 +111,6 @@ def _cleaner(code: str) -> Redact:
     return clean
 
 
-@dataclass(frozen=True, slots=True)
-class _Caps:
-    """Each section's own cap, in ``_SECTIONS``' order, and a history message's, for one
-    ``ContextLimits``."""
-
-    sections: tuple[int, ...]
-    history: int
-
-
-@functools.lru_cache(maxsize=64)
-def _caps(limits: ContextLimits) -> _Caps:
-    """The caps of ``limits`` (a config has a few: one per profile)."""
-    budget = limits.budget
-    rules_cap = min(limits.rules_cap, budget)
-    sections = (
-        budget,
-        rules_cap,
-        rules_cap,
-        METADATA_CAP,
-        min(EVIDENCE_CAP, budget // 4),
-        FEEDBACK_CAP,
-        max(rules_cap, min(HEARTBEAT_MIN_CAP, budget)),
-        min(limits.response_cap, budget),
-    )
-    return _Caps(sections, min(HISTORY_MESSAGE_CAP, budget // 8))
-
-
 class _Sources:
     """The redacted whole texts of one prompt's sections, each with its cap, and the history
     messages rendered on demand, newest first (only as many as the fitting asks for)."""
@@ -160,7 +128,7 @@ class _Sources:
     def __init__(
         self,
         texts: tuple[str, ...],
-        caps: _Caps,
+        caps: SectionCaps,
         history_source: list[Any],
         history_trimmed: bool,
         redact: Redact,
@@ -187,6 +155,14 @@ class _Sources:
             self.rendered.append(render_message(message, redact=self.redact))
         return self.rendered[index]
 
+    def newest(self) -> Iterator[str]:
+        """The history messages rendered (once each), newest first, as they are asked for."""
+        rendered = self.rendered
+        for index, message in enumerate(reversed(self.history_source)):
+            if index == len(rendered):
+                rendered.append(render_message(message, redact=self.redact))
+            yield rendered[index]
+
 
 def _sources(
     turn: Turn,
@@ -211,7 +187,7 @@ def _sources(
         redact(reply_text),
     )
     trimmed = len(turn.history) > len(history_source)
-    return _Sources(texts, _caps(limits), history_source, trimmed, redact)
+    return _Sources(texts, limits._caps, history_source, trimmed, redact)
 
 
 def _at_once(
@@ -238,12 +214,14 @@ def _at_once(
         return None
     history: list[str] = []
     cap = sources.history_cap
-    for index in range(len(sources.history_source)):
-        text = sources.history(index)
-        if len(text) > cap:
-            return None
+    for text in sources.newest():
         # tokens.size_bound, written out: only a text shorter than its cap is encoded.
-        bound = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+        if text.isascii():
+            bound = len(text)
+        elif len(text) > cap:
+            return None
+        else:
+            bound = len(text.encode("utf-8", "surrogatepass"))
         total += bound
         if bound > cap or total > room:
             return None

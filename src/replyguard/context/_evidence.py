@@ -71,11 +71,13 @@ def _tool_messages(history: list[dict[str, Any]], redact: Redact) -> Iterator[st
 def render_evidence(meta: RunMeta | None, turn: Turn, *, redact: Redact = _same) -> str:
     """The evidence the judge checks the reply's claims and figures against ("" for none):
     entries in order until ``SECTION_CHARS`` is passed, then a count of those left out."""
-    sources = (
-        _tool_results(meta, redact),
-        _retrieved(turn, redact),
-        _tool_messages(turn.history, redact),
-    )
+    sources: list[Iterator[str]] = []  # only those with something to walk
+    if meta is not None and meta.tool_calls:
+        sources.append(_tool_results(meta, redact))
+    if turn.evidence:
+        sources.append(_retrieved(turn, redact))
+    if turn.history:
+        sources.append(_tool_messages(turn.history, redact))
     entries: list[str] = []
     size = 0
     for source in sources:

@@ -35,6 +35,16 @@ def _same(text: str) -> str:
     return text
 
 
+@dataclass(frozen=True, slots=True)
+class SectionCaps:
+    """Each section's own cap in tokens (in ``context._build``'s section order: user request,
+    rules, agent instructions, metadata, evidence, previous feedback, heartbeat tasks, reply),
+    and a history message's."""
+
+    sections: tuple[int, ...]
+    history: int
+
+
 @dataclass(frozen=True)
 class ContextLimits:
     """The token limits of one judge prompt."""
@@ -43,6 +53,24 @@ class ContextLimits:
     response_cap: int = 3000
     rules_cap: int = 2000
     history_turns: int = 5
+
+    @functools.cached_property
+    def _caps(self) -> SectionCaps:
+        """The caps these limits give each section, worked out once (limits are immutable:
+        a config reload makes new ones)."""
+        budget = self.budget
+        rules_cap = min(self.rules_cap, budget)
+        sections = (
+            budget,
+            rules_cap,
+            rules_cap,
+            METADATA_CAP,
+            min(EVIDENCE_CAP, budget // 4),
+            FEEDBACK_CAP,
+            max(rules_cap, min(HEARTBEAT_MIN_CAP, budget)),
+            min(self.response_cap, budget),
+        )
+        return SectionCaps(sections, min(HISTORY_MESSAGE_CAP, budget // 8))
 
 
 @dataclass(frozen=True)
@@ -153,7 +181,11 @@ class Rubric:
         """``tokens`` once counted, else a bound on them that needs no tokenizer (the
         system message's UTF-8 size, with its message framing)."""
         counted = self.__dict__.get("tokens")
-        return counted if counted is not None else tokens.size_bound(self.system) + MESSAGE_OVERHEAD
+        return counted if counted is not None else self._size_bound
+
+    @functools.cached_property
+    def _size_bound(self) -> int:
+        return tokens.size_bound(self.system) + MESSAGE_OVERHEAD
 
     @functools.cached_property
     def digest(self) -> str:

@@ -145,4 +145,6 @@ def _rules_text(sources: Sequence[RulesSource], redact: Redact) -> str:
 
 
 def _feedback_text(previous: Sequence[str], redact: Redact) -> str:
+    if not previous:
+        return ""
     return "\n".join(f"Attempt {i}: {redact(text)}" for i, text in enumerate(previous, start=1))
