@@ -56,7 +56,7 @@ def test_the_filler_never_reads_a_placeholder_inside_a_value() -> None:
     values = ["\x00reply\x00" for _ in KEYS]
     filled = filler(values)
     assert filled == fill("judge_context.j2", **dict(zip(KEYS, values, strict=True)))
-    assert filled.count("\x00reply\x00") == filled.count("\x00")  // 2
+    assert filled.count("\x00reply\x00") == filled.count("\x00") // 2
 
 
 def test_the_filler_is_right_from_many_threads_at_once() -> None:
@@ -126,7 +126,8 @@ def test_different_rules_texts_each_show_their_own_text() -> None:
         rules = [RulesSource("RULES.md", f"- rule number {number}")]
         prompt = build_judge_prompt(turn, reply, limits=ContextLimits(), rules=rules, nonce=NONCE)
         assert f"- rule number {number}" in prompt.user
-        assert all(f"rule number {other}" not in prompt.user for other in range(3) if other != number)
+        others = [other for other in range(3) if other != number]
+        assert all(f"rule number {other}" not in prompt.user for other in others)
 
 
 @pytest.mark.parametrize("budget", [8000, 1500])
