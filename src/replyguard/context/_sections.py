@@ -104,7 +104,9 @@ def render_message(message: Any, *, redact: Redact = _same) -> str:
     if calls not in _NO_CALLS:
         for call in calls if isinstance(calls, list) else [calls]:
             lines.append(_tool_call(call, redact))
-    body = "\n".join(filter(None, lines)) or "(no content)"
+        body = "\n".join(filter(None, lines)) or "(no content)"
+    else:  # the content alone (``join`` still refuses a redaction that is not text)
+        body = "\n".join(lines) if lines and lines[0] else "(no content)"
     header = f"[{role} {redact(_text(label))}]" if label else f"[{role}]"
     return f"{header} {body}"
 
