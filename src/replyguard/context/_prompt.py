@@ -185,6 +185,7 @@ class Rubric:
 
     @functools.cached_property
     def _size_bound(self) -> int:
+        """``tokens_at_most`` before ``tokens`` is counted (the system message is fixed)."""
         return tokens.size_bound(self.system) + MESSAGE_OVERHEAD
 
     @functools.cached_property
