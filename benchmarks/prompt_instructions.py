@@ -27,6 +27,14 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 NONCE = "0123456789ab"
+SIZED = [
+    (8000, "prose"),
+    (32000, "prose"),
+    (128_000, "prose"),
+    (128_000, "cjk"),
+    (128_000, "json"),
+    (1_000_000, "prose"),
+]
 
 
 async def _turn_arguments() -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -43,12 +51,13 @@ async def _turn_arguments() -> tuple[tuple[Any, ...], dict[str, Any]]:
         seen.append((args, kwargs))
         return real(*args, **kwargs)
 
-    _prompting.build_judge_prompt = recording  # type: ignore[assignment]
+    prompting: Any = _prompting  # the turn's own look-up of the builder, recorded
+    prompting.build_judge_prompt = recording
     try:
         verified_turn, _ = await sc.instant_sides()
         await verified_turn()
     finally:
-        _prompting.build_judge_prompt = real
+        prompting.build_judge_prompt = real
     return seen[-1]
 
 
@@ -59,12 +68,9 @@ def _cases() -> list[tuple[str, Callable[[], Any]]]:
 
     args, kwargs = asyncio.run(_turn_arguments())
     kwargs = {**kwargs, "nonce": NONCE}
-    cases = [("in-process verified turn", functools.partial(build_judge_prompt, *args, **kwargs))]
-    for chars, kind in [(8000, "prose"), (32000, "prose"), (128_000, "prose")] + [
-        (128_000, "cjk"),
-        (128_000, "json"),
-        (1_000_000, "prose"),
-    ]:
+    turn_build = functools.partial(build_judge_prompt, *args, **kwargs)
+    cases: list[tuple[str, Callable[[], Any]]] = [("in-process verified turn", turn_build)]
+    for chars, kind in SIZED:
         turn, reply, rules = sc.sized_turn(chars, kind)
         label = "1M" if chars >= 1_000_000 else f"{chars // 1000}K"
         build = functools.partial(
@@ -114,8 +120,8 @@ def main() -> int:
         counts = []
         dumps = sorted(folder.glob("cg.out.*"), key=lambda path: int(path.suffix[1:]))
         for dump in dumps:
-            total = re.search(r"^summary: (\d+)", dump.read_text(errors="replace"), re.M)
-            counts.append(int(total.group(1)) if total else 0)
+            found = re.search(r"^summary: (\d+)", dump.read_text(errors="replace"), re.M)
+            counts.append(int(found.group(1)) if found else 0)
         labels = names.read_text().split("\n")
     print(f"\n== instructions per judge prompt build ({args.builds} builds a case)")
     for label, total in zip(labels, counts[-len(labels) :], strict=True):
