@@ -155,3 +155,33 @@ def test_turns_built_at_once_in_threads_equal_those_built_one_by_one(budget: int
     with ThreadPoolExecutor(6) as pool:
         together = list(pool.map(built, range(60)))
     assert together == alone
+
+
+async def test_verifiers_over_different_configs_each_build_with_their_own(
+    make_config: Any,
+) -> None:
+    """The real path: a verifier made from a changed config (smaller reply cap, a custom
+    category) sends the judge a prompt with that config's caps and categories, and one made
+    from the first config again sends what the first sent."""
+    from replyguard import Verifier
+    from replyguard.testing import ScriptedAgent, ScriptedJudge
+
+    turn, reply = _turn()
+    configs = [
+        make_config(verifyAll=True),
+        make_config(verifyAll=True, responseTokenCap=60, categories={"pricing": "fix prices"}),
+        make_config(verifyAll=True),
+    ]
+    prompts = []
+    for config in configs:
+        judge = ScriptedJudge(["PASS"])
+        outcome = await Verifier(config, judge=judge).run(ScriptedAgent([reply]), turn)
+        assert outcome.status == "passed"
+        prompts.append(judge.calls[0])
+    first, changed, again = prompts
+    assert first.trimmed == () and "characters of the reply cut here" not in first.user
+    assert "reply" in changed.trimmed and "characters of the reply cut here" in changed.user
+    assert "|pricing]" in changed.user and "|pricing]" not in first.user
+    assert changed.system != first.system
+    assert again.system == first.system
+    assert again.user.replace(again.nonce, "N") == first.user.replace(first.nonce, "N")
