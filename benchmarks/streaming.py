@@ -12,7 +12,8 @@ delta: that clock is a system call, about 1 µs, which only one side would pay 1
 Over the loopback each stream starts after a full collection (``settle``): a full pass over
 litellm's 400,000 objects costs a whole stream's CPU time, falls due every few streams (litellm
 keeps each stream's chunks, about 25,000 objects promoted a stream, the same on either side),
-and, with the sides alternating ABBA, fell on the same side every time.
+and, with the sides alternating ABBA, fell on the same side every time (11 of 30 streamed
+turns, none of the raw streams past the first rounds, in the run that found it).
 """
 
 from __future__ import annotations
