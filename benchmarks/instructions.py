@@ -101,8 +101,11 @@ async def _stream_sides(url: str) -> tuple[dict[str, Side], Side]:
     async def raw() -> None:
         await st.raw_stream(agent, 64, st.Timings())
 
+    read = st.Timings()
+    await st.raw_stream(agent, 64, read)  # the reply's length: timed at its last delta alone
+
     async def streamed() -> None:
-        await st.streamed_turn(verifier, agent, st.Timings())
+        await st.streamed_turn(verifier, agent, st.Timings(), chars=read.chars[0])
 
     def collecting(side: Side) -> Side:
         async def call() -> None:

@@ -547,21 +547,28 @@ async def streaming(sizes: Sizes, rows: list[Row], server: JudgeServerProcess) -
     try:
         runs = max(sizes.stream_runs // 4, 10)
         agent = st.litellm_agent(server.url, f"s{deltas}")
-        measured, reference = await st.release_vs_raw(agent, runs, hold)
+        measured, reference = await st.release_vs_raw(agent, runs, hold, settle=True)
         cpu = sc.median(measured.last_cpu) / sc.median(reference.last_cpu)
         wall = sc.median(measured.last) / sc.median(reference.last)
+        paired, low, high = st.pair_ratios(measured.last_cpu, reference.last_cpu)
         rows.append(
             Row(
                 f"streaming, release mode: a {deltas}-delta reply over the loopback (litellm's"
                 " aiohttp path), to the last delta vs to the raw stream's end: CPU time of the"
-                " thread (wall time: the next row)",
+                f" thread ({runs} pairs ABBA, a full collection before each stream; the pairs'"
+                f" ratios: median {paired:.3f}x, quartiles {low:.3f}x-{high:.3f}x; wall time:"
+                " the next row)",
                 ms(sc.median(measured.last_cpu)),
                 ms(sc.median(reference.last_cpu)),
                 f"{cpu:.3f}x",
                 signed_ms(sc.median(measured.last_cpu) - sc.median(reference.last_cpu)),
                 "≤ 1.05x",
                 verdict(cpu <= 1.05),
-                {"measured_cpu_s": measured.last_cpu, "reference_cpu_s": reference.last_cpu},
+                {
+                    "measured_cpu_s": measured.last_cpu,
+                    "reference_cpu_s": reference.last_cpu,
+                    "pair_ratios": {"median": paired, "q1": low, "q3": high},
+                },
             )
         )
         rows.append(

@@ -5,11 +5,21 @@ Each measured stream and its reference read the very same loopback stream (the j
 check (forbidden phrases, so the incremental scan does its work on every delta) and an instant
 in-process judge, so what is timed up to the last delta is replyguard's streaming path alone.
 Nothing here asserts: ``run.py`` compares the figures with their targets.
+
+Both sides are timed alike: each reads the thread's CPU clock at its start and once at its end
+(the streamed turn at the delta that completes the reply's known length, never at every
+delta: that clock is a system call, about 1 µs, which only one side would pay 1,000 times).
+Over the loopback each stream starts after a full collection (``settle``): a full pass over
+litellm's 400,000 objects costs a whole stream's CPU time, falls due every few streams (litellm
+keeps each stream's chunks, about 25,000 objects promoted a stream, the same on either side),
+and, with the sides alternating ABBA, fell on the same side every time (11 of 30 streamed
+turns, none of the raw streams past the first rounds, in the run that found it).
 """
 
 from __future__ import annotations
 
 import gc
+import statistics
 import time
 import tracemalloc
 from collections.abc import AsyncIterator, Callable
@@ -68,6 +78,8 @@ class Timings:
     last_cpu: list[float] = field(default_factory=list)
     """CPU seconds of the thread to the last text: what wall time counts but for the turns
     other processes take on a loaded machine."""
+    chars: list[int] = field(default_factory=list)
+    """Characters of text read (the raw stream's: what the streamed turn's deltas add up to)."""
 
 
 async def raw_stream(
@@ -86,25 +98,39 @@ async def raw_stream(
                 past = now
     ended = clock()  # the stream's end: litellm's own work on its last chunk too
     into.last_cpu.append(time.thread_time() - cpu)
+    into.chars.append(seen)
     into.first.append((first or ended) - started)
     into.past_hold.append((past or ended) - started)
     into.last.append(ended - started)
 
 
 async def streamed_turn(
-    verifier: Verifier, agent: Any, into: Timings, clock: Clock = time.perf_counter
+    verifier: Verifier,
+    agent: Any,
+    into: Timings,
+    clock: Clock = time.perf_counter,
+    *,
+    chars: int | None = None,
 ) -> None:
+    """One turn, timed to its last delta: the one whose text completes ``chars`` characters
+    (the reply's length, read from the raw stream), where the CPU clock is read; without
+    ``chars``, at every delta."""
     started, cpu = clock(), time.thread_time()
-    first = last = None
+    first = last = last_cpu = None
+    seen = 0
     async for event in verifier.stream(agent, TURN):
         if isinstance(event, Delta):
             last = clock()
-            last_cpu = time.thread_time()
+            seen += len(event.text)
+            if chars is None or seen >= chars:
+                last_cpu = time.thread_time()
             first = first or last
         elif isinstance(event, Done) and event.outcome.status != "passed":
             raise RuntimeError(f"the streamed turn ended {event.outcome.status}")
     assert first is not None
     assert last is not None
+    assert last_cpu is not None, f"the deltas spelled {seen} characters, not {chars}"
+    into.chars.append(seen)
     into.first.append(first - started)
     into.past_hold.append(first - started)
     into.last.append(last - started)
@@ -112,26 +138,37 @@ async def streamed_turn(
 
 
 async def release_vs_raw(
-    agent: Any, runs: int, hold: int, clock: Clock = time.perf_counter
+    agent: Any, runs: int, hold: int, clock: Clock = time.perf_counter, *, settle: bool = False
 ) -> tuple[Timings, Timings]:
     """``release`` mode (rules with forbidden phrases, an instant judge) vs iterating the raw
     stream ``agent`` gives, interleaved ABBA: (measured, reference), timed by ``clock`` (wall
     time, or ``time.thread_time`` for the CPU time alone: on a loaded machine a few
-    milliseconds of work are preempted, and wall time then counts other processes' turns)."""
+    milliseconds of work are preempted, and wall time then counts other processes' turns).
+    ``settle``: a full collection before each stream (untimed; see the module's docstring)."""
     verifier = Verifier(stream_config("release", hold), judge=sc.InstantJudge())
     measured, reference, scratch = Timings(), Timings(), Timings()
     for _ in range(5):  # warm-up: litellm's import, clients, the tokenizer
         await raw_stream(agent, hold, scratch)
         await streamed_turn(verifier, agent, scratch)
+    chars = scratch.chars[0]
     gc.collect()
     for i in range(runs):
         sides = [
             lambda: raw_stream(agent, hold, reference, clock),
-            lambda: streamed_turn(verifier, agent, measured, clock),
+            lambda: streamed_turn(verifier, agent, measured, clock, chars=chars),
         ]
         for side in sides[::-1] if i % 2 else sides:
+            if settle:
+                gc.collect()
             await side()
     return measured, reference
+
+
+def pair_ratios(measured: list[float], reference: list[float]) -> tuple[float, float, float]:
+    """The ratios of the runs paired in their rounds: (median, first quartile, third)."""
+    ratios = [m / r for m, r in zip(measured, reference, strict=True) if r > 0]
+    low, middle, high = statistics.quantiles(ratios, n=4)
+    return middle, low, high
 
 
 def chunk_agent(deltas: int) -> Callable[[list[dict[str, Any]]], Any]:

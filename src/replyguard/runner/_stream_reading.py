@@ -87,18 +87,18 @@ class Reading:
 
     def scan(self, run: StreamRun, text: str) -> bool:
         """Feed ``text`` to the scanners; True when one of them cut the stream."""
-        crashed: list[tuple[tuple[str, PrefixScanner], Exception]] = []
+        crashed: list[tuple[tuple[str, PrefixScanner], Exception]] | None = None
         found = None
         for entry in self.scanners:
             try:
                 found = entry[1].feed(text)
             except Exception as exc:  # fail open: this check is left to the end
-                crashed.append((entry, exc))
+                crashed = [*(crashed or ()), (entry, exc)]
                 continue
             if found is not None and not found.passed and not self.collected.asks_tools:
                 break
             found = None
-        for gone, problem in crashed:
+        for gone, problem in crashed or ():
             self.scanners.remove(gone)
             scanner_crashed(run, gone[0], problem)
         return found is not None and self._violated(run, entry[0], found)

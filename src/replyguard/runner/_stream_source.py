@@ -174,6 +174,17 @@ def _field(value: Any, name: str) -> Any:
     return getattr(value, name, None)
 
 
+def _fields(value: Any, first: str, second: str) -> tuple[Any, Any]:
+    """``(_field(value, first), _field(value, second))``, the extras looked up once for both
+    (a litellm chunk's choice and delta keep their fields there; every piece reads two of each)."""
+    if isinstance(value, dict):
+        return value.get(first), value.get(second)
+    extra = getattr(value, "__pydantic_extra__", None)
+    if extra and first in extra and second in extra:
+        return extra[first], extra[second]
+    return _field(value, first), _field(value, second)
+
+
 def _plain(value: Any) -> dict[str, Any] | None:
     """Usage as a plain dict (a pydantic model's dump, a dict's copy)."""
     if value is None:
@@ -185,6 +196,29 @@ def _plain(value: Any) -> dict[str, Any] | None:
         dumped = dump()
         return dumped if isinstance(dumped, dict) else None
     return None
+
+
+_TEXT, _META, _REPLY, _CHUNK = "text", "meta", "reply", "chunk"
+_KINDS: dict[type, str] = {str: _TEXT}
+"""What a streamed item of each class is, decided once per class: an ``isinstance`` of a
+pydantic model's class takes about 140 ns, and a stream would ask two of them of every piece."""
+
+
+def _kind(cls: type) -> str:
+    """What an item of class ``cls`` is (as ``isinstance`` finds it), noted in ``_KINDS``."""
+    if len(_KINDS) > 256:  # classes made on the fly: the cache stays small
+        _KINDS.clear()
+        _KINDS[str] = _TEXT
+    if issubclass(cls, str):
+        kind = _TEXT
+    elif issubclass(cls, RunMeta):
+        kind = _META
+    elif issubclass(cls, Reply):
+        kind = _REPLY
+    else:
+        kind = _CHUNK
+    _KINDS[cls] = kind
+    return kind
 
 
 class Collected:
@@ -203,14 +237,14 @@ class Collected:
 
     def text_of(self, item: Any) -> str:
         """The text ``item`` adds (``""`` for none), noting what else it says."""
-        if type(item) is str:
-            return item
-        if isinstance(item, str):
-            return str(item)
-        if isinstance(item, RunMeta):
+        cls = item.__class__  # what ``isinstance`` reads too (a mock's spec, say)
+        kind = _KINDS.get(cls) or _kind(cls)
+        if kind == _TEXT:
+            return item if type(item) is str else str(item)
+        if kind == _META:
             self._given = item
             return ""
-        if isinstance(item, Reply):
+        if kind == _REPLY:
             self._given = item.meta
             return "" if self.parts else item.text
         choices = _field(item, "choices")
@@ -222,20 +256,17 @@ class Collected:
         if not choices:
             self._chunk_extras(item)  # the final chunk: usage, and litellm's cost
             return ""
-        choice = choices[0]
-        finish = _field(choice, "finish_reason")
+        finish, delta = _fields(choices[0], "finish_reason", "delta")
         if finish:
             self._finish = str(finish)
             self._chunk_extras(item)
-        delta = _field(choice, "delta")
         if delta is None:
             return ""
-        calls = _field(delta, "tool_calls")
+        calls, content = _fields(delta, "tool_calls", "content")
         if calls:
             for position, call in enumerate(calls):
                 index = _field(call, "index")
                 self._calls.add(position if index is None else index)
-        content = _field(delta, "content")
         return content if isinstance(content, str) else ""
 
     def _chunk_extras(self, chunk: Any) -> None:
