@@ -124,3 +124,46 @@ def test_each_command_still_takes_its_own_arguments(
         main(argv)
     assert exited.value.code == 0
     assert shown in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("tasks", ["- [ ] rotate the logs\n", "- [x] backup\n"])
+def test_a_heartbeat_its_check_decides_loads_no_template_engine(
+    workspace: Path, tasks: str
+) -> None:
+    """A heartbeat that the heartbeat check decides (a FAIL with its retry message, or a
+    PASS) loads neither litellm, nor the tokenizer, nor jinja2 (the retry message is built
+    in plain Python): what it prints is all there all the same."""
+    (workspace / "HEARTBEAT.md").write_text(f"# Tasks\n\n{tasks}")
+    command = ["heartbeat", "--workspace", str(workspace), "HEARTBEAT_OK"]
+    result = subprocess.run(
+        [sys.executable, "-c", UNUSED_PROBE, *command],
+        capture_output=True,
+        text=True,
+        cwd=workspace,
+        env={k: v for k, v in os.environ.items() if not k.startswith("OPENAI")},
+        timeout=120,
+        check=False,
+    )
+    *printed, probe = result.stderr.strip().splitlines()
+    verdict = json.loads(result.stdout)
+    failed = tasks.startswith("- [ ]")
+    assert json.loads(probe) == {"code": 1 if failed else 0, "loaded": []}
+    assert verdict["decisive"] is True and verdict["passed"] is not failed
+    if failed:
+        assert verdict["retryMessage"] == "\n".join(printed)
+        assert verdict["retryMessage"].startswith(
+            "A reviewer checked your previous reply and it was not accepted (goal_missed)."
+        )
+        assert verdict["retryMessage"].endswith("not a note about the fix.")
+    else:
+        assert "retryMessage" not in verdict and printed == []
+
+
+UNUSED_PROBE = (
+    "import json, sys\n"
+    "from replyguard.cli import main\n"
+    "code = main(sys.argv[1:])\n"
+    "unused = ('litellm', 'tiktoken', 'jinja2')\n"
+    "print(json.dumps({'code': code, 'loaded': [m for m in unused if m in sys.modules]}),"
+    " file=sys.stderr)\n"
+)
