@@ -84,15 +84,11 @@ HEARTBEAT_PROBE = (
 )
 
 
-@pytest.mark.parametrize("reply", ["HEARTBEAT_OK", "Rotated the logs."])
-def test_heartbeat_loads_no_other_commands_package_nor_the_record_schemas(
-    workspace: Path, reply: str
-) -> None:
-    """What only ``eval``, ``insights`` and ``verify`` use is not loaded or built for a
-    heartbeat, whatever it decides: the ``eval`` and ``insights`` packages, the turn
-    record's validator."""
-    result = subprocess.run(
-        [sys.executable, "-c", HEARTBEAT_PROBE, "heartbeat", "--workspace", str(workspace), reply],
+def heartbeat_probe(probe: str, workspace: Path, reply: str) -> subprocess.CompletedProcess[str]:
+    """``replyguard heartbeat --workspace WORKSPACE REPLY`` run by ``probe`` in a fresh
+    interpreter (no OpenAI key in its environment)."""
+    return subprocess.run(
+        [sys.executable, "-c", probe, "heartbeat", "--workspace", str(workspace), reply],
         capture_output=True,
         text=True,
         cwd=workspace,
@@ -100,6 +96,16 @@ def test_heartbeat_loads_no_other_commands_package_nor_the_record_schemas(
         timeout=120,
         check=False,
     )
+
+
+@pytest.mark.parametrize("reply", ["HEARTBEAT_OK", "Rotated the logs."])
+def test_heartbeat_loads_no_other_commands_package_nor_the_record_schemas(
+    workspace: Path, reply: str
+) -> None:
+    """What only ``eval``, ``insights`` and ``verify`` use is not loaded or built for a
+    heartbeat, whatever it decides: the ``eval`` and ``insights`` packages, the turn
+    record's validator."""
+    result = heartbeat_probe(HEARTBEAT_PROBE, workspace, reply)
     assert result.stderr.strip().splitlines()[-1] == "[] False"
 
 
@@ -134,16 +140,7 @@ def test_a_heartbeat_its_check_decides_loads_no_template_engine(
     PASS) loads neither litellm, nor the tokenizer, nor jinja2 (the retry message is built
     in plain Python): what it prints is all there all the same."""
     (workspace / "HEARTBEAT.md").write_text(f"# Tasks\n\n{tasks}")
-    command = ["heartbeat", "--workspace", str(workspace), "HEARTBEAT_OK"]
-    result = subprocess.run(
-        [sys.executable, "-c", UNUSED_PROBE, *command],
-        capture_output=True,
-        text=True,
-        cwd=workspace,
-        env={k: v for k, v in os.environ.items() if not k.startswith("OPENAI")},
-        timeout=120,
-        check=False,
-    )
+    result = heartbeat_probe(UNUSED_PROBE, workspace, "HEARTBEAT_OK")
     *printed, probe = result.stderr.strip().splitlines()
     verdict = json.loads(result.stdout)
     failed = tasks.startswith("- [ ]")

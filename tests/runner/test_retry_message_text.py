@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 from replyguard import FailCategory, ToolCallRecord, Verdict
 from replyguard.runner._feedback import (
     GUIDANCE,
-    HEARTBEAT_GUIDANCE,
     LISTED_DONE,
     NO_DETAILS,
     feedback_message,
+    guidance_for,
 )
 from replyguard.runner._side_effects import describe_call
 
@@ -58,13 +58,7 @@ def former(
 ) -> str:
     """What the template rendered, with the values ``feedback_message`` gave it."""
     category = verdict.category
-    own = (categories or {}).get(category) if category is not None else None
-    if heartbeat:
-        guidance = HEARTBEAT_GUIDANCE
-    elif own:
-        guidance = own
-    else:
-        guidance = GUIDANCE[category if isinstance(category, FailCategory) else None]
+    guidance = guidance_for(category, heartbeat=heartbeat, categories=categories)
     return _TEMPLATE.render(
         category=str(category) if category is not None else None,
         feedback=(verdict.feedback or "").strip() or NO_DETAILS,

@@ -56,6 +56,23 @@ LISTED_DONE = 20
 rest."""
 
 
+def guidance_for(
+    category: FailCategory | str | None,
+    *,
+    heartbeat: bool = False,
+    categories: Mapping[str, str] | None = None,
+) -> str:
+    """What a retry message asks the agent to do about a FAIL in ``category``: a heartbeat
+    run's task list, a custom category's guidance (or the operator's own for a later
+    built-in, such as grounding), else the built-in category's."""
+    own = (categories or {}).get(category) if category is not None else None
+    if heartbeat:
+        return HEARTBEAT_GUIDANCE
+    if own:
+        return own
+    return GUIDANCE[category if isinstance(category, FailCategory) else None]
+
+
 def feedback_message(
     verdict: Verdict,
     *,
@@ -69,15 +86,7 @@ def feedback_message(
     custom categories, whose guidance a FAIL in one of them gets, as does a FAIL in a later
     built-in the config gives guidance of its own)."""
     category = verdict.category
-    # A custom category's guidance, or the operator's own for a later built-in (grounding).
-    own = (categories or {}).get(category) if category is not None else None
-    if heartbeat:
-        guidance = HEARTBEAT_GUIDANCE
-    elif own:
-        guidance = own
-    else:
-        built_in = category if isinstance(category, FailCategory) else None
-        guidance = GUIDANCE[built_in]
+    guidance = guidance_for(category, heartbeat=heartbeat, categories=categories)
     name = str(category) if category is not None else ""
     named = f" ({name})" if name else ""
     feedback = (verdict.feedback or "").strip() or NO_DETAILS
