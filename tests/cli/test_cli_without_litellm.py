@@ -133,12 +133,14 @@ def test_each_command_still_takes_its_own_arguments(
 
 
 @pytest.mark.parametrize("tasks", ["- [ ] rotate the logs\n", "- [x] backup\n"])
-def test_a_heartbeat_its_check_decides_loads_no_template_engine(
+def test_a_heartbeat_its_check_decides_loads_neither_the_judge_side_nor_a_template_engine(
     workspace: Path, tasks: str
 ) -> None:
     """A heartbeat that the heartbeat check decides (a FAIL with its retry message, or a
     PASS) loads neither litellm, nor the tokenizer, nor jinja2 (the retry message is built
-    in plain Python): what it prints is all there all the same."""
+    in plain Python), nor the judge side of an assessment (the prompt build, the judge
+    call): what it prints is all there all the same. (The injection screen does run: it
+    screens every assessed reply, and its reasons are part of the verdict.)"""
     (workspace / "HEARTBEAT.md").write_text(f"# Tasks\n\n{tasks}")
     result = heartbeat_probe(UNUSED_PROBE, workspace, "HEARTBEAT_OK")
     *printed, probe = result.stderr.strip().splitlines()
@@ -160,7 +162,8 @@ UNUSED_PROBE = (
     "import json, sys\n"
     "from replyguard.cli import main\n"
     "code = main(sys.argv[1:])\n"
-    "unused = ('litellm', 'tiktoken', 'jinja2')\n"
+    "unused = ('litellm', 'tiktoken', 'jinja2', 'replyguard.runner._judging',"
+    " 'replyguard.context._build')\n"
     "print(json.dumps({'code': code, 'loaded': [m for m in unused if m in sys.modules]}),"
     " file=sys.stderr)\n"
 )
