@@ -84,15 +84,11 @@ HEARTBEAT_PROBE = (
 )
 
 
-@pytest.mark.parametrize("reply", ["HEARTBEAT_OK", "Rotated the logs."])
-def test_heartbeat_loads_no_other_commands_package_nor_the_record_schemas(
-    workspace: Path, reply: str
-) -> None:
-    """What only ``eval``, ``insights`` and ``verify`` use is not loaded or built for a
-    heartbeat, whatever it decides: the ``eval`` and ``insights`` packages, the turn
-    record's validator."""
-    result = subprocess.run(
-        [sys.executable, "-c", HEARTBEAT_PROBE, "heartbeat", "--workspace", str(workspace), reply],
+def heartbeat_probe(probe: str, workspace: Path, reply: str) -> subprocess.CompletedProcess[str]:
+    """``replyguard heartbeat --workspace WORKSPACE REPLY`` run by ``probe`` in a fresh
+    interpreter (no OpenAI key in its environment)."""
+    return subprocess.run(
+        [sys.executable, "-c", probe, "heartbeat", "--workspace", str(workspace), reply],
         capture_output=True,
         text=True,
         cwd=workspace,
@@ -100,6 +96,16 @@ def test_heartbeat_loads_no_other_commands_package_nor_the_record_schemas(
         timeout=120,
         check=False,
     )
+
+
+@pytest.mark.parametrize("reply", ["HEARTBEAT_OK", "Rotated the logs."])
+def test_heartbeat_loads_no_other_commands_package_nor_the_record_schemas(
+    workspace: Path, reply: str
+) -> None:
+    """What only ``eval``, ``insights`` and ``verify`` use is not loaded or built for a
+    heartbeat, whatever it decides: the ``eval`` and ``insights`` packages, the turn
+    record's validator."""
+    result = heartbeat_probe(HEARTBEAT_PROBE, workspace, reply)
     assert result.stderr.strip().splitlines()[-1] == "[] False"
 
 
@@ -124,3 +130,40 @@ def test_each_command_still_takes_its_own_arguments(
         main(argv)
     assert exited.value.code == 0
     assert shown in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("tasks", ["- [ ] rotate the logs\n", "- [x] backup\n"])
+def test_a_heartbeat_its_check_decides_loads_neither_the_judge_side_nor_a_template_engine(
+    workspace: Path, tasks: str
+) -> None:
+    """A heartbeat that the heartbeat check decides (a FAIL with its retry message, or a
+    PASS) loads neither litellm, nor the tokenizer, nor jinja2 (the retry message is built
+    in plain Python), nor the judge side of an assessment (the prompt build, the judge
+    call): what it prints is all there all the same. (The injection screen does run: it
+    screens every assessed reply, and its reasons are part of the verdict.)"""
+    (workspace / "HEARTBEAT.md").write_text(f"# Tasks\n\n{tasks}")
+    result = heartbeat_probe(UNUSED_PROBE, workspace, "HEARTBEAT_OK")
+    *printed, probe = result.stderr.strip().splitlines()
+    verdict = json.loads(result.stdout)
+    failed = tasks.startswith("- [ ]")
+    assert json.loads(probe) == {"code": 1 if failed else 0, "loaded": []}
+    assert verdict["decisive"] is True and verdict["passed"] is not failed
+    if failed:
+        assert verdict["retryMessage"] == "\n".join(printed)
+        assert verdict["retryMessage"].startswith(
+            "A reviewer checked your previous reply and it was not accepted (goal_missed)."
+        )
+        assert verdict["retryMessage"].endswith("not a note about the fix.")
+    else:
+        assert "retryMessage" not in verdict and printed == []
+
+
+UNUSED_PROBE = (
+    "import json, sys\n"
+    "from replyguard.cli import main\n"
+    "code = main(sys.argv[1:])\n"
+    "unused = ('litellm', 'tiktoken', 'jinja2', 'replyguard.runner._judging',"
+    " 'replyguard.context._build')\n"
+    "print(json.dumps({'code': code, 'loaded': [m for m in unused if m in sys.modules]}),"
+    " file=sys.stderr)\n"
+)

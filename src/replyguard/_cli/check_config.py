@@ -19,7 +19,6 @@ import sys
 from replyguard.config._schema import VerifierConfig
 from replyguard.errors import ReplyguardError
 from replyguard.runner._preflight import config_findings
-from replyguard.runner._verifier import Verifier
 
 CHECK_EPILOG = (
     "errors (what the verifier refuses, or loses on every turn: a judge of the agent's family "
@@ -52,6 +51,9 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _refusal(config: VerifierConfig) -> str | None:
     """What building a verifier from ``config`` raises, if anything."""
+    # Imported here: every command's parser reads this module (``CHECK_EPILOG``).
+    from replyguard.runner._verifier import Verifier
+
     try:
         verifier = Verifier(config)
     except (ReplyguardError, ValueError) as exc:

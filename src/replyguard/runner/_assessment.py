@@ -23,15 +23,22 @@ from replyguard.context._fitting import view_of
 from replyguard.context._injection import injection_feedback, suspected_injection
 from replyguard.context._prompt import ContextLimits, Redact
 from replyguard.judge._limiter import ConcurrencyLimiter
-from replyguard.runner._judging import Judgements, fail_open
-from replyguard.runner._prompting import INLINE_CHARS
-from replyguard.runner._request import Budget, Profile, Reading, Step, build_profiles, until
+from replyguard.runner._request import (
+    INLINE_CHARS,
+    Budget,
+    Profile,
+    Reading,
+    Step,
+    build_profiles,
+    until,
+)
 from replyguard.telemetry._events import Events
 from replyguard.telemetry._tracing import NO_TRACING, Tracing
 from replyguard.types import CheckResult, FailCategory, Reason, Turn, Verdict, replaced
 
-if TYPE_CHECKING:  # loaded when a config asks for shared state
-    from replyguard.state import SharedState
+if TYPE_CHECKING:
+    from replyguard.runner._judging import Judgements  # loaded on the first judgement
+    from replyguard.state import SharedState  # loaded when a config asks for shared state
 
 __all__ = ["Assessor", "Profile", "Reading", "Step", "build_profiles"]
 
@@ -60,7 +67,18 @@ class Assessor:
         self._tracing = tracing
         self._workspace = workspace
         self._events = events
-        self._judgements = Judgements(events, limiter, redact, state)
+        self._judge_side = (events, limiter, redact, state)
+        self._judgements: Judgements | None = None
+
+    def _judging(self) -> Judgements:
+        """The judge side of an assessment (``runner._judging``: the prompt build, the judge
+        call, their report), loaded by the first reply that the checks do not decide: a
+        turn they decide (a command's one judgement) never imports it."""
+        if self._judgements is None:
+            from replyguard.runner._judging import Judgements
+
+            self._judgements = Judgements(*self._judge_side)
+        return self._judgements
 
     def read_workspace(self, profile: Profile, turn: Turn) -> Reading | None:
         """The workspace files the judge prompt may show (the rules files, and a heartbeat
@@ -100,14 +118,14 @@ class Assessor:
                 )
         except TimeoutError:
             error = "the turn's deadline passed during the checks"
-            return fail_open(Reason.LATENCY_BUDGET, error, started), ()
+            return _late(error, started), ()
         self._report_checks(turn, step.attempt, results)
         try:
             async with until(step.left()):
                 suspicion, scans = await _suspicion(reply.text, step.profile.limits)
         except TimeoutError:
             error = "the turn's deadline passed during the injection scan"
-            return fail_open(Reason.LATENCY_BUDGET, error, started), results
+            return _late(error, started), results
         if suspicion:
             self._events.warning(
                 "suspected_injection", turn_id=turn.id, attempt=step.attempt, reasons=suspicion
@@ -144,7 +162,7 @@ class Assessor:
             return failure
         if failure is None and (mode == "never" or decisive_pass(results)):
             return Verdict(passed=True, decisive=True, reasoning="deterministic checks")
-        verdict = await self._judgements.judgement(step, scans, reading)
+        verdict = await self._judging().judgement(step, scans, reading)
         if failure is None:
             return verdict
         if verdict.passed:  # the judge passed (or failed open): the checks' failure stands
@@ -189,6 +207,13 @@ async def _suspicion(text: str, limits: ContextLimits) -> tuple[tuple[str, ...],
     if len(view) > INLINE_CHARS:
         return tuple(await asyncio.to_thread(suspected_injection, view)), scans
     return tuple(suspected_injection(view)), scans
+
+
+def _late(error: str, started: float) -> Verdict:
+    """The fail-open verdict of a step that the turn's deadline cut short."""
+    from replyguard.runner._judging import fail_open  # the one fail-open verdict's home
+
+    return fail_open(Reason.LATENCY_BUDGET, error, started)
 
 
 def _holds_mark(text: str) -> bool:

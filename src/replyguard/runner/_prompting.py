@@ -11,12 +11,10 @@ from collections.abc import Callable
 from replyguard.context import _tokens as tokens
 from replyguard.context._build import build_judge_prompt
 from replyguard.context._prompt import JudgePrompt, Redact, RulesSource
+from replyguard.runner._request import INLINE_CHARS as INLINE_CHARS  # its home before
 from replyguard.runner._request import Budget, Reading, Step, until
 from replyguard.telemetry._events import Events, describe_error
 from replyguard.types import Reason
-
-INLINE_CHARS = 50_000
-"""A reply or answer longer than this is worked on off the event loop."""
 
 
 async def prompt_of(

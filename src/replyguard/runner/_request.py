@@ -142,6 +142,10 @@ def build_profiles(
     return profiles
 
 
+INLINE_CHARS = 50_000
+"""A reply or answer longer than this is worked on off the event loop."""
+
+
 @dataclass(frozen=True)
 class Budget:
     """How long one step may take, and what to call it when that runs out."""

@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import hashlib
-import importlib.metadata
 import json
 import os
 import re
@@ -66,6 +65,8 @@ def reply_hash(text: str) -> str:
 @functools.cache
 def litellm_version() -> str | None:
     """The installed litellm's version (read from its metadata, never imported), or None."""
+    import importlib.metadata  # on the first ledger record: a command that writes none skips it
+
     try:
         return importlib.metadata.version("litellm")
     except importlib.metadata.PackageNotFoundError:
