@@ -42,7 +42,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.slow  # builds the wheel with hatchling in a subprocess: .ci/run's slow step
 def test_wheel_contains_prompts_and_type_marker(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
-    for template in ("judge_system.j2", "judge_context.j2"):
+    for template in ("judge_system.j2", "judge_context.j2", "feedback.j2"):
         assert f"replyguard/prompts/{template}" in names
     assert "replyguard/py.typed" in names
 

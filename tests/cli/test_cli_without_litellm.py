@@ -133,20 +133,24 @@ def test_each_command_still_takes_its_own_arguments(
 
 
 @pytest.mark.parametrize("tasks", ["- [ ] rotate the logs\n", "- [x] backup\n"])
-def test_a_heartbeat_its_check_decides_loads_neither_the_judge_side_nor_a_template_engine(
+def test_a_heartbeat_its_check_decides_loads_neither_the_judge_side_nor_the_tokenizer(
     workspace: Path, tasks: str
 ) -> None:
     """A heartbeat that the heartbeat check decides (a FAIL with its retry message, or a
-    PASS) loads neither litellm, nor the tokenizer, nor jinja2 (the retry message is built
-    in plain Python), nor the judge side of an assessment (the prompt build, the judge
-    call): what it prints is all there all the same. (The injection screen does run: it
-    screens every assessed reply, and its reasons are part of the verdict.)"""
+    PASS) loads neither litellm, nor the tokenizer, nor the judge side of an assessment (the
+    prompt build, the judge call), and a PASS not jinja2 either (only a FAIL renders the
+    retry message's template, ``prompts/feedback.j2``): what it prints is all there all the
+    same. (The injection screen does run: it screens every assessed reply, and its reasons
+    are part of the verdict.)"""
     (workspace / "HEARTBEAT.md").write_text(f"# Tasks\n\n{tasks}")
     result = heartbeat_probe(UNUSED_PROBE, workspace, "HEARTBEAT_OK")
     *printed, probe = result.stderr.strip().splitlines()
     verdict = json.loads(result.stdout)
     failed = tasks.startswith("- [ ]")
-    assert json.loads(probe) == {"code": 1 if failed else 0, "loaded": []}
+    assert json.loads(probe) == {
+        "code": 1 if failed else 0,
+        "loaded": ["jinja2"] if failed else [],
+    }
     assert verdict["decisive"] is True and verdict["passed"] is not failed
     if failed:
         assert verdict["retryMessage"] == "\n".join(printed)

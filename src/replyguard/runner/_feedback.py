@@ -1,12 +1,11 @@
-"""The one place that turns a FAIL verdict into the message the agent sees on retry.
-
-Its text is built here, in plain Python (it has one list and three optional parts): a
-command that fails a reply prints it without importing a template engine."""
+"""The one place that turns a FAIL verdict into the message the agent sees on retry (its
+text is ``prompts/feedback.j2``)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from replyguard._templates import render
 from replyguard.runner._side_effects import describe_call
 from replyguard.types import FailCategory, ToolCallRecord, Verdict
 
@@ -39,17 +38,6 @@ HEARTBEAT_GUIDANCE = (
 """A heartbeat run answers a task list, not a user: its guidance says so, whatever the
 category."""
 
-CLOSING = (
-    "Fix what was flagged and change nothing else. Reply with the complete corrected answer "
-    "for the user, not a note about the fix."
-)
-HEARTBEAT_CLOSING = (
-    "Fix what was flagged. Reply with a complete report of what you did, not a note about the fix."
-)
-DONE_HEADING = (
-    "Already done in this turn (these actions happened; do not repeat them, and report them "
-    "as done):"
-)
 NO_DETAILS = "(the reviewer gave no details)"
 LISTED_DONE = 20
 """At most this many actions already done are listed in a retry message; a line counts the
@@ -86,18 +74,12 @@ def feedback_message(
     custom categories, whose guidance a FAIL in one of them gets, as does a FAIL in a later
     built-in the config gives guidance of its own)."""
     category = verdict.category
-    guidance = guidance_for(category, heartbeat=heartbeat, categories=categories)
-    name = str(category) if category is not None else ""
-    named = f" ({name})" if name else ""
-    feedback = (verdict.feedback or "").strip() or NO_DETAILS
-    message = [
-        f"A reviewer checked your previous reply and it was not accepted{named}.\n\n"
-        f"Reviewer's feedback: {feedback}"
-    ]
-    if done:
-        message.append(f"\n\n{DONE_HEADING}")
-        message.extend(f"\n- {describe_call(call)}" for call in done[:LISTED_DONE])
-        if len(done) > LISTED_DONE:
-            message.append(f"\n- … and {len(done) - LISTED_DONE} more")
-    message.append(f"\n\n{guidance}\n{HEARTBEAT_CLOSING if heartbeat else CLOSING}")
-    return "".join(message)
+    return render(
+        "feedback.j2",
+        category=str(category) if category is not None else None,
+        feedback=(verdict.feedback or "").strip() or NO_DETAILS,
+        guidance=guidance_for(category, heartbeat=heartbeat, categories=categories),
+        heartbeat=heartbeat,
+        done=[describe_call(call) for call in done[:LISTED_DONE]],
+        more_done=max(len(done) - LISTED_DONE, 0),
+    )
