@@ -1,12 +1,15 @@
 """The base of replyguard's frozen values: a pydantic model that is frozen, forbids extra
 fields and is built on first use (``defer_build``), with a typed signature for ``help()`` and
-editors before it is built; and ``replaced``, the cheap ``model_copy(update=...)`` of the
-verified turn's hot path.
+editors before it is built; ``replaced``, the cheap ``model_copy(update=...)`` of the
+verified turn's hot path, and ``assembled``, its cheap constructor of values made of parts
+already valid.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict
@@ -60,6 +63,7 @@ class _Frozen(BaseModel):
 
 
 _set = object.__setattr__
+_new = object.__new__  # a model's own: pydantic defines none (read here, past its metaclass)
 _M = TypeVar("_M", bound=_Frozen)
 
 
@@ -70,10 +74,49 @@ def replaced(model: _M, update: dict[str, Any]) -> _M:
     values are not validated."""
     if model.__pydantic_extra__ is not None or model.__pydantic_private__ is not None:
         return model.model_copy(update=update)
-    cls = type(model)
-    fresh = cls.__new__(cls)
+    fresh = _new(type(model))
     _set(fresh, "__dict__", {**model.__dict__, **update})
     _set(fresh, "__pydantic_extra__", None)
-    _set(fresh, "__pydantic_fields_set__", model.__pydantic_fields_set__ | update.keys())
+    _set(fresh, "__pydantic_fields_set__", model.__pydantic_fields_set__.union(update))
+    _set(fresh, "__pydantic_private__", None)
+    return fresh
+
+
+@functools.cache
+def _layout(
+    cls: type[_Frozen],
+) -> tuple[dict[str, Any], frozenset[str], dict[str, Callable[[], Any]]]:
+    """``cls``'s fields in order with their defaults (None for a required one or one with a
+    factory), its required fields, and its fields' default factories."""
+    defaults: dict[str, Any] = {}
+    required: set[str] = set()
+    factories: dict[str, Callable[[], Any]] = {}
+    for name, info in cls.model_fields.items():
+        defaults[name] = None if info.is_required() else info.get_default()
+        if info.is_required():
+            required.add(name)
+        elif info.default_factory is not None:
+            factories[name] = info.default_factory  # type: ignore[assignment]
+    return defaults, frozenset(required), factories
+
+
+def assembled(cls: type[_M], **given: Any) -> _M:
+    """``cls(**given)`` for values replyguard made itself from parts already valid, each of
+    its field's exact type (an enum member, a float, a tuple of models): the instance
+    validation would make (the defaults of the fields not given, ``model_fields_set`` the
+    fields given), without validating them again. Only for replyguard's own models, none of
+    which has a validator that changes a value; one that checks values is the caller's to
+    keep (``_policy.settled``)."""
+    defaults, required, factories = _layout(cls)
+    if not (given.keys() >= required and given.keys() <= defaults.keys()):
+        return cls(**given)  # a field missing or unknown: validation says which
+    values = {**defaults, **given}
+    for name, factory in factories.items():
+        if name not in given:
+            values[name] = factory()
+    fresh = _new(cls)
+    _set(fresh, "__dict__", values)
+    _set(fresh, "__pydantic_extra__", None)
+    _set(fresh, "__pydantic_fields_set__", set(given))
     _set(fresh, "__pydantic_private__", None)
     return fresh

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from replyguard._frozen import assembled
 from replyguard.config._schema import VerifierConfig
 from replyguard.errors import VerificationExhausted
 from replyguard.gate._prechecks import skip_reason
@@ -145,14 +146,15 @@ class _Run:
                 self.time_left(),
             )
         hook = _FINAL_HOOKS.get(status)
-        if hook is not None:
+        if hook is not None and getattr(self.v.hooks, hook) is not None:
             await self.hook(hook, outcome)
-        if raises(self.config, outcome):
+        if status == Status.EXHAUSTED and raises(self.config, outcome):
             raise VerificationExhausted(outcome, delivered)
         return outcome
 
     async def hook(self, name: str, *args: Any) -> None:
-        """Run a hook; its time does not count against the turn's deadline."""
+        """Run a hook (callers with nothing to run may skip this await); its time does not
+        count against the turn's deadline."""
         v = self.v
         if getattr(v.hooks, name) is None:
             return
@@ -212,13 +214,14 @@ class _Run:
             verdict, results = await self.v.assessor.assess(step)
             span.record(verdict_attributes, verdict, tracing.log_content)
         return await self.record(
-            Attempt(number=number, reply=reply, verdict=verdict, checks=results)
+            assembled(Attempt, number=number, reply=reply, verdict=verdict, checks=results)
         )
 
     async def record(self, attempt: Attempt) -> Attempt:
         """Add a decided attempt to the turn (and tell ``on_verdict``)."""
         self.attempts.append(attempt)
-        await self.hook("on_verdict", attempt)
+        if self.v.hooks.on_verdict is not None:
+            await self.hook("on_verdict", attempt)
         return attempt
 
     async def settle(self, attempt: Attempt) -> Outcome | None:
@@ -234,7 +237,9 @@ class _Run:
     def ending(self, attempt: Attempt, previous: Attempt | None) -> Ending | None:
         """How a judged ``attempt`` (after ``previous``) ends the turn, or None when a retry
         follows it (``_policy.judged_ending``). Decides, records nothing."""
-        attempts = [*(a for a in self.attempts if a is not attempt), attempt]
+        attempts = self.attempts
+        if not attempts or attempts[-1] is not attempt:  # (recorded last, as ``drive`` does)
+            attempts = [*(a for a in attempts if a is not attempt), attempt]
         assert previous is None or attempts[-2] is previous
         return judged_ending(
             self.config,
@@ -289,6 +294,7 @@ def _unjudged(run: _Run, reply: Reply) -> Ending | None:
     trigger = run.profile.triggers.decide(run.turn, reply.text)
     if trigger is None:
         return Ending(Status.NOT_TRIGGERED, reply)
-    if trigger == TriggerKind.VERIFY_ALL and not _sampled_in(run.sample_key, config.sample_rate):
+    rate = config.sample_rate
+    if trigger == TriggerKind.VERIFY_ALL and rate < 1 and not _sampled_in(run.sample_key, rate):
         return Ending(Status.NOT_TRIGGERED, reply, Reason.SAMPLED_OUT)
     return None
