@@ -289,18 +289,32 @@ def settled(ending: Ending, attempts: Sequence[Attempt], latency_ms: float) -> O
     """The ``Outcome`` of a turn ended as ``ending`` after ``attempts``: the delivered reply
     (or the repair a check of its attempt made), the parsed value, cost and tokens summed."""
     delivered = ending.delivered
-    checks = next((a.checks for a in reversed(attempts) if a.reply is delivered), ())
-    judged = sum(a.verdict.cost_usd for a in attempts if a.verdict is not None)
+    checks: tuple[CheckResult, ...] = ()
+    judged = 0.0
+    agent = 0.0
+    for attempt in attempts:  # one pass: the checks of the delivered reply's last attempt
+        if attempt.reply is delivered:
+            checks = attempt.checks
+        if attempt.verdict is not None:
+            judged += attempt.verdict.cost_usd
+        agent += attempt.reply.meta.cost_usd or 0.0
+    response: str | None = None  # the first repair of a check, else the reply's text
+    parsed: Any = None  # the first value a check parsed
+    for result in checks:
+        if response is None and result.deliver_text:
+            response = result.deliver_text
+        if parsed is None:
+            parsed = result.value
     fields: dict[str, Any] = {
-        "response": next((r.deliver_text for r in checks if r.deliver_text), delivered.text),
-        "parsed": next((r.value for r in checks if r.value is not None), None),
+        "response": delivered.text if response is None else response,
+        "parsed": parsed,
         "status": ending.status,
         "reason": ending.reason,
         "attempts": tuple(attempts),
         "skip_reason": ending.skip,
         "awaiting_user": ending.awaiting,
-        "cost_usd": float(judged + sum(a.reply.meta.cost_usd or 0.0 for a in attempts)),
-        "judge_cost_usd": float(judged),
+        "cost_usd": judged + agent,
+        "judge_cost_usd": judged,
         "usage": usage_of(attempts),
         "latency_ms": float(latency_ms),
     }

@@ -197,7 +197,8 @@ class _Run:
 
     async def judged(self, number: int, reply: Reply, feedback_so_far: Sequence[str]) -> Attempt:
         """Checks and judge on attempt ``number``, recorded."""
-        judged_reply = self.v.side_effects.with_turn_ledger(reply, [a.reply for a in self.attempts])
+        earlier = [a.reply for a in self.attempts] if self.attempts else ()
+        judged_reply = self.v.side_effects.with_turn_ledger(reply, earlier)
         self.tool_ledger = judged_reply.meta.tool_calls
         step = Step(
             self.profile,
