@@ -91,10 +91,20 @@ def copy_messages(messages: Messages) -> Messages:
     careless host's, never JSON's), are copied without recursion (it raised RecursionError
     out of ``run`` before the agent was called).
     """
+    copied: Messages = []
     try:
-        return [_copy(message) if isinstance(message, _NESTED) else message for message in messages]
+        for message in messages:
+            if type(message) is dict:  # the usual message: copied here, without a call
+                fresh = message.copy()
+                for key, value in message.items():
+                    if isinstance(value, _NESTED):
+                        fresh[key] = _copy(value)
+                copied.append(fresh)
+            else:
+                copied.append(_copy(message) if isinstance(message, _NESTED) else message)
     except RecursionError:
         return [copy_any_depth(message) for message in messages]
+    return copied
 
 
 def _is_async(agent: Agent) -> bool:

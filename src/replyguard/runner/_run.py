@@ -94,10 +94,12 @@ class _Run:
         *,
         sample_key: str | None = None,
         reading: Reading | None = None,
+        read_ahead: bool = False,
     ) -> None:
         """``turn`` carries its id (``with_turn_id``); ``sample_key`` is what ``sampleRate``
         draws on: the caller's own id, else the user message (never an assigned id);
-        ``reading``: the workspace files' read, when the caller started it already."""
+        ``reading``: the workspace files' read, when the caller started it already;
+        ``read_ahead``: the caller asked for that read (None: there was nothing to read)."""
         self.v = parts
         self.turn = turn
         self.sample_key = sample_key if sample_key is not None else turn.user_message
@@ -111,6 +113,7 @@ class _Run:
         """The turn's tool calls so far, every attempt's, side effects settled."""
         self.reading = reading
         """The workspace files' read, shared by every attempt (started once judged)."""
+        self.read_ahead = read_ahead
 
     # -- clock and money ------------------------------------------------------------------
 
@@ -191,7 +194,7 @@ class _Run:
             return await self.finish(Status.FAILED_OPEN, reply, Reason.SAME_FAMILY)
         if config.max_latency_ms is not None:
             self.deadline = time.monotonic() + config.max_latency_ms / 1000
-        if self.reading is None:
+        if self.reading is None and not self.read_ahead:
             self.reading = v.assessor.read_workspace(self.profile, turn)
         return None
 

@@ -223,7 +223,9 @@ class Verifier:
         reading = parts.assessor.read_workspace(profile, turn) if ahead else None
         with agent_attempt(turn, 1):
             reply = await call_agent(agent, messages, parts.agent_pool)
-        run = _Run(parts, turn, profile, started, sample_key=sample_key, reading=reading)
+        run = _Run(
+            parts, turn, profile, started, sample_key=sample_key, reading=reading, read_ahead=ahead
+        )
         return await judged(outcome_of(run, AgentCalls(run, agent), messages, reply))
 
     @overload
