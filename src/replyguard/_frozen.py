@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict
+from pydantic.fields import FieldInfo
 
 
 class _Factory:
@@ -88,18 +88,18 @@ def replaced(model: _M, update: dict[str, Any]) -> _M:
 
 
 @functools.cache
-def _layout(cls: type[_Frozen]) -> tuple[dict[str, Any], tuple[str, ...], dict[str, Any]]:
+def _layout(cls: type[_Frozen]) -> tuple[dict[str, Any], tuple[str, ...], dict[str, FieldInfo]]:
     """``cls``'s fields in order with their defaults (None for a required one or one with a
     factory), its required fields, and its fields' default factories."""
     defaults: dict[str, Any] = {}
     required: list[str] = []
-    factories: dict[str, Callable[[], Any]] = {}
+    factories: dict[str, FieldInfo] = {}
     for name, info in cls.model_fields.items():
         defaults[name] = None if info.is_required() else info.get_default()
         if info.is_required():
             required.append(name)
         elif info.default_factory is not None:
-            factories[name] = info.default_factory
+            factories[name] = info
     return defaults, tuple(required), factories
 
 
@@ -114,9 +114,9 @@ def assembled(cls: type[_M], **given: Any) -> _M:
     values = {**defaults, **given}
     if len(values) != len(defaults) or not all(map(given.__contains__, required)):
         return cls(**given)  # a field unknown or missing: validation says which
-    for name, factory in factories.items():
+    for name, info in factories.items():
         if name not in given:
-            values[name] = factory()
+            values[name] = info.get_default(call_default_factory=True, validated_data=values)
     fresh = _new(cls)
     _set_dict(fresh, values)
     _set_extra(fresh, None)
