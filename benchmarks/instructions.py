@@ -24,6 +24,8 @@ the bare agent call it wraps. Needs valgrind (``apt-get install valgrind``); wit
 100 calls a side it takes about 8 minutes (the wires run side by side). ``--own-share`` counts
 only the own share and what logging at INFO adds to it (about 40 s, no judge server),
 ``--added-work N`` also the same turn with a loop of N passes added to its prompt build,
+``--plumbing`` also the same turn with the injection screen and the prompt build stubbed out
+(what is left: the turn's plumbing),
 ``--json`` prints the shares as JSON: the suite's guard (``tests/tools/test_bench_guard.py``).
 ``--stream`` counts a 1,000-delta loopback stream iterated raw and through
 ``Verifier.stream`` (``--calls 3`` is enough: minutes under load); ``--cold`` counts each
@@ -63,6 +65,7 @@ LOGGED = "in-process verified turn, logging at INFO"
 BARE = "in-process bare agent"
 BY_HAND = "request by hand"
 SLOWED = "in-process verified turn, prompt build slowed"
+PLUMBING = "in-process verified turn, screen and prompt build stubbed"
 Side = Callable[[], Awaitable[object]]
 _SETTLE_SECONDS = 1.0  # litellm's logging of the calls before, in its threads, under valgrind
 _DUMP_WAIT_SECONDS = 300.0  # a controller that never answers (it died): the child gives up
@@ -153,6 +156,35 @@ def _with_added_work(side: Side, iterations: int) -> Side:
     return call
 
 
+def _plumbing_only(side: Side) -> Side:
+    """``side`` with the injection screen and the judge prompt's build stubbed out (the screen
+    finds nothing, the build gives the prompt its first real call built): what is left is the
+    turn's plumbing (``--plumbing``)."""
+    from replyguard.runner import _assessment, _prompting
+
+    build, screen = _prompting.build_judge_prompt, _assessment._suspicion
+    built: list[Any] = []
+
+    def rebuilt(*args: Any, **kwargs: Any) -> Any:
+        if not built:
+            built.append(build(*args, **kwargs))
+        return built[0]
+
+    async def clean(text: str, limits: Any) -> tuple[tuple[str, ...], None]:
+        return (), None
+
+    async def call() -> None:
+        setattr(_prompting, "build_judge_prompt", rebuilt)  # noqa: B010 - a module's name
+        setattr(_assessment, "_suspicion", clean)  # noqa: B010
+        try:
+            await side()
+        finally:
+            setattr(_prompting, "build_judge_prompt", build)  # noqa: B010
+            setattr(_assessment, "_suspicion", screen)  # noqa: B010
+
+    return call
+
+
 def _logged(side: Side) -> Side:
     """``side`` with the ``replyguard`` logger at INFO (its records to the NullHandler
     replyguard attaches: no host handler's formatting or I/O is counted)."""
@@ -168,7 +200,9 @@ def _logged(side: Side) -> Side:
     return call
 
 
-async def _sides(wire_name: str, url: str, added_work: int) -> tuple[dict[str, Side], Side]:
+async def _sides(
+    wire_name: str, url: str, added_work: int, plumbing: bool = False
+) -> tuple[dict[str, Side], Side]:
     """The sides to count for ``wire_name`` (``OWN``: the own share alone), and what closes
     what they opened."""
     if wire_name == STREAM:
@@ -177,15 +211,19 @@ async def _sides(wire_name: str, url: str, added_work: int) -> tuple[dict[str, S
     in_process: dict[str, Side] = {IN_PROCESS: own, LOGGED: _logged(own), BARE: bare}
     if added_work:
         in_process[SLOWED] = _with_added_work(own, added_work)
+    if plumbing:
+        in_process[PLUMBING] = _plumbing_only(own)
     if wire_name == OWN:
         return in_process, _nothing
     sides, close = await sides_for(sc.WIRES[wire_name], url)
     return {**sides, **in_process}, close
 
 
-async def _child(wire_name: str, url: str, folder: Path, calls: int, added_work: int) -> None:
+async def _child(
+    wire_name: str, url: str, folder: Path, calls: int, added_work: int, plumbing: bool = False
+) -> None:
     """The counted process: every side warmed, then each counted between two dumps."""
-    sides, close = await _sides(wire_name, url, added_work)
+    sides, close = await _sides(wire_name, url, added_work, plumbing)
     settle = 0.0 if wire_name == OWN else _SETTLE_SECONDS  # in-process sides log nothing
     try:
         for side in sides.values():
@@ -257,6 +295,8 @@ def _shares(per_call: dict[str, float]) -> dict[str, float]:
     }
     if SLOWED in per_call:
         shares["slowed_own_share"] = per_call[SLOWED] - per_call[BARE]
+    if PLUMBING in per_call:
+        shares["plumbing"] = per_call[PLUMBING] - per_call[BARE]
     return shares
 
 
@@ -294,7 +334,9 @@ def _table(wire_name: str, per_call: dict[str, float], calls: int) -> None:
                 f" {count / by_hand:9.3f}"
             )
     for name, share in _shares(per_call).items():
-        what = "in-process turn - bare agent" if name != "logging_at_info" else "over logging off"
+        what = {"logging_at_info": "over logging off", "plumbing": "screen and build stubbed"}.get(
+            name, "in-process turn - bare agent"
+        )
         print(f"  {name.replace('_', ' ')} ({what}): {share / 1e3:.0f}K")
 
 
@@ -362,6 +404,11 @@ def main() -> int:
     )
     parser.add_argument("--json", action="store_true", help="print the own shares as JSON")
     parser.add_argument(
+        "--plumbing",
+        action="store_true",
+        help="also count the in-process turn with the screen and the prompt build stubbed out",
+    )
+    parser.add_argument(
         "--stream",
         action="store_true",
         help=f"count a {STREAM_DELTAS}-delta stream instead, raw and through Verifier.stream",
@@ -377,7 +424,9 @@ def main() -> int:
     args = parser.parse_args()
     if args.child:
         wire_name, url, folder = args.child
-        asyncio.run(_child(wire_name, url, Path(folder), args.calls, args.added_work))
+        asyncio.run(
+            _child(wire_name, url, Path(folder), args.calls, args.added_work, args.plumbing)
+        )
         return 0
     for tool in ("valgrind", "callgrind_control"):
         if shutil.which(tool) is None:
@@ -410,6 +459,7 @@ def main() -> int:
                 str(args.calls),
                 "--added-work",
                 str(args.added_work),
+                *(["--plumbing"] if args.plumbing else []),
                 "--child",
                 wire_name,
                 url,

@@ -85,7 +85,7 @@ async def sides_for(wire: sc.Wire, url: str) -> tuple[dict[str, Any], Callable[[
     params = sc.judge_params(cfg, turn, reply)
     default = sc.default_params(params)
     capped = dict(params)
-    judge._capped(litellm, cfg.model, capped)
+    judge._calls._capped(litellm, cfg.model, capped)
 
     def call(p: dict[str, Any]) -> Callable[[], Awaitable[Any]]:
         return lambda: litellm.acompletion(**p)

@@ -6,9 +6,21 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from pydantic import BaseModel, PrivateAttr
+from pydantic import BaseModel, PrivateAttr, ValidationError
 
-from replyguard.types import Reason, Reply, RunMeta, ToolCallRecord, Verdict, replaced
+from replyguard._frozen import assembled
+from replyguard.types import (
+    Attempt,
+    Outcome,
+    Reason,
+    Reply,
+    RunMeta,
+    Status,
+    TokenUsage,
+    ToolCallRecord,
+    Verdict,
+    replaced,
+)
 
 CASES = [
     pytest.param(Verdict(passed=True, model="m"), {"latency_ms": 2.5, "model": "x"}, id="verdict"),
@@ -63,3 +75,76 @@ def test_a_subclass_with_private_state_keeps_it() -> None:
     assert isinstance(fresh, HostVerdict)
     assert fresh._seen == ["judge"]
     assert fresh.model == "x"
+
+
+# -- ``assembled``: the turn's cheap constructor of values made of valid parts ------------------
+
+_REPLY = Reply(text="hi", meta=RunMeta(stop_reason="end"))
+_VERDICT = Verdict(passed=True, raw="PASS", model="m", cost_usd=0.25)
+_ATTEMPT = Attempt(number=1, reply=_REPLY, verdict=_VERDICT)
+ASSEMBLED = [
+    pytest.param(
+        Attempt, {"number": 2, "reply": _REPLY, "verdict": _VERDICT, "checks": ()}, id="attempt"
+    ),
+    pytest.param(
+        TokenUsage,
+        {
+            "agent_prompt_tokens": 3,
+            "agent_completion_tokens": 4,
+            "judge_prompt_tokens": 5,
+            "judge_completion_tokens": 6,
+        },
+        id="usage",
+    ),
+    pytest.param(
+        Outcome,
+        {
+            "response": "hi",
+            "parsed": None,
+            "status": Status.PASSED,
+            "reason": None,
+            "attempts": (_ATTEMPT,),
+            "skip_reason": None,
+            "awaiting_user": False,
+            "cost_usd": 0.25,
+            "judge_cost_usd": 0.25,
+            "usage": TokenUsage(),
+            "latency_ms": 1.5,
+        },
+        id="outcome",
+    ),
+    pytest.param(Outcome, {"response": "hi", "status": Status.SKIPPED}, id="outcome-defaults"),
+    pytest.param(
+        Verdict,
+        {"passed": True, "feedback": None, "reasoning": "r", "raw": "PASS", "awaiting_user": True},
+        id="verdict",
+    ),
+]
+
+
+@pytest.mark.parametrize(("cls", "given"), ASSEMBLED)
+def test_assembled_gives_what_validation_gives(cls: type[BaseModel], given: dict[str, Any]) -> None:
+    made = assembled(cls, **given)
+    validated = cls(**given)
+    assert _state(made) == _state(validated)
+    assert list(made.__dict__) == list(validated.__dict__)  # the fields' order: repr, iteration
+    assert repr(made) == repr(validated)
+    assert made.model_dump() == validated.model_dump()
+    assert made.model_dump(exclude_unset=True) == validated.model_dump(exclude_unset=True)
+    assert made == validated
+
+
+def test_assembled_makes_each_default_factory_s_value_afresh() -> None:
+    made = assembled(Outcome, response="hi", status=Status.SKIPPED)
+    assert made.usage == TokenUsage()
+    assert "usage" not in made.model_fields_set
+
+
+def test_assembled_leaves_a_missing_field_to_validation() -> None:
+    with pytest.raises(ValidationError, match="reply"):
+        assembled(Attempt, number=1)
+
+
+def test_assembled_leaves_an_unknown_field_to_validation() -> None:
+    with pytest.raises(ValidationError, match="colour"):
+        assembled(Attempt, number=1, reply=_REPLY, colour="blue")

@@ -6,7 +6,7 @@ import copy
 from typing import Any
 
 from replyguard import Status, Turn, Verifier, VerifierConfig
-from replyguard.runner._agents import copy_messages
+from replyguard.runner._agents import call_agent, copy_messages
 from replyguard.testing import ScriptedJudge
 
 FLAT = [
@@ -127,3 +127,38 @@ async def test_a_hook_runs_on_a_turn_holding_a_value_deepcopy_cannot_copy() -> N
     await verifier.aclose()
     assert outcome.status == Status.PASSED
     assert seen == [held]
+
+
+def test_values_other_than_dicts_and_lists_are_kept_as_they_are() -> None:
+    class Parts(list[Any]):
+        pass
+
+    marker, pair = object(), ({"kept": "as is"},)
+    original = {"role": "user", "content": Parts([{"type": "text"}]), "m": marker, "t": pair}
+    [copied] = copy_messages([original])
+    assert copied["m"] is marker and copied["t"] is pair  # not copied: not a dict or a list
+    assert type(copied["content"]) is list and copied["content"] == [{"type": "text"}]
+    assert copied["content"][0] is not original["content"][0]
+
+
+async def test_every_kind_of_agent_gets_its_own_copy() -> None:
+    seen: list[list[dict[str, Any]]] = []
+
+    async def plain(messages: list[dict[str, Any]]) -> str:
+        seen.append(messages)
+        return "async"
+
+    class Callable:
+        async def __call__(self, messages: list[dict[str, Any]]) -> str:
+            seen.append(messages)
+            return "async call"
+
+    def sync(messages: list[dict[str, Any]]) -> str:
+        seen.append(messages)
+        return "sync"
+
+    messages = copy.deepcopy(NESTED)
+    for agent, said in ((plain, "async"), (Callable(), "async call"), (sync, "sync")):
+        assert (await call_agent(agent, messages)).text == said
+        assert seen[-1] == messages and seen[-1] is not messages
+        assert seen[-1][0]["content"] is not messages[0]["content"]

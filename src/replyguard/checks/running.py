@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import operator
 from collections.abc import Sequence
 
 from replyguard.checks.base import Check
@@ -99,10 +100,15 @@ async def run_checks(
     """
     if not checks:
         return ()
-    results: list[CheckResult | None] = [
-        None if _applies(check, turn, reply) else _no_opinion(check) for check in checks
-    ]
-    due = [index for index, result in enumerate(results) if result is None]
+    results: list[CheckResult | None] = []
+    due: list[int] = []  # the checks to run (the others said they do not apply)
+    for index, check in enumerate(checks):
+        applies = getattr(check, "applies", None)
+        if applies is None or applies(turn, reply):
+            results.append(None)
+            due.append(index)
+        else:  # no opinion on this reply: a plain pass
+            results.append(_plain_pass(check.name, check.required))
     if len(due) == 1:  # one check: no task to start
         check = checks[due[0]]
         results[due[0]] = await _run_one(check, turn, reply, time_limit, events, tracing)
@@ -114,23 +120,12 @@ async def run_checks(
             }
         for index, task in tasks.items():
             results[index] = task.result()
-    return tuple(result for result in results if result is not None)
-
-
-def _applies(check: Check, turn: Turn, reply: Reply) -> bool:
-    """False when the check says up front that it has no opinion on this reply (``applies``),
-    so it need not run at all."""
-    applies = getattr(check, "applies", None)
-    return applies is None or bool(applies(turn, reply))
-
-
-def _no_opinion(check: Check) -> CheckResult:
-    """What a check that does not apply returns: a plain pass."""
-    return _plain_pass(check.name, check.required)
+    return tuple(results)  # type: ignore[arg-type]  # every one set: a result each
 
 
 @functools.lru_cache(maxsize=256)
 def _plain_pass(name: str, required: bool) -> CheckResult:
+    """What a check that does not apply returns: a plain pass."""
     return CheckResult(name=name, passed=True, required=required)  # frozen: safe to share
 
 
@@ -139,11 +134,15 @@ def merged_feedback(results: Sequence[CheckResult]) -> str:
     return "\n".join(f"[{r.name}] {r.feedback or 'failed'}" for r in results if not r.passed)
 
 
+_PASSED = operator.attrgetter("passed")
+_DECISIVE = operator.attrgetter("decisive")
+
+
 def checks_verdict(results: Sequence[CheckResult]) -> Verdict | None:
     """A FAIL verdict from the failed checks, or None when every check passed."""
-    failures = [r for r in results if not r.passed]
-    if not failures:
+    if all(map(_PASSED, results)):
         return None
+    failures = [r for r in results if not r.passed]
     category = next((r.category for r in failures if r.category is not None), None)
     return Verdict(
         passed=False,
@@ -156,4 +155,4 @@ def checks_verdict(results: Sequence[CheckResult]) -> Verdict | None:
 
 def decisive_pass(results: Sequence[CheckResult]) -> bool:
     """True when no check failed and one of them passed decisively."""
-    return all(r.passed for r in results) and any(r.decisive for r in results)
+    return all(map(_PASSED, results)) and any(map(_DECISIVE, results))

@@ -88,7 +88,7 @@ class ModelCalls:
                     if model in self._routed
                     else litellm.acompletion
                 )
-                request = sending(self._config.underlying_models(model), _added(params))
+                request = sending(self._plan.models_behind(model), _added(params))
                 until = loop.time() + share
                 response = await cancelled_once(
                     loop.create_task(self._call(litellm, call, model, params, until, request))

@@ -265,6 +265,7 @@ def native_structured_format(model: str, response_format: dict[str, Any]) -> dic
     return {"output_format": output_format}
 
 
+@functools.cache  # a few model names per process, asked on every call
 def _provider(model: str) -> str | None:
     """The route of a litellm model name: its prefix, or its family when it has none."""
     if "/" in model:

@@ -100,13 +100,21 @@ class JudgeReply(BaseModel):
     note: str | None = None
     """Why the text is empty, when the provider said (a refusal, tool calls only)."""
 
-    @functools.cached_property
+    @property
     def verdict(self) -> Verdict:
-        """The verdict the text reads as, parsed once however often it is asked for.
+        """The verdict the text reads as, parsed once however often it is asked for (kept in
+        the instance's ``__dict__``, as ``functools.cached_property`` keeps it, without its
+        lock: two threads asking at once parse the same text alike).
 
         A text longer than any answer the byte cap lets through (``MAX_ANSWER_BYTES``) is
         unreadable unparsed, whatever judge returned it.
         """
+        known: Verdict | None = self.__dict__.get("verdict")
+        if known is None:
+            known = self.__dict__["verdict"] = self._verdict()
+        return known
+
+    def _verdict(self) -> Verdict:
         if len(self.text) > MAX_ANSWER_BYTES:
             return Verdict(
                 passed=True,

@@ -62,6 +62,8 @@ class RequestPlan:
         self._format = verdict_format(tuple(config.categories), self.verdict_first)
         models = config.judge_models
         self._max_tokens = {model: config.judge_max_tokens_for(model) for model in models}
+        self.underlying = {model: config.underlying_models(model) for model in models}
+        """The models behind each judge model (``underlying_models``), resolved once."""
         primary = _provider(key_owner or config.model)
         self._own_credentials = {
             model: model not in routed
@@ -83,7 +85,7 @@ class RequestPlan:
             messages = verdict_first_messages(messages)
         params: dict[str, Any] = {
             "model": model,
-            "messages": with_cached_system(config.underlying_models(model), messages),
+            "messages": with_cached_system(self.models_behind(model), messages),
             "max_tokens": self._max_tokens.get(model) or config.judge_max_tokens_for(model),
             "timeout": timeout,
             "max_retries": 0,
@@ -100,6 +102,10 @@ class RequestPlan:
             params["stream"] = True
             params["stream_options"] = {"include_usage": True}
         return params
+
+    def models_behind(self, model: str) -> tuple[str, ...]:
+        """The models behind ``model`` (a router group's deployments, or itself)."""
+        return self.underlying.get(model) or self._config.underlying_models(model)
 
     async def send(
         self, call: Callable[..., Awaitable[Any]], model: str, params: dict[str, Any]

@@ -61,6 +61,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from replyguard import _quoting as quoting
+from replyguard._frozen import assembled
 from replyguard._quoting import Kind
 from replyguard.types import FailCategory, Reason, Verdict
 
@@ -375,8 +376,13 @@ def _verdict(
 ) -> Verdict:
     if passed:  # a PASS's bracket is only ever the awaiting-the-user mark
         awaiting = category is not None and _key(category) == AWAITING_USER
-        return Verdict(
-            passed=True, feedback=feedback, reasoning=reasoning, raw=raw, awaiting_user=awaiting
+        return assembled(  # a PASS: its values valid as they are (texts, a bool)
+            Verdict,
+            passed=True,
+            feedback=feedback,
+            reasoning=reasoning,
+            raw=raw,
+            awaiting_user=awaiting,
         )
     known = _category(category, extra) if category else None
     if category and known is None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from inspect import CO_COROUTINE
+from types import FunctionType
 from typing import Any
 
 from replyguard.runner._threads import ThreadPool
@@ -34,15 +36,23 @@ def as_reply(value: Any) -> Reply:
     raise TypeError(f"the agent must return a Reply or a str, not {type(value).__name__}")
 
 
-def _copy(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {key: _copy(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_copy(item) for item in value]
-    return value
-
-
 _NESTED = (dict, list)
+
+
+def _copy(value: Any) -> Any:
+    """A plain dict or list copy of ``value`` (a dict or a list), the dicts and lists in it
+    copied the same way, anything else kept as it is."""
+    if isinstance(value, dict):
+        fresh: Any = value.copy() if type(value) is dict else dict(value.items())
+        for key, item in value.items():
+            if isinstance(item, _NESTED):
+                fresh[key] = _copy(item)
+        return fresh
+    fresh = list(value)
+    for index, item in enumerate(fresh):
+        if isinstance(item, _NESTED):
+            fresh[index] = _copy(item)
+    return fresh
 
 
 def copy_any_depth(root: Any) -> Any:
@@ -84,26 +94,35 @@ def copy_messages(messages: Messages) -> Messages:
     copied: Messages = []
     try:
         for message in messages:
-            if type(message) is dict:
+            if type(message) is dict:  # the usual message: copied here, without a call
                 fresh = message.copy()
                 for key, value in message.items():
                     if isinstance(value, _NESTED):
                         fresh[key] = _copy(value)
                 copied.append(fresh)
             else:
-                copied.append(_copy(message))
+                copied.append(_copy(message) if isinstance(message, _NESTED) else message)
     except RecursionError:
         return [copy_any_depth(message) for message in messages]
     return copied
+
+
+def _is_async(agent: Agent) -> bool:
+    """Whether calling ``agent`` gives a coroutine to await (an ``async def`` function or
+    ``__call__``): a plain function's own flag read at once, anything else asked of
+    ``inspect``."""
+    if type(agent) is FunctionType and agent.__code__.co_flags & CO_COROUTINE:
+        return True
+    return inspect.iscoroutinefunction(agent) or inspect.iscoroutinefunction(
+        getattr(agent, "__call__", None)  # noqa: B004 - an async __call__ method, not callability
+    )
 
 
 async def call_agent(agent: Agent, messages: Messages, pool: ThreadPool | None = None) -> Reply:
     """Call a sync or async agent on a copy of ``messages``; a sync one runs in a thread of
     ``pool`` (asyncio's default executor without one), in a copy of the caller's context."""
     private = copy_messages(messages)
-    if inspect.iscoroutinefunction(agent) or inspect.iscoroutinefunction(
-        getattr(agent, "__call__", None)  # noqa: B004 - an async __call__ method, not callability
-    ):
+    if _is_async(agent):
         result: Any = await agent(private)  # type: ignore[misc]
     else:
         if pool is None:

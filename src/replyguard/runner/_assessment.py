@@ -29,8 +29,8 @@ from replyguard.runner._request import (
     Profile,
     Reading,
     Step,
+    bounded,
     build_profiles,
-    until,
 )
 from replyguard.telemetry._events import Events
 from replyguard.telemetry._tracing import NO_TRACING, Tracing
@@ -86,12 +86,13 @@ class Assessor:
         is nothing to read. Started as early as the turn knows it will be judged (before the
         agent's call when that does not depend on the reply), the read overlaps the agent and
         the checks; a reading nobody waits for ends on its own."""
-        config = profile.config
-        if config.judge_after_checks == "never":
+        names = profile.rules_files
+        if names is None:
             return None
-        names = config.rules_files
         if turn.heartbeat:
-            names = (*names, config.heartbeat_file)
+            names = (*names, profile.config.heartbeat_file)
+        elif not names:
+            return None  # nothing to read
         reading = self._workspace.read_later(names)
         if reading is not None:
             reading.add_done_callback(_retrieved)
@@ -107,22 +108,22 @@ class Assessor:
         budget = Budget.at(config.timeout_seconds, step.deadline)
         reading = step.reading or self.read_workspace(step.profile, turn)
         try:
-            async with until(step.left()):
-                results = await run_checks(
-                    self.checks,
-                    turn,
-                    reply,
-                    time_limit=budget.seconds,
-                    events=self._events,
-                    tracing=self._tracing,
-                )
+            checked = run_checks(
+                self.checks,
+                turn,
+                reply,
+                time_limit=budget.seconds,
+                events=self._events,
+                tracing=self._tracing,
+            )
+            results = await bounded(checked, step.left())
         except TimeoutError:
             error = "the turn's deadline passed during the checks"
             return _late(error, started), ()
         self._report_checks(turn, step.attempt, results)
         try:
-            async with until(step.left()):
-                suspicion, scans = await _suspicion(reply.text, step.profile.limits)
+            screened = _suspicion(reply.text, step.profile.limits)
+            suspicion, scans = await bounded(screened, step.left())
         except TimeoutError:
             error = "the turn's deadline passed during the injection scan"
             return _late(error, started), results
@@ -175,11 +176,11 @@ class Assessor:
         return verdict.model_copy(update=merged)
 
     def _report_checks(self, turn: Turn, attempt: int, results: Sequence[CheckResult]) -> None:
-        if not results:
-            return
+        if not results or not self._events.enabled(logging.INFO):  # nothing to build
+            return  # (DEBUG is off too when INFO is)
         clean = all(r.passed and not r.error for r in results)
         level = logging.DEBUG if clean else logging.INFO
-        if not self._events.enabled(level):  # nothing to build
+        if not self._events.enabled(level):
             return
         self._events.emit(
             level,

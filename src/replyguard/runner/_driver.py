@@ -175,10 +175,13 @@ def _cut(number: int, reply: Reply, found: CheckResult) -> Attempt:
 
 async def outcome_of(run: _Run, source: AttemptSource, messages: Messages, reply: Reply) -> Outcome:
     """The outcome ``drive`` ends with, for a source with nothing to tell (``AgentCalls``)."""
-    async with contextlib.aclosing(drive(run, source, messages, reply)) as steps:
+    steps = drive(run, source, messages, reply)
+    try:  # contextlib.aclosing, without its calls
         async for step in steps:
             if isinstance(step, Outcome):
                 return step
+    finally:
+        await steps.aclose()
     raise AssertionError("unreachable: the driver ends with an outcome")
 
 

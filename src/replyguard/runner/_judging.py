@@ -26,9 +26,9 @@ from replyguard.judge._limiter import ConcurrencyLimiter
 from replyguard.judge._prices import call_estimate
 from replyguard.judge._protocol import JudgeReply
 from replyguard.judge._unanswered import NO_CHARGE, Charge, Unanswered
-from replyguard.runner._preload import judging
+from replyguard.runner._preload import judged
 from replyguard.runner._prompting import INLINE_CHARS, prompt_of
-from replyguard.runner._request import Budget, Reading, Seat, Step, until
+from replyguard.runner._request import Budget, Reading, Seat, Step, bounded, until
 from replyguard.runner._turn_report import report_verdict
 from replyguard.telemetry._events import Events, describe_error, redact
 from replyguard.types import Reason, Verdict, replaced
@@ -85,8 +85,8 @@ class Judgements:
         ``reply_scans``: the injection screen's cutter of the reply, whose tokenized ends the
         prompt reuses; ``reading``: the workspace files' read (``Assessor.read_workspace``).
         """
-        with judging():  # the tokenizer's background load waits for it
-            return await self._judgement(step, reply_scans, reading)
+        # the tokenizer's background load waits for it
+        return await judged(self._judgement(step, reply_scans, reading))
 
     async def _judgement(
         self, step: Step, reply_scans: tokens.Cutter | None, reading: Reading | None
@@ -99,6 +99,8 @@ class Judgements:
         if lacking is not None:  # before litellm's import: no judge model can be called
             return fail_open(Reason.MISSING_CREDENTIALS, lacking.message, started)
         for judge in profile.judges:
+            if judge.ready:  # nothing to set up (no await)
+                continue
             setup_failed = await self._setup(judge, step)
             if setup_failed is not None:
                 return fail_open(*setup_failed, started)
@@ -219,7 +221,8 @@ class Judgements:
         except Exception as exc:
             answer, failed = None, _failure(exc, budget, events.secrets)
         finally:
-            charge = sent.charge(prompt, replied=answer is not None)  # cut after sending
+            # What requests cut after their sending are charged (none noted: nothing).
+            charge = sent.charge(prompt, replied=answer is not None) if sent.requests else NO_CHARGE
             if gate is not None and ticket is not None:
                 await _settled(gate, ticket, answer, charge.cost_usd)
         if failed is not None:
@@ -249,8 +252,7 @@ class Judgements:
         """The verdict ``answer`` gives: parsed (a long one off the loop, by the turn's
         deadline), with what it cost, and redacted."""
         try:
-            async with until(step.left()):
-                verdict = await answer.parsed(seat.categories)
+            verdict = await bounded(answer.parsed(seat.categories), step.left())
         except TimeoutError:
             error = "the turn's deadline passed reading the verdict"
             return fail_open(Reason.LATENCY_BUDGET, error, started, ticket)
@@ -333,7 +335,7 @@ async def _settled(
 def charged(verdict: Verdict, charge: Charge) -> Verdict:
     """``verdict`` with ``charge`` (requests sent and never answered) added to its tokens
     and cost."""
-    if charge == NO_CHARGE:
+    if charge is NO_CHARGE:  # what ``Unanswered.charge`` gives for nothing to charge
         return verdict
     update = {
         "prompt_tokens": verdict.prompt_tokens + charge.prompt_tokens,
@@ -347,10 +349,11 @@ def redacted_verdict(verdict: Verdict, secrets: Sequence[str]) -> Verdict:
     """``verdict`` with every text that came from the judge's answer (its raw text, feedback,
     reasoning, model name, and the note on an empty answer) redacted: ``secrets`` (the
     configured and ``env:`` keys, the router's keys) and anything shaped like a key."""
-    texts = {
-        name: redact(value, secrets)
-        for name in _JUDGE_TEXTS
-        if isinstance(value := getattr(verdict, name), str)
-    }
-    changed = {name: text for name, text in texts.items() if text != getattr(verdict, name)}
+    changed: dict[str, str] = {}
+    for name in _JUDGE_TEXTS:
+        value = getattr(verdict, name)
+        if isinstance(value, str):
+            text = redact(value, secrets)
+            if text != value:
+                changed[name] = text
     return replaced(verdict, changed) if changed else verdict

@@ -25,8 +25,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
+from replyguard._frozen import assembled
 from replyguard.config._exhausted import exhausted_choice
 from replyguard.config._schema import VerifierConfig
 from replyguard.types import (
@@ -49,9 +50,9 @@ BROKEN_RETRY = frozenset(
 its place is worse than the reply before it (the previous reply is delivered, failing open)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Ending:
-    """How a turn ends: its status, the reply to deliver, and why."""
+class Ending(NamedTuple):
+    """How a turn ends: its status, the reply to deliver, and why (a named tuple: one or two
+    are made on every turn)."""
 
     status: Status
     delivered: Reply
@@ -265,15 +266,22 @@ def _tokens(usage: Mapping[str, Any] | None, *names: str) -> int:
 
 def usage_of(attempts: Sequence[Attempt]) -> TokenUsage:
     """The tokens of every attempt, agent and judge, prompt and completion."""
-    verdicts = [a.verdict for a in attempts if a.verdict is not None]
-    usages = [a.reply.meta.usage for a in attempts]
-    return TokenUsage(
-        agent_prompt_tokens=sum(_tokens(u, "prompt_tokens", "input_tokens") for u in usages),
-        agent_completion_tokens=sum(
-            _tokens(u, "completion_tokens", "output_tokens") for u in usages
-        ),
-        judge_prompt_tokens=sum(v.prompt_tokens for v in verdicts),
-        judge_completion_tokens=sum(v.completion_tokens for v in verdicts),
+    agent_in = agent_out = judge_in = judge_out = 0
+    for attempt in attempts:
+        usage = attempt.reply.meta.usage
+        if usage:
+            agent_in += _tokens(usage, "prompt_tokens", "input_tokens")
+            agent_out += _tokens(usage, "completion_tokens", "output_tokens")
+        verdict = attempt.verdict
+        if verdict is not None:
+            judge_in += verdict.prompt_tokens
+            judge_out += verdict.completion_tokens
+    return assembled(
+        TokenUsage,
+        agent_prompt_tokens=agent_in,
+        agent_completion_tokens=agent_out,
+        judge_prompt_tokens=judge_in,
+        judge_completion_tokens=judge_out,
     )
 
 
@@ -281,21 +289,38 @@ def settled(ending: Ending, attempts: Sequence[Attempt], latency_ms: float) -> O
     """The ``Outcome`` of a turn ended as ``ending`` after ``attempts``: the delivered reply
     (or the repair a check of its attempt made), the parsed value, cost and tokens summed."""
     delivered = ending.delivered
-    checks = next((a.checks for a in reversed(attempts) if a.reply is delivered), ())
-    judged = sum(a.verdict.cost_usd for a in attempts if a.verdict is not None)
-    return Outcome(
-        response=next((r.deliver_text for r in checks if r.deliver_text), delivered.text),
-        parsed=next((r.value for r in checks if r.value is not None), None),
-        status=ending.status,
-        reason=ending.reason,
-        attempts=tuple(attempts),
-        skip_reason=ending.skip,
-        awaiting_user=ending.awaiting,
-        cost_usd=judged + sum(a.reply.meta.cost_usd or 0.0 for a in attempts),
-        judge_cost_usd=judged,
-        usage=usage_of(attempts),
-        latency_ms=latency_ms,
-    )
+    checks: tuple[CheckResult, ...] = ()
+    judged = 0.0
+    agent = 0.0
+    for attempt in attempts:  # one pass: the checks of the delivered reply's last attempt
+        if attempt.reply is delivered:
+            checks = attempt.checks
+        if attempt.verdict is not None:
+            judged += attempt.verdict.cost_usd
+        agent += attempt.reply.meta.cost_usd or 0.0
+    response: str | None = None  # the first repair of a check, else the reply's text
+    parsed: Any = None  # the first value a check parsed
+    for result in checks:
+        if response is None and result.deliver_text:
+            response = result.deliver_text
+        if parsed is None:
+            parsed = result.value
+    fields: dict[str, Any] = {
+        "response": delivered.text if response is None else response,
+        "parsed": parsed,
+        "status": ending.status,
+        "reason": ending.reason,
+        "attempts": tuple(attempts),
+        "skip_reason": ending.skip,
+        "awaiting_user": ending.awaiting,
+        "cost_usd": judged + agent,
+        "judge_cost_usd": judged,
+        "usage": usage_of(attempts),
+        "latency_ms": float(latency_ms),
+    }
+    if ending.awaiting and ending.status != Status.PASSED:
+        return Outcome(**fields)  # its validator says why it cannot be
+    return assembled(Outcome, **fields)
 
 
 # -- what a door that drives its own attempts hands the verifier ---------------------------------

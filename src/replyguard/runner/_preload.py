@@ -25,7 +25,8 @@ import atexit
 import contextlib
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
+from typing import TypeVar
 
 from replyguard._forks import loading
 from replyguard._templates import template
@@ -34,6 +35,7 @@ from replyguard.judge._litellm import first_use, load_litellm, load_routes
 
 # What every judged turn builds on first use: the judge prompt's templates, compiled, and the
 # validators of its models (built on first use, not at import).
+_T = TypeVar("_T")
 _TURN_TEMPLATES = ("judge_system.j2", "judge_context.j2")
 _TURN_MODELS = (
     "replyguard.types:Turn",
@@ -97,6 +99,14 @@ def judging() -> contextlib.AbstractContextManager[None]:
     ``Verifier.run``, everything after the agent's reply): the tokenizer's preload waits for
     none to be. Once the tokenizer is loaded nothing waits, and nothing is counted."""
     return _NOTHING if tokens.loaded() else _judgements
+
+
+async def judged(work: Awaitable[_T]) -> _T:
+    """``await work`` within ``judging()`` (once the tokenizer is loaded, nothing to enter)."""
+    if tokens.loaded():
+        return await work
+    with _judgements:
+        return await work
 
 
 def _load(parts: tuple[str, ...]) -> None:

@@ -12,10 +12,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from replyguard._credentials import CredentialGate
 from replyguard.config._schema import VerifierConfig
@@ -74,10 +75,17 @@ class Profile:
         ``model``, whose provider its ``apiKey`` is for)."""
         return dataclasses.replace(self, credentials=CredentialGate.build(self.config, owner))
 
-    @property
+    @functools.cached_property
     def judges(self) -> tuple[BaseJudge, ...]:
         """Every judge a judgement may call: the panel's members, or the one judge."""
         return tuple(seat.judge for seat in self.seats)
+
+    @functools.cached_property
+    def rules_files(self) -> tuple[str, ...] | None:
+        """The workspace's rules files a judgement shows, or None when it shows no file
+        (``judgeAfterChecks: "never"``: nothing is judged)."""
+        config = self.config
+        return None if config.judge_after_checks == "never" else tuple(config.rules_files)
 
     @classmethod
     def build(
@@ -146,8 +154,7 @@ INLINE_CHARS = 50_000
 """A reply or answer longer than this is worked on off the event loop."""
 
 
-@dataclass(frozen=True)
-class Budget:
+class Budget(NamedTuple):
     """How long one step may take, and what to call it when that runs out."""
 
     seconds: float
@@ -167,10 +174,10 @@ Reading = asyncio.Future[tuple[str | None, ...]]
 """The workspace files' texts being read, in the order asked for (``read_workspace``)."""
 
 
-@dataclass(frozen=True)
-class Step:
+class Step(NamedTuple):
     """One reply to assess: the request record of its judgement (the prompt's inputs, the
-    turn's deadline, the agent and the run kind, the profile's model plan)."""
+    turn's deadline, the agent and the run kind, the profile's model plan). A named tuple:
+    made once per judgement, for less than a frozen dataclass costs."""
 
     profile: Profile
     turn: Turn
@@ -189,8 +196,18 @@ class Step:
 
 
 _NOTHING = contextlib.nullcontext()
+_T = TypeVar("_T")
 
 
 def until(seconds: float | None) -> contextlib.AbstractAsyncContextManager[Any]:
     """``asyncio.timeout(seconds)``, or nothing to enter when there is no deadline."""
     return asyncio.timeout(seconds) if seconds is not None else _NOTHING
+
+
+async def bounded(work: Awaitable[_T], seconds: float | None) -> _T:
+    """``await work`` within ``asyncio.timeout(seconds)`` (None: unbounded, no timeout to
+    enter): ``until`` around one await, for less."""
+    if seconds is None:
+        return await work
+    async with asyncio.timeout(seconds):
+        return await work

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from replyguard._frozen import assembled
 from replyguard.config._schema import VerifierConfig
 from replyguard.errors import VerificationExhausted
 from replyguard.gate._prechecks import skip_reason
@@ -93,10 +94,12 @@ class _Run:
         *,
         sample_key: str | None = None,
         reading: Reading | None = None,
+        read_ahead: bool = False,
     ) -> None:
         """``turn`` carries its id (``with_turn_id``); ``sample_key`` is what ``sampleRate``
         draws on: the caller's own id, else the user message (never an assigned id);
-        ``reading``: the workspace files' read, when the caller started it already."""
+        ``reading``: the workspace files' read, when the caller started it already;
+        ``read_ahead``: the caller asked for that read (None: there was nothing to read)."""
         self.v = parts
         self.turn = turn
         self.sample_key = sample_key if sample_key is not None else turn.user_message
@@ -110,6 +113,7 @@ class _Run:
         """The turn's tool calls so far, every attempt's, side effects settled."""
         self.reading = reading
         """The workspace files' read, shared by every attempt (started once judged)."""
+        self.read_ahead = read_ahead
 
     # -- clock and money ------------------------------------------------------------------
 
@@ -145,14 +149,15 @@ class _Run:
                 self.time_left(),
             )
         hook = _FINAL_HOOKS.get(status)
-        if hook is not None:
+        if hook is not None and getattr(self.v.hooks, hook) is not None:
             await self.hook(hook, outcome)
-        if raises(self.config, outcome):
+        if status == Status.EXHAUSTED and raises(self.config, outcome):
             raise VerificationExhausted(outcome, delivered)
         return outcome
 
     async def hook(self, name: str, *args: Any) -> None:
-        """Run a hook; its time does not count against the turn's deadline."""
+        """Run a hook (callers with nothing to run may skip this await); its time does not
+        count against the turn's deadline."""
         v = self.v
         if getattr(v.hooks, name) is None:
             return
@@ -189,13 +194,14 @@ class _Run:
             return await self.finish(Status.FAILED_OPEN, reply, Reason.SAME_FAMILY)
         if config.max_latency_ms is not None:
             self.deadline = time.monotonic() + config.max_latency_ms / 1000
-        if self.reading is None:
+        if self.reading is None and not self.read_ahead:
             self.reading = v.assessor.read_workspace(self.profile, turn)
         return None
 
     async def judged(self, number: int, reply: Reply, feedback_so_far: Sequence[str]) -> Attempt:
         """Checks and judge on attempt ``number``, recorded."""
-        judged_reply = self.v.side_effects.with_turn_ledger(reply, [a.reply for a in self.attempts])
+        earlier = [a.reply for a in self.attempts] if self.attempts else ()
+        judged_reply = self.v.side_effects.with_turn_ledger(reply, earlier)
         self.tool_ledger = judged_reply.meta.tool_calls
         step = Step(
             self.profile,
@@ -212,13 +218,14 @@ class _Run:
             verdict, results = await self.v.assessor.assess(step)
             span.record(verdict_attributes, verdict, tracing.log_content)
         return await self.record(
-            Attempt(number=number, reply=reply, verdict=verdict, checks=results)
+            assembled(Attempt, number=number, reply=reply, verdict=verdict, checks=results)
         )
 
     async def record(self, attempt: Attempt) -> Attempt:
         """Add a decided attempt to the turn (and tell ``on_verdict``)."""
         self.attempts.append(attempt)
-        await self.hook("on_verdict", attempt)
+        if self.v.hooks.on_verdict is not None:
+            await self.hook("on_verdict", attempt)
         return attempt
 
     async def settle(self, attempt: Attempt) -> Outcome | None:
@@ -234,7 +241,9 @@ class _Run:
     def ending(self, attempt: Attempt, previous: Attempt | None) -> Ending | None:
         """How a judged ``attempt`` (after ``previous``) ends the turn, or None when a retry
         follows it (``_policy.judged_ending``). Decides, records nothing."""
-        attempts = [*(a for a in self.attempts if a is not attempt), attempt]
+        attempts = self.attempts
+        if not attempts or attempts[-1] is not attempt:  # (recorded last, as ``drive`` does)
+            attempts = [*(a for a in attempts if a is not attempt), attempt]
         assert previous is None or attempts[-2] is previous
         return judged_ending(
             self.config,
@@ -289,6 +298,7 @@ def _unjudged(run: _Run, reply: Reply) -> Ending | None:
     trigger = run.profile.triggers.decide(run.turn, reply.text)
     if trigger is None:
         return Ending(Status.NOT_TRIGGERED, reply)
-    if trigger == TriggerKind.VERIFY_ALL and not _sampled_in(run.sample_key, config.sample_rate):
+    rate = config.sample_rate
+    if trigger == TriggerKind.VERIFY_ALL and rate < 1 and not _sampled_in(run.sample_key, rate):
         return Ending(Status.NOT_TRIGGERED, reply, Reason.SAMPLED_OUT)
     return None

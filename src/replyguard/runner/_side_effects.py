@@ -44,19 +44,22 @@ class SideEffects:
 
     def resolved(self, calls: Iterable[ToolCallRecord]) -> tuple[ToolCallRecord, ...]:
         """``calls`` with every ``side_effect`` flag settled to True or False."""
-        return tuple(
-            call
-            if call.side_effect is not None
-            else replaced(call, {"side_effect": self.changes_world(call)})
-            for call in calls
-        )
+        flagged: list[ToolCallRecord] = []
+        for call in calls:
+            if call.side_effect is None:
+                call = replaced(call, {"side_effect": self.changes_world(call)})
+            flagged.append(call)
+        return tuple(flagged)
 
-    def with_turn_ledger(self, reply: Reply, earlier: Iterable[Reply]) -> Reply:
+    def with_turn_ledger(self, reply: Reply, earlier: Sequence[Reply]) -> Reply:
         """``reply`` as checks and judge see it: with the tool calls of the whole turn (the
         earlier attempts' first: "I sent it" may rest on a call an earlier attempt made),
         their side effects settled."""
         own = reply.meta.tool_calls
-        calls = self.resolved((*(c for r in earlier for c in r.meta.tool_calls), *own))
+        if earlier:
+            calls = self.resolved((*(c for r in earlier for c in r.meta.tool_calls), *own))
+        else:
+            calls = self.resolved(own)
         if not calls or (len(calls) == len(own) and all(map(operator.is_, calls, own))):
             return reply  # no earlier calls, each flag already settled: nothing to change
         meta = replaced(reply.meta, {"tool_calls": calls})

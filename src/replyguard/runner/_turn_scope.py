@@ -95,11 +95,14 @@ class agent_attempt:
         self._scope = TurnContext(turn, attempt)
 
     def __enter__(self) -> TurnContext:
-        self._token = enter_attempt(self._scope)
+        self._token = _CURRENT.set(self._scope)  # enter_attempt, without a call more
         return self._scope
 
     def __exit__(self, *exc: object) -> None:
-        leave_attempt(self._token)
+        try:  # noqa: SIM105 - leave_attempt, without a call more
+            _CURRENT.reset(self._token)
+        except ValueError:
+            pass
 
 
 def canonical_arguments(arguments: Any) -> str:

@@ -36,7 +36,7 @@ from replyguard.runner._driver import AgentCalls, outcome_of
 from replyguard.runner._hooks import Hook, Hooks
 from replyguard.runner._lifecycle import Lifecycle
 from replyguard.runner._policy import Assessed, PolicyStep
-from replyguard.runner._preload import judging, start_preload
+from replyguard.runner._preload import judged, start_preload
 from replyguard.runner._request import Profile
 from replyguard.runner._run import TurnParts, _Run
 from replyguard.runner._sync import SyncLoop
@@ -198,27 +198,35 @@ class Verifier:
         profile = self._profile(turn)
         sample_key = turn.id if turn.id is not None else turn.user_message
         turn = with_turn_id(turn)
-        with self._parts.tracing.span("replyguard.turn") as span:
+        tracing = self._parts.tracing
+        if not tracing.enabled:  # no span to open, nothing to record
+            return await self._turn(agent, turn, profile, started, sample_key)
+        with tracing.span("replyguard.turn") as span:
             span.record(turn_attributes, turn, profile.name, profile.config.mode)
-            messages: Messages = [*turn.history, {"role": "user", "content": turn.user_message}]
-            # A turn that may be judged reads its workspace files during the agent's call
-            # (on replyguard's threads; wasted on a turn its reply does not trigger).
-            ahead = profile.config.enabled and profile.triggers.may_judge(turn)
-            reading = self._parts.assessor.read_workspace(profile, turn) if ahead else None
             try:
-                with agent_attempt(turn, 1):
-                    reply = await call_agent(agent, messages, self._parts.agent_pool)
-                run = _Run(
-                    self._parts, turn, profile, started, sample_key=sample_key, reading=reading
-                )
-                with judging():
-                    source = AgentCalls(run, agent)
-                    outcome = await outcome_of(run, source, messages, reply)
+                outcome = await self._turn(agent, turn, profile, started, sample_key)
             except VerificationExhausted as exc:
                 span.record(outcome_attributes, exc.outcome)
                 raise
             span.record(outcome_attributes, outcome)
             return outcome
+
+    async def _turn(
+        self, agent: Agent, turn: Turn, profile: Profile, started: float, sample_key: str
+    ) -> Outcome:
+        """``run``'s turn (``turn`` with its id), from the agent's first call to the outcome."""
+        parts = self._parts
+        messages: Messages = [*turn.history, {"role": "user", "content": turn.user_message}]
+        # A turn that may be judged reads its workspace files during the agent's call
+        # (on replyguard's threads; wasted on a turn its reply does not trigger).
+        ahead = profile.config.enabled and profile.triggers.may_judge(turn)
+        reading = parts.assessor.read_workspace(profile, turn) if ahead else None
+        with agent_attempt(turn, 1):
+            reply = await call_agent(agent, messages, parts.agent_pool)
+        run = _Run(
+            parts, turn, profile, started, sample_key=sample_key, reading=reading, read_ahead=ahead
+        )
+        return await judged(outcome_of(run, AgentCalls(run, agent), messages, reply))
 
     @overload
     def stream(
