@@ -1,7 +1,9 @@
 """Structured log events, routed to the stdlib logger ``replyguard``.
 
 replyguard never calls ``structlog.configure()``: its events go through a structlog logger
-wrapped around ``logging.getLogger("replyguard")`` with processors of its own, so a host that
+wrapped around ``logging.getLogger("replyguard")`` with one processor of its own (or, where
+that logger would change nothing, no host context class configured, straight from their fields
+to the same record: ``Events._direct``), so a host that
 configured no logging sees nothing (stdlib's last-resort handler shows WARNING and above on
 stderr only), and a host that did gets each event as one record whose message is
 ``event key=value ...`` (``failed_open status=failed_open reason=judge_error ...``: an enum by
