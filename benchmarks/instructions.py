@@ -19,13 +19,17 @@ the counted calls, so that a full collection does not land in one side's count.
 
 Sides: those of ``judge_options.py`` (a default ``litellm.acompletion``, each option of the
 judge's request added alone, the judge's whole request, ``LiteLLMJudge.judge``, a verified
-turn), and replyguard's own share: a verified turn with an instant in-process judge against
-the bare agent call it wraps. Needs valgrind (``apt-get install valgrind``); with the default
-100 calls a side it takes about 8 minutes (the wires run side by side). ``--own-share`` counts
-only the own share and what logging at INFO adds to it (about 40 s, no judge server),
-``--added-work N`` also the same turn with a loop of N passes added to its prompt build,
-``--plumbing`` also the same turn with the injection screen and the prompt build stubbed out
-(what is left: the turn's plumbing),
+turn), and replyguard's own share: a verified turn with an instant in-process judge against the
+bare agent call it wraps. Every side runs with a host's handler on the ``replyguard`` logger
+(``scenarios.DiscardingHandler``, a ``logging.Handler`` whose ``emit`` does nothing), as on a
+host that configured logging: an event only replyguard's ``NullHandler`` would receive is
+dropped before it is built, so without it logging at INFO would count almost nothing; with it
+each record reaches a handler, and no formatting or I/O of the host's is counted. Needs
+valgrind (``apt-get install valgrind``); with the default 100 calls a side it takes about 8
+minutes (the wires run side by side). ``--own-share`` counts only the own share and what
+logging at INFO adds to it (about 40 s, no judge server), ``--added-work N`` also the same turn
+with a loop of N passes added to its prompt build, ``--plumbing`` also the same turn with the
+injection screen and the prompt build stubbed out (what is left: the turn's plumbing),
 ``--json`` prints the shares as JSON: the suite's guard (``tests/tools/test_bench_guard.py``).
 ``--stream`` counts a 1,000-delta loopback stream iterated raw and through
 ``Verifier.stream`` (``--calls 3`` is enough: minutes under load); ``--cold`` counts each
@@ -186,8 +190,8 @@ def _plumbing_only(side: Side) -> Side:
 
 
 def _logged(side: Side) -> Side:
-    """``side`` with the ``replyguard`` logger at INFO (its records to the NullHandler
-    replyguard attaches: no host handler's formatting or I/O is counted)."""
+    """``side`` with the ``replyguard`` logger at INFO (its records reach the host's handler
+    ``_child`` attaches for every side, which drops them: ``scenarios.DiscardingHandler``)."""
     logger = logging.getLogger("replyguard")
 
     async def call() -> None:
@@ -226,18 +230,19 @@ async def _child(
     sides, close = await _sides(wire_name, url, added_work, plumbing)
     settle = 0.0 if wire_name == OWN else _SETTLE_SECONDS  # in-process sides log nothing
     try:
-        for side in sides.values():
-            for _ in range(_WARM_CALLS if wire_name != STREAM else 3):
-                await side()
-        for index, (name, side) in enumerate(sides.items()):
-            await asyncio.sleep(settle)
-            gc.collect()
-            gc.disable()
-            _ask(folder, "start", index, name)
-            await _calls(side, calls)
-            await asyncio.sleep(settle)
-            _ask(folder, "end", index, name)
-            gc.enable()
+        with sc.host_handler():  # as on a host that configured logging, whatever the level
+            for side in sides.values():
+                for _ in range(_WARM_CALLS if wire_name != STREAM else 3):
+                    await side()
+            for index, (name, side) in enumerate(sides.items()):
+                await asyncio.sleep(settle)
+                gc.collect()
+                gc.disable()
+                _ask(folder, "start", index, name)
+                await _calls(side, calls)
+                await asyncio.sleep(settle)
+                _ask(folder, "end", index, name)
+                gc.enable()
     finally:
         await close()
 

@@ -46,9 +46,13 @@ OWN_SHARE_BUDGET = 1_250_000
 agent call (1.20M today, CPython 3.11: 1,204.8K after the judge call's slot and request
 watcher became plain classes, 1,208.7K before; issue 42 asks 750K, which no cut of the
 turn's parts short of a smaller screen, prompt build and plumbing reaches)."""
-LOGGING_BUDGET = 450_000
-"""Instructions the same turn adds with the ``replyguard`` logger at INFO (two events: 372K
-today, 485K before their cut; issue 42 asks 200K)."""
+LOGGING_BUDGET = 260_000
+"""Instructions the same turn adds with the ``replyguard`` logger at INFO, its records reaching
+a host's handler that drops them (two events: about 222K today with the level switched per
+call, about 17K of it the switch; 381K before the direct path; issue 42 asks 200K)."""
+LOGGING_FLOOR = 50_000
+"""Below this the events were not made at all (no handler heard them): the row measured
+nothing."""
 ADDED_WORK = 4_000
 """Passes of an empty loop the instruction guard's run adds to each judge prompt build, as a
 regression it must see (about 0.8M instructions)."""
@@ -126,4 +130,4 @@ def test_replyguards_own_share_stays_within_its_instruction_budget() -> None:
     shares = json.loads(done.stdout.strip().splitlines()[-1])["own"]
     assert 200_000 < shares["own_share"] <= OWN_SHARE_BUDGET, shares
     assert shares["slowed_own_share"] > OWN_SHARE_BUDGET, shares
-    assert 0 < shares["logging_at_info"] <= LOGGING_BUDGET, shares
+    assert LOGGING_FLOOR < shares["logging_at_info"] <= LOGGING_BUDGET, shares

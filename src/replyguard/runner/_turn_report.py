@@ -104,4 +104,4 @@ def report_verdict(events: Events, step: Step, verdict: Verdict, prompt: JudgePr
         fields["panel"] = member_votes(verdict)
     if step.profile.config.log_content:
         fields["feedback"] = verdict.feedback
-    events.info("verdict", **fields)
+    events.emit(logging.INFO, "verdict", **fields)

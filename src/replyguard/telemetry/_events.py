@@ -1,7 +1,9 @@
 """Structured log events, routed to the stdlib logger ``replyguard``.
 
 replyguard never calls ``structlog.configure()``: its events go through a structlog logger
-wrapped around ``logging.getLogger("replyguard")`` with processors of its own, so a host that
+wrapped around ``logging.getLogger("replyguard")`` with one processor of its own (or, where
+that logger would change nothing, no host context class configured, straight from their fields
+to the same record: ``Events._direct``), so a host that
 configured no logging sees nothing (stdlib's last-resort handler shows WARNING and above on
 stderr only), and a host that did gets each event as one record whose message is
 ``event key=value ...`` (``failed_open status=failed_open reason=judge_error ...``: an enum by
@@ -21,7 +23,7 @@ import json
 import logging
 import re
 import sys
-from collections.abc import Iterable, MutableMapping
+from collections.abc import Iterable, Mapping, MutableMapping
 from typing import Any
 
 LOGGER_NAME = "replyguard"
@@ -100,13 +102,16 @@ def describe_error(exc: BaseException, secrets: Iterable[str] = (), limit: int =
     return f"{name}: {text}" if text else name
 
 
+_SEQUENCES = (list, tuple)
+
+
 def _scrubber(secrets: tuple[str, ...]) -> Any:
     def _scrub(value: Any) -> Any:
         if isinstance(value, str):
             return redact(value, secrets)
         if isinstance(value, dict):
             return {k: _scrub(v) for k, v in value.items()}
-        if isinstance(value, list | tuple):
+        if isinstance(value, _SEQUENCES):
             return [_scrub(v) for v in value]
         return value
 
@@ -123,33 +128,85 @@ def _shown(value: Any) -> str:
     """One ``key=value`` pair's value: an enum as its value (``status=failed_open``), a string
     bare when it needs no quotes, else in double quotes (JSON's escapes), anything else as
     ``repr``."""
-    if isinstance(value, enum.Enum):
+    if isinstance(type(value), enum.EnumType):  # as ``isinstance(value, enum.Enum)``, quicker
         value = value.value
     if isinstance(value, str):
         return value if _BARE.fullmatch(value) else json.dumps(value, ensure_ascii=False)
     return repr(value)
 
 
-def _to_stdlib(secrets: tuple[str, ...]) -> Any:
-    """The one processor: each value redacted (the secrets, anything shaped like a key), and
-    the stdlib call's arguments: the message ``event key=value ...`` and the event as the
-    record's ``replyguard`` attribute."""
-    scrub = _scrubber(secrets)
+_REMEMBERED = 512
+"""How many values a ``_Renderer`` remembers (forgotten all at once beyond)."""
+_REMEMBERED_LENGTH = 80
 
-    def processor(_logger: Any, _name: str, event_dict: MutableMapping[str, Any]) -> Any:
-        event = str(scrub(event_dict.pop("event", "")))
-        fields: dict[str, Any] = {}
+
+class _Renderer:
+    """An event as its stdlib record's arguments: the message ``event key=value ...`` and the
+    ``extra`` holding the event as the record's ``replyguard`` attribute, each value redacted
+    (the secrets, anything shaped like a key). The one rendering, whether the event came
+    through structlog's processor chain (``processor``) or straight from ``Events``.
+
+    The ints, floats, bools and ``None`` an event mostly holds are shown as their ``repr`` by
+    their exact type, without a call. A short string that redaction leaves as it is and an
+    enum member (an event's name, a model, a turn's id, a status, which recur from event to
+    event) are remembered with how they are shown, so the next event showing one neither
+    redacts nor quotes it again.
+    """
+
+    def __init__(self, secrets: tuple[str, ...]) -> None:
+        self._secrets = secrets
+        self._scrub = _scrubber(secrets)
+        self._plain: dict[str, str] = {}
+        self._members: dict[tuple[type, enum.Enum], tuple[Any, str]] = {}
+
+    def _value(self, value: Any) -> tuple[Any, str]:
+        """A value not yet remembered: redacted, and as shown (``_shown``)."""
+        if type(value) is str:
+            redacted = redact(value, self._secrets)
+            text = (
+                redacted if _BARE.fullmatch(redacted) else json.dumps(redacted, ensure_ascii=False)
+            )
+            if redacted is value and len(value) <= _REMEMBERED_LENGTH:
+                if len(self._plain) >= _REMEMBERED:
+                    self._plain.clear()
+                self._plain[value] = text
+            return redacted, text
+        if not isinstance(type(value), enum.EnumType):
+            if type(value) in _SEQUENCES and not value:  # an empty list or tuple: nothing to redact
+                return [], "[]"
+            scrubbed = self._scrub(value)
+            return scrubbed, _shown(scrubbed)
+        member = (type(value), value)  # by its enum too: two enums' members may be equal
+        known = self._members.get(member)
+        if known is None:
+            if len(self._members) >= _REMEMBERED:
+                self._members.clear()
+            scrubbed = self._scrub(value)
+            known = self._members[member] = (scrubbed, _shown(scrubbed))
+        return known
+
+    def __call__(self, event: Any, fields: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        """The record's message and ``extra``."""
+        plain = self._plain
+        if type(event) is not str or event not in plain:
+            event = str(self._value(event)[0])
+        shown = {"event": event, **fields}  # each value redaction changes is replaced below
         pairs = [event]
-        for key, value in event_dict.items():
-            if type(value) in _AS_IS:
+        for key, value in fields.items():
+            kind = type(value)
+            if kind in _AS_IS:
                 pairs.append(f"{key}={value!r}")
+            elif kind is str and value in plain:
+                pairs.append(f"{key}={plain[value]}")
             else:
-                value = scrub(value)
-                pairs.append(f"{key}={_shown(value)}")
-            fields[key] = value
-        return (" ".join(pairs),), {"extra": {"replyguard": {"event": event, **fields}}}
+                shown[key], text = self._value(value)
+                pairs.append(f"{key}={text}")
+        return " ".join(pairs), {"replyguard": shown}
 
-    return processor
+    def processor(self, _logger: Any, _name: str, event_dict: MutableMapping[str, Any]) -> Any:
+        """As structlog's one processor: the stdlib call's arguments."""
+        message, extra = self(event_dict.pop("event", ""), event_dict)
+        return (message,), {"extra": extra}
 
 
 @functools.cache
@@ -172,6 +229,10 @@ def _heard(logger: logging.Logger | None) -> bool:
     return False
 
 
+_LEVELS = frozenset((logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR, logging.CRITICAL))
+"""The levels ``_Records`` has a method for (structlog's stdlib names for them)."""
+
+
 class _Records:
     """The stdlib logger as structlog's wrapped logger, making each record as ``Logger.log``
     does, except for its search of the stack for the caller (about a third of an event's
@@ -181,9 +242,10 @@ class _Records:
     def __init__(self, logger: logging.Logger) -> None:
         self._logger = logger
 
-    def _handle(self, level: int, msg: str, extra: Any) -> None:
+    def handle(self, level: int, msg: str, extra: Any) -> None:
+        """Make the record and hand it to the logger's handlers."""
         relays = _relays()
-        frame = sys._getframe(2)
+        frame = sys._getframe(1)
         while frame.f_back is not None and frame.f_code.co_filename in relays:
             frame = frame.f_back
         code = frame.f_code
@@ -195,19 +257,19 @@ class _Records:
         logger.handle(record)
 
     def debug(self, msg: str, *, extra: Any) -> None:
-        self._handle(logging.DEBUG, msg, extra)
+        self.handle(logging.DEBUG, msg, extra)
 
     def info(self, msg: str, *, extra: Any) -> None:
-        self._handle(logging.INFO, msg, extra)
+        self.handle(logging.INFO, msg, extra)
 
     def warning(self, msg: str, *, extra: Any) -> None:
-        self._handle(logging.WARNING, msg, extra)
+        self.handle(logging.WARNING, msg, extra)
 
     def error(self, msg: str, *, extra: Any) -> None:
-        self._handle(logging.ERROR, msg, extra)
+        self.handle(logging.ERROR, msg, extra)
 
     def critical(self, msg: str, *, extra: Any) -> None:
-        self._handle(logging.CRITICAL, msg, extra)
+        self.handle(logging.CRITICAL, msg, extra)
 
 
 class Events:
@@ -220,6 +282,8 @@ class Events:
             # warnings to stderr in a host that configured no logging.
             self._stdlib.addHandler(logging.NullHandler())
         self._secrets = tuple(s for s in secrets if s)
+        self._render = _Renderer(self._secrets)
+        self._records = _Records(self._stdlib)
         self._told = False  # whether a failure of the host's logging was reported
 
     @functools.cached_property
@@ -230,10 +294,22 @@ class Events:
 
         # Bound once: the lazy proxy ``wrap_logger`` returns binds a new logger per event.
         return structlog.wrap_logger(
-            _Records(self._stdlib),
-            processors=[_to_stdlib(self._secrets)],
+            self._records,
+            processors=[self._render.processor],
             wrapper_class=structlog.stdlib.BoundLogger,
         ).bind()
+
+    @functools.cached_property
+    def _direct(self) -> bool:
+        """Whether an event may skip structlog's bound logger, which then changes nothing:
+        its context is the empty ``dict`` it is unless the host configured a structlog
+        ``context_class`` (whose context structlog adds to every event), so structlog would
+        only pass the fields through its one processor (``_Renderer``) to ``_Records``, as
+        ``emit`` does itself at a fraction of the cost."""
+        import structlog
+
+        context = structlog.get_context(self._logger)
+        return type(context) is dict and not context
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -253,7 +329,10 @@ class Events:
         if "_logger" not in self.__dict__ and not _heard(self._stdlib):
             return  # nothing would receive it: structlog stays unloaded (checked until it is)
         try:
-            self._logger.log(level, event, **fields)
+            if self._direct and level in _LEVELS:
+                self._records.handle(level, *self._render(event, fields))
+            else:
+                self._logger.log(level, event, **fields)
         except Exception:
             self._logging_failed(event)
 
