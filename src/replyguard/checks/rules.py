@@ -182,7 +182,7 @@ class _RuleScanner:
     its ``must_not_match`` patterns, each piece searched with just that overlap (a pattern of
     unbounded length: with the window)."""
 
-    __slots__ = ("_check", "_clock", "_length", "_patterns", "_phrases", "_searches")
+    __slots__ = ("_check", "_clock", "_length", "_only", "_patterns", "_phrases", "_searches")
 
     def __init__(self, check: RuleCheck) -> None:
         self._check = check
@@ -193,6 +193,7 @@ class _RuleScanner:
         self._clock = _PieceClock()
         self._patterns = SlidingSearch(bounded, search=self._clock.search) if bounded else None
         self._searches = tuple(s for s in (self._phrases, self._patterns) if s is not None)
+        self._only = self._searches[0] if len(self._searches) == 1 else None
 
     @property
     def scanned(self) -> int:
@@ -200,8 +201,8 @@ class _RuleScanner:
 
     @property
     def pending_from(self) -> int | None:
-        if len(self._searches) == 1:
-            return self._searches[0].pending_from
+        if self._only is not None:
+            return self._only.pending_from
         pending = [s.pending_from for s in self._searches if s.pending_from is not None]
         return min(pending) if pending else None
 
