@@ -24,15 +24,16 @@ PHRASE_SETS = [
     ["as an AI", "I cannot help", "lorem ipsum"],
     ["as an AI", "an", "as an"],
     ["hell", "!!!", "I can't", "👍🏽 deal", "stop"],
-    ["ſtop", "Kelvin", "İstanbul", "ınk"],
+    ["\u017ftop", "Kelvin", "\u0130stanbul", "\u0131nk"],
     ["a", "AI"],
 ]
-WORDS = [
-    "as", "As", "AS", "an", "AN", "AI", "ai", "AIM", "I", "ı", "İ", "i", "cannot", "CANNOT",
-    "help", "helper", "hell", "shell", "hello", "lorem", "LOREM", "ipsum", "ipſum", "stop",
-    "ſtop", "STOP", "kelvin", "Kelvin", "istanbul", "ınk", "ink", "can't", "can’t", "CAN’T",
-    "!!!", "!!", "!", "👍🏽", "deal", "e\u0301", "日本語", "_", "x",
-]
+WORDS_TEXT = (
+    "as As AS an AN AI ai AIM I \u0131 \u0130 i cannot CANNOT help helper hell shell hello"
+    " lorem LOREM ipsum ip\u017fum stop \u017ftop STOP kelvin Kelvin \u212aELVIN istanbul"
+    " \u0131nk ink can't can\u2019t CAN\u2019T !!! !! ! \U0001f44d\U0001f3fd deal e\u0301"
+    " \u65e5\u672c\u8a9e _ x"
+)
+WORDS = WORDS_TEXT.split()
 GAPS = [" ", " ", " ", "  ", "\n", "\n\n", "\t", " \u00a0", "\u2028", "", ",", "  \n \t "]
 
 
@@ -125,7 +126,7 @@ def test_streamed_scan_agrees_with_the_whole_text(phrases: list[str], case_sensi
 def test_a_huge_piece_and_one_character_pieces_agree() -> None:
     check = RuleCheck(forbidden_phrases=["lorem ipsum", "as an AI"])
     reference = Reference(check)
-    body = "x " * 20_000 + "LOREM \n\t IPſUM" + " tail"
+    body = "x " * 20_000 + "LOREM \n\t IP\u017fUM" + " tail"
     agree(check, reference, [body])
     agree(check, reference, list(body[-200:]))
     agree(check, reference, [body[:-5], *body[-5:]])
