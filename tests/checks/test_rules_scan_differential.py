@@ -42,7 +42,8 @@ def text_of(rng: random.Random, hostile: bool) -> str:
     gaps = GAPS if hostile else [" ", " ", ", ", "\n"]
     count = rng.randint(0, 30)
     parts = [rng.choice(words) + rng.choice(gaps) for _ in range(count)]
-    return ("" if rng.random() < 0.5 else rng.choice(gaps)) + "".join(parts)
+    end = rng.choice(words) if rng.random() < 0.3 else ""  # a phrase may end the reply
+    return ("" if rng.random() < 0.5 else rng.choice(gaps)) + "".join(parts) + end
 
 
 def split(rng: random.Random, text: str) -> list[str]:
