@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from replyguard import RuleCheck, Turn
+from replyguard.checks import rules
 
 TURN = Turn(user_message="Tell me about it.")
 PHRASE_SETS = [
@@ -26,12 +27,13 @@ PHRASE_SETS = [
     ["hell", "!!!", "I can't", "👍🏽 deal", "stop"],
     ["\u017ftop", "Kelvin", "\u0130stanbul", "\u0131nk"],
     ["a", "AI"],
+    ["'tis", "\u2019em", "stop"],
 ]
 WORDS_TEXT = (
     "as As AS an AN AI ai AIM I \u0131 \u0130 i cannot CANNOT help helper hell shell hello"
     " lorem LOREM ipsum ip\u017fum stop \u017ftop STOP kelvin Kelvin \u212aELVIN istanbul"
     " \u0131nk ink can't can\u2019t CAN\u2019T !!! !! ! \U0001f44d\U0001f3fd deal e\u0301"
-    " \u65e5\u672c\u8a9e _ x"
+    " \u65e5\u672c\u8a9e _ x 'tis \u2019TIS 'em \u2019em"
 )
 WORDS = WORDS_TEXT.split()
 GAPS = [" ", " ", " ", "  ", "\n", "\n\n", "\t", " \u00a0", "\u2028", "", ",", "  \n \t "]
@@ -131,3 +133,29 @@ def test_a_huge_piece_and_one_character_pieces_agree() -> None:
     agree(check, reference, [body])
     agree(check, reference, list(body[-200:]))
     agree(check, reference, [body[:-5], *body[-5:]])
+
+
+def test_the_start_characters_hold_every_case_variant_re_matches() -> None:
+    """Over all of Unicode: a character ``re`` matches, ignoring case, to one the start
+    characters' class may list is listed too (so the class leaves no match unsearched)."""
+    everything = "".join(map(chr, range(0x110000)))
+    listed = set(rules._START_CANDIDATES)
+    variants = set(re.findall(f"[{re.escape(rules._START_CANDIDATES)}]", everything, re.I))
+    assert variants == listed
+
+
+@pytest.mark.parametrize(
+    ("phrases", "listed"),
+    [
+        (["as an AI", "I cannot help"], True),
+        (["\u017ftop", "\u212aelvin", "'tis"], True),
+        (["\u65e5\u672c", "as"], False),
+        (["\U0001f44d\U0001f3fd deal"], False),
+    ],
+)
+def test_phrases_beginning_beyond_ascii_are_always_searched(
+    phrases: list[str], listed: bool
+) -> None:
+    scan = RuleCheck(forbidden_phrases=phrases)._phrase_scan
+    assert scan is not None
+    assert (scan[0].starts is not None) is listed

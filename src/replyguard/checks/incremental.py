@@ -101,6 +101,11 @@ class Bounded:
     holds_partial: bool = False
     """Text that could still become the start of a match within ``width`` (``regex``'s partial
     match at the end of the text so far) is pending too, so no match that fits is released."""
+    starts: Any = None
+    """A compiled pattern that finds every character a match can begin with (a class without
+    case folding, so ``re`` scans for it at C speed), or None: a window in which it finds none
+    is not searched, and the search starts at the first it finds. Used by a search of one
+    pattern that does not ``hold_partial``, with no ``search`` of its own."""
 
 
 Search = Callable[..., Any]
@@ -133,6 +138,7 @@ class SlidingSearch:
         "_removed",
         "_search",
         "_seen",
+        "_starts",
         "_tail",
         "pending_from",
         "scanned",
@@ -150,6 +156,7 @@ class SlidingSearch:
         # One pattern without partial matches, searched by itself (the forbidden phrases):
         # each piece is one search, with no loop over plans.
         self._plain = len(self._plans) == 1 and not self._plans[0][3] and search is None
+        self._starts = patterns[0].starts if self._plain else None
         self._collapse = collapse
         self._search = search
         self._tail = ""
@@ -224,6 +231,12 @@ class SlidingSearch:
             pos = 0
         end = len(window)
         self.scanned += end - pos
+        if self._starts is not None:  # no character a match begins with: no match
+            first = self._starts.search(window, pos)
+            if first is None:
+                self.pending_from = None
+                return None
+            pos = first.start()
         match = pattern.search(window, pos)
         if match is not None and match.end() + ahead > end:
             self.pending_from = self._text_offset(self._base + match.start())

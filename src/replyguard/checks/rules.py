@@ -283,13 +283,16 @@ def _phrase_scan(phrases: Sequence[str], flags: int) -> tuple[Bounded, list[int]
     """Every phrase in one pattern for the collapsed view (words one whitespace apart), and
     which phrase each of its groups is. Phrases sharing their edge conditions share them in
     the pattern, behind a look-ahead for their first characters: most positions of a text are
-    then passed over at once."""
+    then passed over at once; with their first characters' class (``_start_characters``), a
+    window without any is not searched at all."""
     if not phrases:
         return None
     edged: dict[tuple[str, str], list[tuple[int, str, str]]] = {}
+    firsts: set[str] = set()
     for index, phrase in enumerate(phrases):
         head, body, tail = _phrase_parts(phrase, r"\s")
         first = phrase.replace("\u2019", "'").split()[0][0]
+        firsts.update(_APOSTROPHE[1:-1] if first == "'" else first)
         starts = _APOSTROPHE[1:-1] if first == "'" else re.escape(first)
         edged.setdefault((head, tail), []).append((index, body, starts))
     alternatives: list[str] = []
@@ -301,7 +304,28 @@ def _phrase_scan(phrases: Sequence[str], flags: int) -> tuple[Bounded, list[int]
         order.extend(index for index, _, _ in members)
     source = "|".join(alternatives)
     limits = patterns.reach(source, flags)
-    return (Bounded(re.compile(source, flags), *limits), order) if limits else None
+    if not limits:
+        return None
+    start_class = _start_characters("".join(sorted(firsts)), flags)
+    return Bounded(re.compile(source, flags), *limits, starts=start_class), order
+
+
+_ASCII_FOLDS = "\u0130\u0131\u017f\u212a"
+"""The characters beyond ASCII that ``re`` matches to an ASCII one when it ignores case
+(dotted capital I, dotless i, long s, the Kelvin sign): a test checks this over all of
+Unicode."""
+_START_CANDIDATES = "".join(map(chr, range(128))) + _ASCII_FOLDS + "\u2019"
+
+
+def _start_characters(firsts: str, flags: int) -> re.Pattern[str] | None:
+    """A class, without case folding, of every character that matches one of ``firsts`` (the
+    phrases' first characters) under ``flags``: ``re`` scans for it at C speed. None when one
+    of them has case variants beyond those listed here."""
+    if any(c not in _START_CANDIDATES for c in firsts):
+        return None
+    first = re.compile(f"[{re.escape(firsts)}]", flags)
+    found = [c for c in _START_CANDIDATES if first.fullmatch(c) is not None]
+    return re.compile(f"[{''.join(re.escape(c) for c in found)}]")
 
 
 def _too_long(length: int, limit: int) -> tuple[str, str]:
