@@ -306,7 +306,8 @@ def _phrase_scan(phrases: Sequence[str], flags: int) -> tuple[Bounded, list[int]
     limits = patterns.reach(source, flags)
     if not limits:
         return None
-    start_class = _start_characters("".join(sorted(firsts)), flags)
+    words = all(head for head, _ in edged)  # every phrase begins a word
+    start_class = _start_characters("".join(sorted(firsts)), flags, words=words)
     return Bounded(re.compile(source, flags), *limits, starts=start_class), order
 
 
@@ -317,15 +318,17 @@ Unicode."""
 _START_CANDIDATES = "".join(map(chr, range(128))) + _ASCII_FOLDS + "\u2019"
 
 
-def _start_characters(firsts: str, flags: int) -> re.Pattern[str] | None:
+def _start_characters(firsts: str, flags: int, *, words: bool) -> re.Pattern[str] | None:
     """A class, without case folding, of every character that matches one of ``firsts`` (the
-    phrases' first characters) under ``flags``: ``re`` scans for it at C speed. None when one
-    of them has case variants beyond those listed here."""
+    phrases' first characters) under ``flags``: ``re`` scans for it at C speed; ``words``:
+    only where a word begins (checked behind the character, so the scan stays fast). None
+    when one of them has case variants beyond those listed here."""
     if any(c not in _START_CANDIDATES for c in firsts):
         return None
     first = re.compile(f"[{re.escape(firsts)}]", flags)
     found = [c for c in _START_CANDIDATES if first.fullmatch(c) is not None]
-    return re.compile(f"[{''.join(re.escape(c) for c in found)}]")
+    edge = r"(?<!\w.)" if words else ""
+    return re.compile(f"[{''.join(re.escape(c) for c in found)}]{edge}")
 
 
 def _too_long(length: int, limit: int) -> tuple[str, str]:
