@@ -75,8 +75,9 @@ def scanners_for(checks: Iterable[Any], turn: Turn) -> list[tuple[str, PrefixSca
 
 # -- searching bounded patterns in a text that arrives in pieces ------------------------------
 
-_RUN = re.compile(r"\s{2,}")
-"""A run of whitespace that a collapsing window shortens to its first character."""
+_RUN = re.compile(r"\s\s+")
+"""A run of whitespace that a collapsing window shortens to its first character (written with
+a single ``\\s`` first, so ``re`` skips to a whitespace character at C speed)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +101,11 @@ class Bounded:
     holds_partial: bool = False
     """Text that could still become the start of a match within ``width`` (``regex``'s partial
     match at the end of the text so far) is pending too, so no match that fits is released."""
+    starts: Any = None
+    """A compiled pattern that finds every character a match can begin with (a class without
+    case folding, so ``re`` scans for it at C speed), or None: a window in which it finds none
+    is not searched, and the search starts at the first it finds. Used by a search of one
+    pattern that does not ``hold_partial``, with no ``search`` of its own."""
 
 
 Search = Callable[..., Any]
@@ -127,10 +133,12 @@ class SlidingSearch:
         "_collapse",
         "_ends_in_space",
         "_keep",
+        "_plain",
         "_plans",
         "_removed",
         "_search",
         "_seen",
+        "_starts",
         "_tail",
         "pending_from",
         "scanned",
@@ -145,6 +153,10 @@ class SlidingSearch:
             for p, ahead in plans
         )
         self._keep = max(p.width + p.context + ahead for p, ahead in plans)
+        # One pattern without partial matches, searched by itself (the forbidden phrases):
+        # each piece is one search, with no loop over plans.
+        self._plain = len(self._plans) == 1 and not self._plans[0][3] and search is None
+        self._starts = patterns[0].starts if self._plain else None
         self._collapse = collapse
         self._search = search
         self._tail = ""
@@ -166,7 +178,10 @@ class SlidingSearch:
         window = self._tail + text
         before = self._seen
         self._seen = before + len(text)
-        found = self._scan(window, before, final=False)
+        if self._plain:
+            found = self._scan_plain(window, before)
+        else:
+            found = self._scan(window, before, final=False)
         cut = len(window) - self._keep
         if cut > 0:
             self._tail, self._base = window[cut:], self._base + cut
@@ -207,6 +222,27 @@ class SlidingSearch:
                 if self.pending_from is None or offset < self.pending_from:
                     self.pending_from = offset
         return None
+
+    def _scan_plain(self, window: str, before: int) -> tuple[int, Any] | None:
+        """``_scan`` of a piece for the one pattern of a ``_plain`` search."""
+        pattern, reach, ahead, _ = self._plans[0]
+        pos = before - reach - self._base
+        if pos < 0:
+            pos = 0
+        end = len(window)
+        self.scanned += end - pos
+        if self._starts is not None:  # no character a match begins with: no match
+            first = self._starts.search(window, pos)
+            if first is None:
+                self.pending_from = None
+                return None
+            pos = first.start()
+        match = pattern.search(window, pos)
+        if match is not None and match.end() + ahead > end:
+            self.pending_from = self._text_offset(self._base + match.start())
+            return None
+        self.pending_from = None
+        return None if match is None else (0, match)
 
     def _find(self, pattern: Any, window: str, pos: int, *, partial: bool = False) -> Any:
         if self._search is not None:

@@ -182,7 +182,7 @@ class _RuleScanner:
     its ``must_not_match`` patterns, each piece searched with just that overlap (a pattern of
     unbounded length: with the window)."""
 
-    __slots__ = ("_check", "_clock", "_length", "_patterns", "_phrases", "_searches")
+    __slots__ = ("_check", "_clock", "_length", "_only", "_patterns", "_phrases", "_searches")
 
     def __init__(self, check: RuleCheck) -> None:
         self._check = check
@@ -193,6 +193,7 @@ class _RuleScanner:
         self._clock = _PieceClock()
         self._patterns = SlidingSearch(bounded, search=self._clock.search) if bounded else None
         self._searches = tuple(s for s in (self._phrases, self._patterns) if s is not None)
+        self._only = self._searches[0] if len(self._searches) == 1 else None
 
     @property
     def scanned(self) -> int:
@@ -200,8 +201,8 @@ class _RuleScanner:
 
     @property
     def pending_from(self) -> int | None:
-        if len(self._searches) == 1:
-            return self._searches[0].pending_from
+        if self._only is not None:
+            return self._only.pending_from
         pending = [s.pending_from for s in self._searches if s.pending_from is not None]
         return min(pending) if pending else None
 
@@ -282,13 +283,16 @@ def _phrase_scan(phrases: Sequence[str], flags: int) -> tuple[Bounded, list[int]
     """Every phrase in one pattern for the collapsed view (words one whitespace apart), and
     which phrase each of its groups is. Phrases sharing their edge conditions share them in
     the pattern, behind a look-ahead for their first characters: most positions of a text are
-    then passed over at once."""
+    then passed over at once; with their first characters' class (``_start_characters``), a
+    window without any is not searched at all."""
     if not phrases:
         return None
     edged: dict[tuple[str, str], list[tuple[int, str, str]]] = {}
+    firsts: set[str] = set()
     for index, phrase in enumerate(phrases):
         head, body, tail = _phrase_parts(phrase, r"\s")
         first = phrase.replace("\u2019", "'").split()[0][0]
+        firsts.update(_APOSTROPHE[1:-1] if first == "'" else first)
         starts = _APOSTROPHE[1:-1] if first == "'" else re.escape(first)
         edged.setdefault((head, tail), []).append((index, body, starts))
     alternatives: list[str] = []
@@ -300,7 +304,31 @@ def _phrase_scan(phrases: Sequence[str], flags: int) -> tuple[Bounded, list[int]
         order.extend(index for index, _, _ in members)
     source = "|".join(alternatives)
     limits = patterns.reach(source, flags)
-    return (Bounded(re.compile(source, flags), *limits), order) if limits else None
+    if not limits:
+        return None
+    words = all(head for head, _ in edged)  # every phrase begins a word
+    start_class = _start_characters("".join(sorted(firsts)), flags, words=words)
+    return Bounded(re.compile(source, flags), *limits, starts=start_class), order
+
+
+_ASCII_FOLDS = "\u0130\u0131\u017f\u212a"
+"""The characters beyond ASCII that ``re`` matches to an ASCII one when it ignores case
+(dotted capital I, dotless i, long s, the Kelvin sign): a test checks this over all of
+Unicode."""
+_START_CANDIDATES = "".join(map(chr, range(128))) + _ASCII_FOLDS + "\u2019"
+
+
+def _start_characters(firsts: str, flags: int, *, words: bool) -> re.Pattern[str] | None:
+    """A class, without case folding, of every character that matches one of ``firsts`` (the
+    phrases' first characters) under ``flags``: ``re`` scans for it at C speed; ``words``:
+    only where a word begins (checked behind the character, so the scan stays fast). None
+    when one of them has case variants beyond those listed here."""
+    if any(c not in _START_CANDIDATES for c in firsts):
+        return None
+    first = re.compile(f"[{re.escape(firsts)}]", flags)
+    found = [c for c in _START_CANDIDATES if first.fullmatch(c) is not None]
+    edge = r"(?<!\w.)" if words else ""
+    return re.compile(f"[{''.join(re.escape(c) for c in found)}]{edge}")
 
 
 def _too_long(length: int, limit: int) -> tuple[str, str]:
