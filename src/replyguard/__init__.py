@@ -8,13 +8,13 @@
 Everything the verifier itself gets wrong fails open: the reply is delivered as it is.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from replyguard._env import set_env_defaults
 
 set_env_defaults()
 
-from replyguard._public import lazy_attribute, present_as  # noqa: E402
+from replyguard._public import lazy_package, present_as  # noqa: E402
 from replyguard._version import __version__  # noqa: E402
 from replyguard.checks import AT_TOP_LEVEL as _CHECKS_AT_TOP_LEVEL  # noqa: E402
 from replyguard.errors import (  # noqa: E402 - after the env defaults
@@ -136,9 +136,4 @@ _LAZY = {name: _ELSEWHERE.get(name, "types") for name in __all__ if name not in 
 present_as(__name__, globals(), [name for name in __all__ if name not in _LAZY])
 
 
-def __getattr__(name: str) -> Any:
-    return lazy_attribute(__name__, globals(), _LAZY, name, _LAZY)
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_package(__name__, globals(), _LAZY, _LAZY)

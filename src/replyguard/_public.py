@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Collection, Iterable, Mapping, MutableMapping
+from collections.abc import Callable, Collection, Iterable, Mapping, MutableMapping
 from typing import Any
 
 _DEFINED_IN: dict[int, str] = {}
@@ -69,3 +69,21 @@ def lazy_attribute(
     present_as("replyguard", loaded, [each for each in loaded if each in presented])
     namespace.update(loaded)
     return value
+
+
+def lazy_package(
+    package: str,
+    namespace: MutableMapping[str, Any],
+    lazy: Mapping[str, str],
+    presented: Collection[str] = (),
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """A package's module ``__getattr__`` and ``__dir__`` (PEP 562), its names in ``lazy``
+    loaded on first use by ``lazy_attribute``: ``__getattr__, __dir__ = lazy_package(...)``."""
+
+    def __getattr__(name: str) -> Any:
+        return lazy_attribute(package, namespace, lazy, name, presented)
+
+    def __dir__() -> list[str]:
+        return sorted({*namespace, *namespace.get("__all__", ())})
+
+    return __getattr__, __dir__

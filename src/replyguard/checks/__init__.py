@@ -7,9 +7,9 @@ names below.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from replyguard._public import lazy_attribute
+from replyguard._public import lazy_package
 
 if TYPE_CHECKING:
     from replyguard.checks.base import Check, CheckResult, FunctionCheck, as_check, failed, passed
@@ -75,9 +75,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    return lazy_attribute(__name__, globals(), _LAZY, name, AT_TOP_LEVEL)
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_package(__name__, globals(), _LAZY, AT_TOP_LEVEL)

@@ -10,9 +10,9 @@ that part alone, and a turn that its checks decide never loads the prompt build.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from replyguard._public import lazy_attribute
+from replyguard._public import lazy_package
 
 if TYPE_CHECKING:
     from replyguard.context._build import build_judge_prompt
@@ -73,9 +73,4 @@ _LAZY = {
 _LAZY.update({name: "_prompt" for name in __all__ if name not in _LAZY})
 
 
-def __getattr__(name: str) -> Any:
-    return lazy_attribute(__name__, globals(), _LAZY, name)
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_package(__name__, globals(), _LAZY)

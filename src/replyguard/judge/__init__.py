@@ -11,9 +11,9 @@ part alone, not the machinery of a judge call.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from replyguard._public import lazy_attribute
+from replyguard._public import lazy_package
 
 if TYPE_CHECKING:
     from replyguard.judge._base import BaseJudge
@@ -51,9 +51,4 @@ _LAZY = {
 _LAZY.update({name: "_litellm" for name in __all__ if name not in _LAZY})
 
 
-def __getattr__(name: str) -> Any:
-    return lazy_attribute(__name__, globals(), _LAZY, name)
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_package(__name__, globals(), _LAZY)

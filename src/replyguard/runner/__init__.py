@@ -10,9 +10,9 @@ Both names load on first use: importing one of the runner's modules (the config'
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from replyguard._public import lazy_attribute
+from replyguard._public import lazy_package
 
 if TYPE_CHECKING:
     from replyguard.runner._sync import blocked_context
@@ -23,9 +23,4 @@ __all__ = ["Verifier", "blocked_context"]
 _LAZY = {"Verifier": "_verifier", "blocked_context": "_sync"}
 
 
-def __getattr__(name: str) -> Any:
-    return lazy_attribute(__name__, globals(), _LAZY, name)
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_package(__name__, globals(), _LAZY)
