@@ -196,11 +196,12 @@ class _Renderer:
             kind = type(value)
             if kind in _AS_IS:
                 pairs.append(f"{key}={value!r}")
-            elif kind is str and value in plain:
-                pairs.append(f"{key}={plain[value]}")
-            else:
+                continue
+            # One look-up: another thread's event may clear the memo between two.
+            text = plain.get(value) if kind is str else None
+            if text is None:
                 shown[key], text = self._value(value)
-                pairs.append(f"{key}={text}")
+            pairs.append(f"{key}={text}")
         return " ".join(pairs), {"replyguard": shown}
 
     def processor(self, _logger: Any, _name: str, event_dict: MutableMapping[str, Any]) -> Any:
