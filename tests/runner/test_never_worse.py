@@ -210,12 +210,15 @@ async def test_a_ledger_locked_by_another_writer_never_holds_the_turn(
     try:
         config = make_config(verifyAll=True, ledgerPath=str(path), maxLatencyMs=deadline)
         outcome, timed = await asyncio.wait_for(ledger_turn(config), timeout=10)
+        # Nothing was forced through the other writer's lock. (Once it is released, a write
+        # that gave up waiting on a busy machine may still land: the record is not lost.)
+        written = path.read_text()
     finally:
         os.close(holder)
     assert outcome.status == Status.PASSED
     assert timed.within(0.5), timed.seconds
     assert any("locked" in message for message in failed_writes(replyguard_logs))
-    assert path.read_text() == ""
+    assert written == ""
 
 
 async def test_lone_surrogates_give_one_valid_line_with_replacement_characters(
