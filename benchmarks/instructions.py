@@ -27,7 +27,11 @@ dropped before it is built, so without it logging at INFO would count almost not
 each record reaches a handler, and no formatting or I/O of the host's is counted. Needs
 valgrind (``apt-get install valgrind``); with the default 100 calls a side it takes about 8
 minutes (the wires run side by side). ``--own-share`` counts only the own share and what
-logging at INFO adds to it (about 40 s, no judge server), ``--added-work N`` also the same turn
+logging at INFO adds to it (about 40 s, no judge server; the logger's level held at WARNING
+through the turn's count and at INFO through the logged turn's, as a host that sets its
+levels once runs them, and, beside it, switched to INFO and back around every call as the
+wall-time row does: each switch empties every logger's level cache, a cost that is not
+replyguard's), ``--added-work N`` also the same turn
 with a loop of N passes added to its prompt build, ``--plumbing`` also the same turn with the
 injection screen and the prompt build stubbed out (what is left: the turn's plumbing),
 ``--json`` prints the shares as JSON: the suite's guard (``tests/tools/test_bench_guard.py``).
@@ -66,6 +70,7 @@ from judge_server import JudgeServerProcess
 _WARM_CALLS = 50
 IN_PROCESS = "in-process verified turn"
 LOGGED = "in-process verified turn, logging at INFO"
+SWITCHED = "in-process verified turn, logging at INFO, level switched per call"
 BARE = "in-process bare agent"
 BY_HAND = "request by hand"
 SLOWED = "in-process verified turn, prompt build slowed"
@@ -189,9 +194,12 @@ def _plumbing_only(side: Side) -> Side:
     return call
 
 
-def _logged(side: Side) -> Side:
-    """``side`` with the ``replyguard`` logger at INFO (its records reach the host's handler
-    ``_child`` attaches for every side, which drops them: ``scenarios.DiscardingHandler``)."""
+def _switched(side: Side) -> Side:
+    """``side`` with the ``replyguard`` logger set to INFO before each call and back to WARNING
+    after it, as the wall-time row does (each ``setLevel`` empties every logger's level cache,
+    so the calls after it pay look-ups a host that sets its levels once does not pay). Its
+    records reach the host's handler ``_child`` attaches for every side, which drops them:
+    ``scenarios.DiscardingHandler``."""
     logger = logging.getLogger("replyguard")
 
     async def call() -> None:
@@ -212,7 +220,12 @@ async def _sides(
     if wire_name == STREAM:
         return await _stream_sides(url)
     own, bare = await sc.instant_sides()
-    in_process: dict[str, Side] = {IN_PROCESS: own, LOGGED: _logged(own), BARE: bare}
+    in_process: dict[str, Side] = {
+        IN_PROCESS: own,
+        LOGGED: own,  # its counted block holds the level at INFO: ``_LEVEL_HELD``
+        SWITCHED: _switched(own),
+        BARE: bare,
+    }
     if added_work:
         in_process[SLOWED] = _with_added_work(own, added_work)
     if plumbing:
@@ -223,6 +236,17 @@ async def _sides(
     return {**sides, **in_process}, close
 
 
+_LEVEL_HELD = {IN_PROCESS: logging.WARNING, LOGGED: logging.INFO}
+"""The ``replyguard`` logger's level held through each of these sides' warm-up and counted
+block, set before the block's first dump (``sc.logger_level``): logging off and on as a host
+that sets its levels once runs them."""
+
+
+def _level(name: str) -> contextlib.AbstractContextManager[None]:
+    level = _LEVEL_HELD.get(name)
+    return contextlib.nullcontext() if level is None else sc.logger_level(level)
+
+
 async def _child(
     wire_name: str, url: str, folder: Path, calls: int, added_work: int, plumbing: bool = False
 ) -> None:
@@ -231,18 +255,22 @@ async def _child(
     settle = 0.0 if wire_name == OWN else _SETTLE_SECONDS  # in-process sides log nothing
     try:
         with sc.host_handler():  # as on a host that configured logging, whatever the level
-            for side in sides.values():
-                for _ in range(_WARM_CALLS if wire_name != STREAM else 3):
-                    await side()
+            for name, side in sides.items():
+                with _level(name):
+                    for _ in range(_WARM_CALLS if wire_name != STREAM else 3):
+                        await side()
             for index, (name, side) in enumerate(sides.items()):
-                await asyncio.sleep(settle)
-                gc.collect()
-                gc.disable()
-                _ask(folder, "start", index, name)
-                await _calls(side, calls)
-                await asyncio.sleep(settle)
-                _ask(folder, "end", index, name)
-                gc.enable()
+                with _level(name):
+                    if name in _LEVEL_HELD:
+                        await side()  # the level's look-ups cached again before the count
+                    await asyncio.sleep(settle)
+                    gc.collect()
+                    gc.disable()
+                    _ask(folder, "start", index, name)
+                    await _calls(side, calls)
+                    await asyncio.sleep(settle)
+                    _ask(folder, "end", index, name)
+                    gc.enable()
     finally:
         await close()
 
@@ -297,6 +325,7 @@ def _shares(per_call: dict[str, float]) -> dict[str, float]:
     shares = {
         "own_share": per_call[IN_PROCESS] - per_call[BARE],
         "logging_at_info": per_call[LOGGED] - per_call[IN_PROCESS],
+        "logging_at_info_level_switched": per_call[SWITCHED] - per_call[IN_PROCESS],
     }
     if SLOWED in per_call:
         shares["slowed_own_share"] = per_call[SLOWED] - per_call[BARE]
@@ -339,9 +368,11 @@ def _table(wire_name: str, per_call: dict[str, float], calls: int) -> None:
                 f" {count / by_hand:9.3f}"
             )
     for name, share in _shares(per_call).items():
-        what = {"logging_at_info": "over logging off", "plumbing": "screen and build stubbed"}.get(
-            name, "in-process turn - bare agent"
-        )
+        what = {
+            "logging_at_info": "over logging off, each level held through its count",
+            "logging_at_info_level_switched": "over logging off, the wall row's method",
+            "plumbing": "screen and build stubbed",
+        }.get(name, "in-process turn - bare agent")
         print(f"  {name.replace('_', ' ')} ({what}): {share / 1e3:.0f}K")
 
 

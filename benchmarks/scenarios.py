@@ -833,6 +833,18 @@ def host_handler() -> Iterator[None]:
         logger.removeHandler(handler)
 
 
+@contextlib.contextmanager
+def logger_level(level: int) -> Iterator[None]:
+    """The ``replyguard`` logger at ``level`` for the block, then at its level before."""
+    logger = logging.getLogger("replyguard")
+    before = logger.level
+    logger.setLevel(level)
+    try:
+        yield
+    finally:
+        logger.setLevel(before)
+
+
 async def logging_on_vs_off(pairs: int, level: int = logging.INFO) -> Pair:
     """The in-process verified turn with the ``replyguard`` logger at ``level`` vs at WARNING
     (logging off): what building and emitting the turn's events costs. The records reach a
