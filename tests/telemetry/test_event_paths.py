@@ -7,6 +7,7 @@ import enum
 import json
 import logging
 import re
+import sys
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -170,6 +171,39 @@ def test_a_record_made_straight_is_the_record_structlog_makes(
         assert seen == {k: typed(v) for k, v in vars(expected).items() if k not in TIME_ONES}
         assert made.funcName == "fire" and made.pathname == __file__
         assert made.getMessage() == expected.getMessage()
+    assert all(KEY not in r.getMessage() and KEY not in repr(r.__dict__) for r in records)
+
+
+def test_every_entry_point_makes_the_record_structlog_makes(
+    records: list[logging.LogRecord],
+) -> None:
+    """``emit_fields``' mapping, ``emit``'s keywords and the level's own method make the same
+    record, naming the line that called them; the mapping given is neither changed nor kept."""
+    direct, through = Events((KEY,)), Events((KEY,))
+    through.__dict__["_direct"] = False  # as with a host's structlog context class
+    calls: list[int] = []
+    here = sys._getframe()
+    for event, fields in EVENTS:
+        given = dict(fields)
+        direct.emit_fields(logging.WARNING, event, given)
+        calls.append(here.f_lineno - 1)
+        direct.emit(logging.WARNING, event, **fields)
+        calls.append(here.f_lineno - 1)
+        direct.warning(event, **fields)
+        calls.append(here.f_lineno - 1)
+        through._logger.warning(event, **fields)
+        calls.append(here.f_lineno - 1)
+        assert typed(given) == typed(fields)
+        assert all(r.replyguard is not given for r in records[-4:])  # type: ignore[attr-defined]
+    assert [r.lineno for r in records] == calls
+    name = test_every_entry_point_makes_the_record_structlog_makes.__name__
+    for made in records:
+        assert made.funcName == name and made.pathname == __file__
+    ignored = {*TIME_ONES, "lineno"}
+    for group in range(0, len(records), 4):
+        expected = {k: typed(v) for k, v in vars(records[group + 3]).items() if k not in ignored}
+        for made in records[group : group + 3]:
+            assert {k: typed(v) for k, v in vars(made).items() if k not in ignored} == expected
     assert all(KEY not in r.getMessage() and KEY not in repr(r.__dict__) for r in records)
 
 

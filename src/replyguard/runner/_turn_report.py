@@ -54,7 +54,7 @@ def report_outcome(
     if log_content:
         fields["user_message"] = turn.user_message
         fields["response"] = outcome.response
-    events.emit(level, event, **fields)
+    events.emit_fields(level, event, fields)
 
 
 async def append_to_ledger(
@@ -104,4 +104,4 @@ def report_verdict(events: Events, step: Step, verdict: Verdict, prompt: JudgePr
         fields["panel"] = member_votes(verdict)
     if step.profile.config.log_content:
         fields["feedback"] = verdict.feedback
-    events.emit(logging.INFO, "verdict", **fields)
+    events.emit_fields(logging.INFO, "verdict", fields)

@@ -321,10 +321,17 @@ class Events:
         """Whether an event at ``level`` would be recorded (check before building content)."""
         return self._stdlib.isEnabledFor(level)
 
-    def emit(self, level: int, event: str, **fields: Any) -> None:
-        """Record one event when its level is enabled. Never raises: a host's logging that
-        does (a filter, or a handler of its own whose ``emit`` raises: stdlib's handlers catch
-        their own errors, nothing catches those) loses that event, never the turn."""
+    def emit(self, level: int, event: str, /, **fields: Any) -> None:
+        """Record one event when its level is enabled (``emit_fields``)."""
+        self.emit_fields(level, event, fields)
+
+    def emit_fields(self, level: int, event: str, fields: Mapping[str, Any]) -> None:
+        """Record one event when its level is enabled, its fields given as one mapping (which
+        is not kept: a caller that built them as a dict passes it as it is, where ``emit``'s
+        keywords would copy it into a new dict, about 5K instructions for a ``verdict``).
+        Never raises: a host's logging that does (a filter, or a handler of its own whose
+        ``emit`` raises: stdlib's handlers catch their own errors, nothing catches those)
+        loses that event, never the turn."""
         if not self._stdlib.isEnabledFor(level):
             return
         if "_logger" not in self.__dict__ and not _heard(self._stdlib):
@@ -350,18 +357,18 @@ class Events:
                 "this and later events it rejects are not logged (not said again)\n"
             )
 
-    def debug(self, event: str, **fields: Any) -> None:
+    def debug(self, event: str, /, **fields: Any) -> None:
         """A decision at DEBUG."""
-        self.emit(logging.DEBUG, event, **fields)
+        self.emit_fields(logging.DEBUG, event, fields)
 
-    def info(self, event: str, **fields: Any) -> None:
+    def info(self, event: str, /, **fields: Any) -> None:
         """A decision at INFO."""
-        self.emit(logging.INFO, event, **fields)
+        self.emit_fields(logging.INFO, event, fields)
 
-    def warning(self, event: str, **fields: Any) -> None:
+    def warning(self, event: str, /, **fields: Any) -> None:
         """A misconfiguration or a fail-open at WARNING."""
-        self.emit(logging.WARNING, event, **fields)
+        self.emit_fields(logging.WARNING, event, fields)
 
-    def error(self, event: str, **fields: Any) -> None:
+    def error(self, event: str, /, **fields: Any) -> None:
         """A configuration error found at call time, at ERROR."""
-        self.emit(logging.ERROR, event, **fields)
+        self.emit_fields(logging.ERROR, event, fields)
