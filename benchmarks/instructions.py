@@ -196,7 +196,8 @@ def _plumbing_only(side: Side) -> Side:
 
 def _switched(side: Side) -> Side:
     """``side`` with the ``replyguard`` logger set to INFO before each call and back to WARNING
-    after it, as the wall-time row does (each ``setLevel`` empties every logger's level cache,
+    after it, as the wall-time row's logged side is and this row's was until issue 42's third
+    round (each ``setLevel`` empties every logger's level cache,
     so the calls after it pay look-ups a host that sets its levels once does not pay). Its
     records reach the host's handler ``_child`` attaches for every side, which drops them:
     ``scenarios.DiscardingHandler``."""
@@ -370,7 +371,7 @@ def _table(wire_name: str, per_call: dict[str, float], calls: int) -> None:
     for name, share in _shares(per_call).items():
         what = {
             "logging_at_info": "over logging off, each level held through its count",
-            "logging_at_info_level_switched": "over logging off, the wall row's method",
+            "logging_at_info_level_switched": "over logging off, switched around each call",
             "plumbing": "screen and build stubbed",
         }.get(name, "in-process turn - bare agent")
         print(f"  {name.replace('_', ' ')} ({what}): {share / 1e3:.0f}K")
