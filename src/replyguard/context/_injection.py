@@ -29,6 +29,7 @@ from replyguard.context._phrases import (
     _HIDDEN_WORDS,
     _INSTRUCTIONS,
     _JSON_VERDICT,
+    _MASTER_KEYS,
     _PADDING_LENGTH,
     _PADDING_RATIO,
     _ROLE_MARKERS,
@@ -158,6 +159,10 @@ def _verdict_lines(skeleton: str, lowered: str, blocks: list[tuple[int, int]]) -
     return False
 
 
+_KEY_EDGES = " \t#>*_-:.。!"  # what may stand before and after a master key on its line
+_LONGEST_KEY = max(map(len, _MASTER_KEYS))
+
+
 def _master_key(lowered: str, blocks: list[tuple[int, int]], lines: list[int] | None) -> bool:
     """A symbol-only line anywhere, or a master key as the last line (outside code)."""
     for start in _line_matches(_SYMBOL_LINE, lowered, lines):
@@ -165,6 +170,8 @@ def _master_key(lowered: str, blocks: list[tuple[int, int]], lines: list[int] | 
             return True
     stripped = lowered.rstrip()
     start = stripped.rfind("\n") + 1
+    if len(stripped[start:].strip(_KEY_EDGES)) > _LONGEST_KEY:
+        return False  # stripped of its edges, a master key line is a part of the key at most
     return not _inside(blocks, start) and bool(_master_key_pattern().fullmatch(stripped, start))
 
 
@@ -251,17 +258,38 @@ def _present(flat: str) -> frozenset[str]:
     return frozenset(needle for needle in _needles() if needle in flat)
 
 
+@functools.cache
+def _needing() -> tuple[dict[str, frozenset[_Rule]], frozenset[_Rule]]:
+    """Each needle's phrase rules (those whose ``needs`` hold it), and the rules that need
+    nothing (tried on every text)."""
+    rules = (*_INSTRUCTIONS, *_ROLE_MARKERS, _JSON_VERDICT)
+    needing: dict[str, set[_Rule]] = {}
+    for rule in rules:
+        for need in rule.needs:
+            needing.setdefault(need, set()).add(rule)
+    always = frozenset(rule for rule in rules if not rule.needs)
+    return {need: frozenset(found) for need, found in needing.items()}, always
+
+
+def _gated(present: frozenset[str]) -> frozenset[_Rule]:
+    """The phrase rules that may match a text holding the needles ``present``: those one of
+    whose needs is there (a string one of which each of its matches holds)."""
+    needing, always = _needing()
+    return always.union(*(needing.get(needle, ()) for needle in present))
+
+
 def _any_found(
-    rules: tuple[_Rule, ...], flat: str, present: frozenset[str], lines: list[int] | None = None
+    rules: tuple[_Rule, ...], flat: str, gated: frozenset[_Rule], lines: list[int] | None = None
 ) -> bool:
     """Whether one of ``rules`` matches ``flat`` while one of its anchors occurs in it (the
-    anchors decide whether a rule counts). A rule none of whose ``needs`` is ``present`` (a
-    string one of which each match holds) cannot match and is not tried. ``lines``: where the
-    lines of ``flat`` start, when known."""
+    anchors decide whether a rule counts); only the rules ``gated`` in are tried. ``lines``:
+    where the lines of ``flat`` start, when known."""
+    if gated.isdisjoint(rules):
+        return False
     return any(
         rule.matches(flat, lines) and any(anchor in flat for anchor in rule.anchors)
         for rule in rules
-        if not rule.needs or not present.isdisjoint(rule.needs)
+        if rule in gated
     )
 
 
@@ -288,19 +316,20 @@ def suspected_injection(text: str) -> list[str]:
     flat = lowered if plain_spaces else _compiled(_SPACES).sub(" ", lowered)
     blocks = _code_blocks(skeleton)
     present = _present(flat)  # "pass" and "fail" are in flat exactly when they are in lowered
+    gated = _gated(present)
     lines = _line_starts(lowered)  # the same in the skeleton, and in flat when it is lowered
     flat_lines = lines if flat is lowered else None
     found = {
         "verdict_line": not present.isdisjoint(_VERDICT_WORDS)
         and _verdict_lines(skeleton, lowered, blocks),
-        "json_verdict": _any_found((_JSON_VERDICT,), flat, present),
-        "judge_instruction": _any_found(_INSTRUCTIONS, flat, present)
+        "json_verdict": _any_found((_JSON_VERDICT,), flat, gated),
+        "judge_instruction": _any_found(_INSTRUCTIONS, flat, gated)
         or (
             "pass" in present
             and "PASS" in skeleton
             and bool(_compiled(_SHOUTED_DEMAND).search(skeleton))
         ),
-        "role_marker": _any_found(_ROLE_MARKERS, flat, present, flat_lines)
+        "role_marker": _any_found(_ROLE_MARKERS, flat, gated, flat_lines)
         or next(_line_matches(_SHOUTED_ROLE, skeleton, lines), None) is not None,
         "section_tag": _section_tag(flat, present),
         "master_key": _master_key(lowered, blocks, lines),
