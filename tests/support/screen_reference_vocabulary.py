@@ -232,7 +232,19 @@ _INSTRUCTIONS = (
 )
 _ROLE_MARKERS = (
     _Rule(
-        ("<|", "[inst]", "[/inst]", "[sys]", "[system]", "<<sys>>", "<</sys>>"),
+        # The one change made on purpose since the freeze (issue 42): the closing tags
+        # [/sys] and [/system], which the pattern matches, are anchors too (flagged alone).
+        (
+            "<|",
+            "[inst]",
+            "[/inst]",
+            "[sys]",
+            "[/sys]",
+            "[system]",
+            "[/system]",
+            "<<sys>>",
+            "<</sys>>",
+        ),
         r"<\| ?(?:im_start|im_end|system|user|assistant|endoftext|start_header_id"
         r"|end_header_id|eot_id) ?\|>|\[/?(?:inst|sys|system)\]|<</?sys>>",
     ),

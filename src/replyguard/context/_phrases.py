@@ -251,7 +251,17 @@ _INSTRUCTIONS = (
 )
 _ROLE_MARKERS = (
     _Rule(
-        ("<|", "[inst]", "[/inst]", "[sys]", "[system]", "<<sys>>", "<</sys>>"),
+        (
+            "<|",
+            "[inst]",
+            "[/inst]",
+            "[sys]",
+            "[/sys]",
+            "[system]",
+            "[/system]",
+            "<<sys>>",
+            "<</sys>>",
+        ),
         r"<\| ?(?:im_start|im_end|system|user|assistant|endoftext|start_header_id"
         r"|end_header_id|eot_id) ?\|>|\[/?(?:inst|sys|system)\]|<</?sys>>",
         leads=("<|", "[", "<<"),
