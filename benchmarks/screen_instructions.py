@@ -10,7 +10,9 @@ whose words hold some of the phrase rules' anchor words in innocent use ("they",
 "ignore", "note", "model"), and of 32K characters of prose. Each row's work runs inside one
 ``functools.reduce`` call, and callgrind counts only inside it
 (``--toggle-collect=functools_reduce``) and writes one dump as it leaves (``--dump-after``):
-no warm-up counted. Needs valgrind; under a minute.
+no warm-up counted. The import row counts compiling the modules' sources too unless their
+bytecode is cached: run once first without ``PYTHONDONTWRITEBYTECODE`` (``PYTHONPYCACHEPREFIX``
+keeps the cache out of the tree). Needs valgrind; under a minute.
 """
 
 from __future__ import annotations
@@ -19,10 +21,7 @@ import argparse
 import functools
 import importlib
 import os
-import re
-import subprocess
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -85,31 +84,11 @@ def main() -> int:
     if args.child:
         _child(args.screens, args.child)
         return 0
-    with tempfile.TemporaryDirectory() as scratch:
-        folder = Path(scratch)
-        names = folder / "names"
-        command = [
-            "valgrind",
-            "--tool=callgrind",
-            "--collect-atstart=no",
-            "--toggle-collect=functools_reduce",
-            "--dump-after=functools_reduce",
-            f"--callgrind-out-file={folder / 'cg.out'}",
-            sys.executable,
-            __file__,
-            "--screens",
-            str(args.screens),
-            "--child",
-            str(names),
-        ]
-        env = {**os.environ, "PYTHONHASHSEED": "0"}
-        subprocess.run(command, check=True, capture_output=True, env=env)
-        counts = []
-        dumps = sorted(folder.glob("cg.out.*"), key=lambda path: int(path.suffix[1:]))
-        for dump in dumps:
-            found = re.search(r"^summary: (\d+)", dump.read_text(errors="replace"), re.M)
-            counts.append(int(found.group(1)) if found else 0)
-        labels = names.read_text().split("\n")
+    sys.path.insert(0, str(HERE))
+    from prompt_instructions import reduce_counts  # the parent's only: the child counts imports
+
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    labels, counts = reduce_counts(__file__, ["--screens", str(args.screens)], env)
     print(f"\n== instructions per injection screen ({args.screens} screens a case)")
     for label, total in zip(labels, counts[-len(labels) :], strict=True):
         per = total if label == IMPORT else total / args.screens
