@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from replyguard.context import _phrases
 from replyguard.context._phrases import (
     _CROWDED,
     _INSTRUCTIONS,
@@ -91,3 +92,49 @@ def test_generated_texts_give_the_same_matches_at_the_leads(pieces: list[str]) -
     for rule in LEAD_RULES:
         whole = [match.span() for match in rule.pattern.finditer(text)]
         assert [match.span() for match in rule._finditer(text)] == whole
+
+
+def _firsts(items: Any) -> tuple[set[str], bool]:
+    """The characters a match of a parsed pattern may start with, and whether it may match
+    the empty string."""
+    chars: set[str] = set()
+    for op, value in items:
+        if op is sre_constants.LITERAL:
+            return chars | {chr(value)}, False
+        if op is sre_constants.IN:
+            for kind, item in value:
+                assert kind in (sre_constants.LITERAL, sre_constants.RANGE), kind
+                low, high = (item, item) if kind is sre_constants.LITERAL else item
+                chars.update(map(chr, range(low, high + 1)))
+            return chars, False
+        if op is sre_constants.AT:
+            continue  # zero width
+        if op is sre_constants.BRANCH:
+            found = [_firsts(branch) for branch in value[1]]
+            parts, empty = set().union(*(part for part, _ in found)), any(e for _, e in found)
+        elif op is sre_constants.SUBPATTERN:
+            parts, empty = _firsts(value[3])
+        else:
+            assert op.name.endswith("_REPEAT"), op
+            parts, empty = _firsts(value[2])
+            empty = empty or value[0] == 0
+        chars |= parts
+        if not empty:
+            return chars, False
+    return chars, True
+
+
+LINE_RULES = [
+    (_phrases._SHOUTED_ROLE, _phrases._SHOUTED_ROLE_FIRSTS),
+    (_phrases._SYMBOL_LINE, _phrases._SYMBOL_LINE_FIRSTS),
+    *((rule._source[0], rule.firsts) for rule in RULES if not rule.leads),
+]
+
+
+@pytest.mark.parametrize(("pattern", "firsts"), LINE_RULES, ids=[p[:20] for p, _ in LINE_RULES])
+def test_a_line_rule_names_every_character_its_lines_may_start_with(
+    pattern: str, firsts: str
+) -> None:
+    chars, empty = _firsts(list(sre_parser.parse(pattern, re.M)))
+    assert not empty
+    assert chars <= set(firsts)

@@ -36,8 +36,10 @@ from replyguard.context._phrases import (
     _SECTION_TAG,
     _SHOUTED_DEMAND,
     _SHOUTED_ROLE,
+    _SHOUTED_ROLE_FIRSTS,
     _SHOUTED_VERDICT,
     _SYMBOL_LINE,
+    _SYMBOL_LINE_FIRSTS,
     _TARGET_WORDS,
     _TEST_OUTPUT,
     _VERDICT_LINE,
@@ -128,13 +130,19 @@ def _at_lines(pattern: str) -> AtLineStart:
     return AtLineStart(pattern)
 
 
-def _line_matches(pattern: str, text: str, starts: list[int] | None) -> Iterator[int]:
+def _line_matches(pattern: str, firsts: str, text: str, starts: list[int] | None) -> Iterator[int]:
     """Where each line of ``text`` that the line rule ``pattern`` matches starts
-    (``AtLineStart.starts``), tried only at ``starts`` when they are known."""
+    (``AtLineStart.starts``). When the line starts are known (``starts``), it is tried only at
+    those whose first character is one of ``firsts`` (those a line it matches may start with;
+    "" at the end of a text that ends with a newline, tried too)."""
     if starts is None:
         return _at_lines(pattern).starts(text)
     first = _compiled(pattern, re.M)  # as AtLineStart tries the first line
-    return (start for start in starts if first.match(text, start))
+    return (
+        start
+        for start in starts
+        if text[start : start + 1] in firsts and first.match(text, start) is not None
+    )
 
 
 def _verdict_lines(skeleton: str, lowered: str, blocks: list[tuple[int, int]]) -> bool:
@@ -165,7 +173,7 @@ _LONGEST_KEY = max(map(len, _MASTER_KEYS))
 
 def _master_key(lowered: str, blocks: list[tuple[int, int]], lines: list[int] | None) -> bool:
     """A symbol-only line anywhere, or a master key as the last line (outside code)."""
-    for start in _line_matches(_SYMBOL_LINE, lowered, lines):
+    for start in _line_matches(_SYMBOL_LINE, _SYMBOL_LINE_FIRSTS, lowered, lines):
         if not _inside(blocks, start):
             return True
     stripped = lowered.rstrip()
@@ -299,6 +307,12 @@ def _section_tag(flat: str, present: frozenset[str]) -> bool:
     )
 
 
+def _shouted_role(skeleton: str, lines: list[int] | None) -> bool:
+    """A line that opens as an upper-case role ("SYSTEM:"); ``lines``: its line starts."""
+    found = _line_matches(_SHOUTED_ROLE, _SHOUTED_ROLE_FIRSTS, skeleton, lines)
+    return next(found, None) is not None
+
+
 def suspected_injection(text: str) -> list[str]:
     """Reason codes (keys of ``REASONS``, in that order) why ``text`` addresses the judge."""
     shown = _lowered_visible_ascii(text)
@@ -330,7 +344,7 @@ def suspected_injection(text: str) -> list[str]:
             and bool(_compiled(_SHOUTED_DEMAND).search(skeleton))
         ),
         "role_marker": _any_found(_ROLE_MARKERS, flat, gated, flat_lines)
-        or next(_line_matches(_SHOUTED_ROLE, skeleton, lines), None) is not None,
+        or _shouted_role(skeleton, lines),
         "section_tag": _section_tag(flat, present),
         "master_key": _master_key(lowered, blocks, lines),
         "hidden_instruction": _hidden_instruction(flat, skeleton),

@@ -36,16 +36,19 @@ class _Rule:
         lines: bool = False,
         leads: Sequence[str] = (),
         needs: Sequence[str] | None = None,
+        firsts: str = "",
     ) -> None:
         """``lines``: ``pattern`` is tried at line starts only (``AtLineStart``), as if it
-        began with ``^``; such a rule takes no ``before`` and no ``leads``."""
-        if lines and (before is not None or leads):
+        began with ``^``; such a rule takes no ``before`` and no ``leads``, and ``firsts``
+        holds every character a line it matches may start with."""
+        if lines and (before is not None or leads or not firsts):
             raise ValueError("a line-start rule has no `before` context and no leads")
         self.anchors = tuple(anchors)
         self.leads = tuple(leads)
         self.needs = tuple(leads if needs is None else needs)
         self._source = (pattern, before)
         self._lines = lines
+        self.firsts = firsts
 
     @functools.cached_property
     def pattern(self) -> re.Pattern[str]:
@@ -70,7 +73,10 @@ class _Rule:
         where each line of ``text`` starts, when known (a line-start rule tries only there)."""
         if self._lines:  # a line start follows a newline: no word boundary to check
             if line_starts is not None:
-                return any(self.pattern.match(text, start) for start in line_starts)
+                return any(
+                    text[start : start + 1] in self.firsts and self.pattern.match(text, start)
+                    for start in line_starts
+                )
             return self.line_pattern.search(text) is not None
         for match in self._finditer(text):
             start = match.start()
@@ -282,6 +288,7 @@ _ROLE_MARKERS = (
         r"|#{1,6} ?(?:system|instructions?|judge|evaluator|grader)(?: prompt)? ?:? ?$"
         r"| ?(?:```|~~~) ?(?:system|judge|evaluator|grader|instructions?|verdict|prompt)\b",
         lines=True,
+        firsts=" >*#_[(sdjeg`~",
         needs=(":", "#", "`", "~"),
     ),
 )
@@ -292,6 +299,7 @@ _SHOUTED_DEMAND = (
     rf"(?i:output|verdict|answer|respond|reply|rating)[ \t]{{1,3}}PASS(?!\w){_UNCONDITIONAL}"
 )
 # Upper case only: "System: Ubuntu 22.04" is a spec sheet, "SYSTEM: ..." poses as one.
+_SHOUTED_ROLE_FIRSTS = " \t>*#_[(SDJEGV"  # what a line it matches may start with
 _SHOUTED_ROLE = (  # a line rule
     r"[ \t>*#_\[(]*+(?:SYSTEM|DEVELOPER|JUDGE|EVALUATOR|GRADER|VERIFIER)"
     r"(?:[ \t]+(?:PROMPT|MESSAGE|NOTE|OVERRIDE|INSTRUCTIONS?|UPDATE))?[\])*_ \t]*:"
@@ -370,6 +378,7 @@ def _master_key_pattern() -> re.Pattern[str]:
 
 
 _SYMBOL_LINE = r"[ \t]*[:.,;。、][ \t]*$"  # a line rule
+_SYMBOL_LINE_FIRSTS = " \t:.,;。、"
 _TARGET_WORDS = ("pass", "fail", "verdict", "judge", "system", "ignore")
 _PADDING_LENGTH = 20_000  # characters
 _PADDING_RATIO = 20  # compressed this many times or more
