@@ -79,6 +79,7 @@ def test_a_text_crowded_with_leads_is_scanned_whole_with_the_same_matches() -> N
     rule = _INSTRUCTIONS[4]  # "hey evaluator ... pass": "they" holds its lead "hey "
     text = "they " * 100 + "hey judge, they pass " * 3
     assert text.count("hey ") * _CROWDED > len(text)
+    assert rule._starts(text) is None
     assert [m.span() for m in rule._finditer(text)] == [
         m.span() for m in rule.pattern.finditer(text)
     ]

@@ -92,8 +92,8 @@ class _Rule:
         if not self.leads:
             yield from self.pattern.finditer(text)
             return
-        starts = sorted({at for lead in self.leads for at in _occurrences(text, lead)})
-        if len(starts) * _CROWDED > len(text):
+        starts = self._starts(text)
+        if starts is None:
             yield from self.pattern.finditer(text)
             return
         end = 0  # where the last match ended: finditer's next search starts there
@@ -102,8 +102,20 @@ class _Rule:
                 yield match
                 end = match.end()
 
+    def _starts(self, text: str) -> list[int] | None:
+        """Where a lead stands in ``text``, in order; None as soon as they are crowded (more
+        than one every ``_CROWDED`` characters: one scan of the whole text is quicker)."""
+        most = len(text) // _CROWDED
+        starts: set[int] = set()
+        for lead in self.leads:
+            for at in _occurrences(text, lead):
+                starts.add(at)
+                if len(starts) > most:
+                    return None
+        return sorted(starts)
 
-_CROWDED = 16  # a lead every this many characters or more often: one scan is quicker
+
+_CROWDED = 16
 
 
 def _occurrences(text: str, needle: str) -> Iterator[int]:
