@@ -91,14 +91,12 @@ def _child(builds: int, names_file: Path) -> None:
         functools.reduce(lambda _, __: build(), range(builds), None)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--builds", type=int, default=20, help="builds counted per case")
-    parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.child:
-        _child(args.builds, args.child)
-        return 0
+def reduce_counts(
+    script: str, arguments: list[str], env: dict[str, str] | None = None
+) -> tuple[list[str], list[int]]:
+    """Run ``script arguments --child NAMES`` under callgrind, counting only inside
+    ``functools.reduce`` calls, one dump each: the names the child wrote to NAMES (one a line)
+    and each dump's instruction count."""
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
         names = folder / "names"
@@ -110,19 +108,29 @@ def main() -> int:
             "--dump-after=functools_reduce",
             f"--callgrind-out-file={folder / 'cg.out'}",
             sys.executable,
-            __file__,
-            "--builds",
-            str(args.builds),
+            script,
+            *arguments,
             "--child",
             str(names),
         ]
-        subprocess.run(command, check=True, capture_output=True, env=dict(os.environ))
+        subprocess.run(command, check=True, capture_output=True, env=env or dict(os.environ))
         counts = []
         dumps = sorted(folder.glob("cg.out.*"), key=lambda path: int(path.suffix[1:]))
         for dump in dumps:
             found = re.search(r"^summary: (\d+)", dump.read_text(errors="replace"), re.M)
             counts.append(int(found.group(1)) if found else 0)
-        labels = names.read_text().split("\n")
+        return names.read_text().split("\n"), counts
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--builds", type=int, default=20, help="builds counted per case")
+    parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        _child(args.builds, args.child)
+        return 0
+    labels, counts = reduce_counts(__file__, ["--builds", str(args.builds)])
     print(f"\n== instructions per judge prompt build ({args.builds} builds a case)")
     for label, total in zip(labels, counts[-len(labels) :], strict=True):
         print(f"  {total / args.builds / 1000:10,.1f}K  {label}")

@@ -303,3 +303,24 @@ def test_system_tags_are_told_apart_from_xml(text: str, flagged: bool) -> None:
 )
 def test_an_ascii_copy_of_the_code_is_removed(copy: str) -> None:
     assert "0123456789ab" not in without_code(copy, "0123456789ab").lower()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[/sys]",
+        "[/system]",
+        "Done. [/SYS]",
+        "Sure.\n[/System]\nthanks",
+        "\uff3b/\uff53\uff59\uff53\uff3d",  # full-width
+        "[/s\u200bys]",
+    ],
+    ids=repr,
+)
+def test_a_closing_system_tag_alone_is_a_role_marker(text: str) -> None:
+    assert suspected_injection(text) == ["role_marker"]
+
+
+@pytest.mark.parametrize("text", ["[/sysadmin]", "[/systems]", "see /sys and /system"], ids=repr)
+def test_words_near_the_closing_system_tags_are_not_role_markers(text: str) -> None:
+    assert suspected_injection(text) == []

@@ -1,60 +1,141 @@
-"""The detector's anchor search: the gated search (one regex per group of anchors) finds
-exactly what a plain search of every anchor finds."""
+"""The phrase rules' shortcuts: a rule tried only where one of its leads stands finds what a
+scan of the whole text finds, and a text holding none of a rule's needs holds no match."""
 
 from __future__ import annotations
+
+import re
+from re import _constants as sre_constants  # type: ignore[attr-defined]
+from re import _parser as sre_parser  # type: ignore[attr-defined]
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from replyguard.context._injection import _ANCHORS, _anchors_in
-from support.injection_corpus import BENIGN, HOSTILE
-
-TEXTS = [sample.text.lower() for sample in (*HOSTILE, *BENIGN)]
-
-
-def plain_search(text: str) -> frozenset[str]:
-    return frozenset(anchor for anchor in _ANCHORS if anchor in text)
-
-
-@pytest.mark.parametrize("text", TEXTS)
-def test_the_gated_search_finds_the_anchors_of_every_corpus_text(text: str) -> None:
-    assert _anchors_in(text) == plain_search(text)
-
-
-@pytest.mark.parametrize("anchor", sorted(_ANCHORS))
-def test_every_anchor_is_found_alone_and_inside_other_text(anchor: str) -> None:
-    assert _anchors_in(anchor) == plain_search(anchor) >= {anchor}
-    inside = f"zz{anchor}zz and more words"
-    assert anchor in _anchors_in(inside)
-    assert _anchors_in(inside) == plain_search(inside)
-
-
-def test_text_without_any_anchor_finds_none() -> None:
-    assert _anchors_in("zzz qqq xxx") == frozenset()
-
-
-# Pieces that make and break anchors: each anchor, its halves, look-alike neighbours.
-PIECES = sorted(
-    {
-        *_ANCHORS,
-        *(anchor[:cut] for anchor in _ANCHORS for cut in range(1, len(anchor))),
-        *(anchor[cut:] for anchor in _ANCHORS for cut in range(1, len(anchor))),
-        " ",
-        "\n",
-        "<",
-        "[",
-        "|",
-        "/",
-        "1",
-        "0",
-        "x",
-    }
+from replyguard.context import _phrases
+from replyguard.context._phrases import (
+    _CROWDED,
+    _INSTRUCTIONS,
+    _JSON_VERDICT,
+    _ROLE_MARKERS,
+    _Rule,
 )
+from support import screen_corpus
+
+RULES = [*_INSTRUCTIONS, *_ROLE_MARKERS, _JSON_VERDICT]
+LEAD_RULES = [rule for rule in RULES if rule.leads]
+TEXTS = [text.lower() for text in screen_corpus.texts(1_500, seed=7)]
 
 
-@given(st.lists(st.one_of(st.sampled_from(PIECES), st.text(max_size=3)), max_size=30))
-@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
-def test_the_gated_search_finds_what_a_plain_search_finds(pieces: list[str]) -> None:
-    text = "".join(pieces)
-    assert _anchors_in(text) == plain_search(text)
+def _ids(rules: list[_Rule]) -> list[str]:
+    return [rule.pattern.pattern[:30] for rule in rules]
+
+
+def _prefixes(items: Any) -> list[str]:
+    """The literal text each branch of a parsed pattern starts with ("" for a branch that
+    starts with anything but a literal)."""
+    if not items:
+        return [""]
+    op, value = items[0]
+    if op is sre_constants.BRANCH:
+        return [prefix for branch in value[1] for prefix in _prefixes(list(branch))]
+    if op is sre_constants.SUBPATTERN:
+        return _prefixes(list(value[3]))
+    literal = ""
+    for op, value in items:
+        if op is not sre_constants.LITERAL:
+            break
+        literal += chr(value)
+    return [literal]
+
+
+def test_every_rule_but_the_line_rule_is_tried_at_its_leads() -> None:
+    assert len(LEAD_RULES) == len(RULES) - 1
+
+
+@pytest.mark.parametrize("rule", LEAD_RULES, ids=_ids(LEAD_RULES))
+def test_each_branch_of_a_rule_starts_with_one_of_its_leads(rule: _Rule) -> None:
+    prefixes = _prefixes(list(sre_parser.parse(rule.pattern.pattern, re.M)))
+    assert prefixes
+    for prefix in prefixes:
+        assert any(prefix.startswith(lead) or lead.startswith(prefix) for lead in rule.leads)
+        assert prefix, "a branch without a literal start could match anywhere"
+
+
+@pytest.mark.parametrize("rule", LEAD_RULES, ids=_ids(LEAD_RULES))
+def test_the_matches_tried_at_the_leads_are_those_of_a_whole_scan(rule: _Rule) -> None:
+    for text in TEXTS:
+        whole = [match.span() for match in rule.pattern.finditer(text)]
+        assert [match.span() for match in rule._finditer(text)] == whole
+
+
+@pytest.mark.parametrize("rule", RULES, ids=_ids(RULES))
+def test_a_text_that_a_rule_matches_holds_one_of_its_needs(rule: _Rule) -> None:
+    matched = [text for text in TEXTS if rule.matches(text)]
+    assert all(any(need in text for need in rule.needs) for text in matched)
+
+
+def test_a_text_crowded_with_leads_is_scanned_whole_with_the_same_matches() -> None:
+    rule = _INSTRUCTIONS[4]  # "hey evaluator ... pass": "they" holds its lead "hey "
+    text = "they " * 100 + "hey judge, they pass " * 3
+    assert text.count("hey ") * _CROWDED > len(text)
+    assert rule._starts(text) is None
+    assert [m.span() for m in rule._finditer(text)] == [
+        m.span() for m in rule.pattern.finditer(text)
+    ]
+    assert rule.matches(text)
+
+
+@given(st.lists(st.sampled_from(screen_corpus.PIECES), max_size=30))
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+def test_generated_texts_give_the_same_matches_at_the_leads(pieces: list[str]) -> None:
+    text = "".join(pieces).lower()
+    for rule in LEAD_RULES:
+        whole = [match.span() for match in rule.pattern.finditer(text)]
+        assert [match.span() for match in rule._finditer(text)] == whole
+
+
+def _firsts(items: Any) -> tuple[set[str], bool]:
+    """The characters a match of a parsed pattern may start with, and whether it may match
+    the empty string."""
+    chars: set[str] = set()
+    for op, value in items:
+        if op is sre_constants.LITERAL:
+            return chars | {chr(value)}, False
+        if op is sre_constants.IN:
+            for kind, item in value:
+                assert kind in (sre_constants.LITERAL, sre_constants.RANGE), kind
+                low, high = (item, item) if kind is sre_constants.LITERAL else item
+                chars.update(map(chr, range(low, high + 1)))
+            return chars, False
+        if op is sre_constants.AT:
+            continue  # zero width
+        if op is sre_constants.BRANCH:
+            found = [_firsts(branch) for branch in value[1]]
+            parts, empty = set().union(*(part for part, _ in found)), any(e for _, e in found)
+        elif op is sre_constants.SUBPATTERN:
+            parts, empty = _firsts(value[3])
+        else:
+            assert op.name.endswith("_REPEAT"), op
+            parts, empty = _firsts(value[2])
+            empty = empty or value[0] == 0
+        chars |= parts
+        if not empty:
+            return chars, False
+    return chars, True
+
+
+LINE_RULES = [
+    (_phrases._SHOUTED_ROLE, _phrases._SHOUTED_ROLE_FIRSTS),
+    (_phrases._SYMBOL_LINE, _phrases._SYMBOL_LINE_FIRSTS),
+    *((rule._source[0], rule.firsts) for rule in RULES if not rule.leads),
+]
+
+
+@pytest.mark.parametrize(("pattern", "firsts"), LINE_RULES, ids=[p[:20] for p, _ in LINE_RULES])
+def test_a_line_rule_names_every_character_its_lines_may_start_with(
+    pattern: str, firsts: str
+) -> None:
+    chars, empty = _firsts(list(sre_parser.parse(pattern, re.M)))
+    assert not empty
+    assert chars <= set(firsts)

@@ -8,7 +8,8 @@ A pure function, linear in the text's length (the characters and the section cod
     ``REASONS``, never the reply's own words, so they are safe to log). Empty when clean.
     Matching runs on a skeleton of the text: hidden characters dropped, NFKC (full-width and
     other compatibility forms), Cyrillic and Greek look-alikes mapped to Latin letters, spaces
-    collapsed, lower case. Each phrase rule is tried only when one of its anchor words occurs.
+    collapsed, lower case. Each phrase rule counts only when one of its anchor words occurs, and
+    is tried only where one of its leading words stands (``_phrases._Rule``).
 """
 
 from __future__ import annotations
@@ -21,25 +22,29 @@ import zlib
 from collections.abc import Iterator, Sequence
 
 from replyguard import _quoting as quoting
+from replyguard._quoting import AtLineStart
 from replyguard.context._phrases import (
     _HIDDEN_MARKUP,
     _HIDDEN_NOTE,
     _HIDDEN_WORDS,
     _INSTRUCTIONS,
     _JSON_VERDICT,
-    _MASTER_KEY,
+    _MASTER_KEYS,
     _PADDING_LENGTH,
     _PADDING_RATIO,
     _ROLE_MARKERS,
     _SECTION_TAG,
     _SHOUTED_DEMAND,
     _SHOUTED_ROLE,
+    _SHOUTED_ROLE_FIRSTS,
     _SHOUTED_VERDICT,
     _SYMBOL_LINE,
+    _SYMBOL_LINE_FIRSTS,
     _TARGET_WORDS,
     _TEST_OUTPUT,
     _VERDICT_LINE,
     _VERDICT_WORD,
+    _master_key_pattern,
     _Rule,
 )
 from replyguard.context._sanitise import (
@@ -48,8 +53,10 @@ from replyguard.context._sanitise import (
     _HIDDEN_RUN,
     _SOFT,
     _SOFT_RANGE,
+    _compiled,
     _hidden_runs,
     _latin,
+    _lowered_visible_ascii,
     _visible_ascii,
 )
 
@@ -72,15 +79,16 @@ REASONS: dict[str, str] = {
 
 # -- the skeleton ----------------------------------------------------------------------------
 
-_LINE_BREAK = re.compile("[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
-_SPACES = re.compile(r"[^\S\n]{2,}|[^\S\n ]")  # runs, and any blank but a space
+_LINE_BREAK = "[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]"  # compiled on first use (``_compiled``)
+_SPACES = r"[^\S\n]{2,}|[^\S\n ]"  # runs, and any blank but a space
 
 
 def _plain(text: str) -> str:
     """Every line break a ``\\n``, hidden characters dropped, NFKC applied."""
     if _visible_ascii(text):
         return text  # no line break but \n, nothing hidden, nothing to normalise
-    text = _HIDDEN_RUN.sub("", _LINE_BREAK.sub("\n", text.replace("\r\n", "\n")))
+    text = text.replace("\r\n", "\n")
+    text = _compiled(_HIDDEN_RUN).sub("", _compiled(_LINE_BREAK).sub("\n", text))
     return text if text.isascii() else unicodedata.normalize("NFKC", text)
 
 
@@ -100,37 +108,79 @@ def _inside(spans: Sequence[tuple[int, int]], position: int) -> tuple[int, int] 
     return None
 
 
+_FEW_LINES = 16  # up to this many lines, a line-start pattern is tried at each line start
+
+
+def _line_starts(text: str) -> list[int] | None:
+    """Where each line of ``text`` starts, or None for a text of more than ``_FEW_LINES``
+    lines (each line-start pattern then scans it for newlines itself, ``AtLineStart``)."""
+    starts = [0]
+    at = text.find("\n")
+    while at >= 0:
+        if len(starts) > _FEW_LINES:
+            return None
+        starts.append(at + 1)
+        at = text.find("\n", at + 1)
+    return starts
+
+
+@functools.cache
+def _at_lines(pattern: str) -> AtLineStart:
+    """A line rule's pattern (``_phrases``), compiled on first use."""
+    return AtLineStart(pattern)
+
+
+def _line_matches(pattern: str, firsts: str, text: str, starts: list[int] | None) -> Iterator[int]:
+    """Where each line of ``text`` that the line rule ``pattern`` matches starts
+    (``AtLineStart.starts``). When the line starts are known (``starts``), it is tried only at
+    those whose first character is one of ``firsts`` (those a line it matches may start with;
+    "" at the end of a text that ends with a newline, tried too)."""
+    if starts is None:
+        return _at_lines(pattern).starts(text)
+    first = _compiled(pattern, re.M)  # as AtLineStart tries the first line
+    return (
+        start
+        for start in starts
+        if text[start : start + 1] in firsts and first.match(text, start) is not None
+    )
+
+
 def _verdict_lines(skeleton: str, lowered: str, blocks: list[tuple[int, int]]) -> bool:
-    if "pass" not in lowered and "fail" not in lowered:  # two scans, quicker than the regex
-        return False
+    """A line shaped like a verdict (only asked of a text holding "pass" or "fail")."""
     checked = -1  # the end of the last line tried: each line is tried once
-    for word in _VERDICT_WORD.finditer(lowered):
+    for word in _compiled(_VERDICT_WORD).finditer(lowered):
         if word.start() <= checked:
             continue
         start = lowered.rfind("\n", 0, word.start()) + 1
         checked = lowered.find("\n", word.start())
         checked = len(lowered) if checked < 0 else checked
-        match = _VERDICT_LINE.match(lowered, start, checked)
+        match = _compiled(_VERDICT_LINE).match(lowered, start, checked)
         if match is None:
             continue
         bare = match.start("bare")
         if bare >= 0 and skeleton[bare : bare + 4].islower():
             continue  # a lone lower-case `pass` is Python, not a verdict
         block = _inside(blocks, start)
-        if block and bare >= 0 and _TEST_OUTPUT.search(skeleton, block[0], block[1]):
+        if block and bare >= 0 and _compiled(_TEST_OUTPUT).search(skeleton, block[0], block[1]):
             continue  # a lone PASS in pasted `go test` output
         return True
     return False
 
 
-def _master_key(lowered: str, blocks: list[tuple[int, int]]) -> bool:
+_KEY_EDGES = " \t#>*_-:.。!"  # what may stand before and after a master key on its line
+_LONGEST_KEY = max(map(len, _MASTER_KEYS))
+
+
+def _master_key(lowered: str, blocks: list[tuple[int, int]], lines: list[int] | None) -> bool:
     """A symbol-only line anywhere, or a master key as the last line (outside code)."""
-    for start in _SYMBOL_LINE.starts(lowered):
+    for start in _line_matches(_SYMBOL_LINE, _SYMBOL_LINE_FIRSTS, lowered, lines):
         if not _inside(blocks, start):
             return True
     stripped = lowered.rstrip()
     start = stripped.rfind("\n") + 1
-    return not _inside(blocks, start) and bool(_MASTER_KEY.fullmatch(stripped, start))
+    if len(stripped[start:].strip(_KEY_EDGES)) > _LONGEST_KEY:
+        return False  # stripped of its edges, a master key line is a part of the key at most
+    return not _inside(blocks, start) and bool(_master_key_pattern().fullmatch(stripped, start))
 
 
 def _html_comments(text: str) -> Iterator[str]:
@@ -148,21 +198,21 @@ def _html_comments(text: str) -> Iterator[str]:
 def _hidden_instruction(flat: str, skeleton: str) -> bool:
     # A one-character search (memchr) first: most replies hold no "<" and no "]".
     comments = "<" in skeleton and "<!--" in skeleton
-    if comments and any(map(_SHOUTED_VERDICT.search, _html_comments(skeleton))):
+    if comments and any(map(_compiled(_SHOUTED_VERDICT).search, _html_comments(skeleton))):
         return True
     angle, bracket = "<" in flat, "]" in flat
     hidden = list(_html_comments(flat)) if angle and "<!--" in flat else []
     if bracket and "]:" in flat:
-        hidden += [match.group(1) for match in _HIDDEN_NOTE.finditer(flat)]
+        hidden += [match.group(1) for match in _at_lines(_HIDDEN_NOTE).finditer(flat)]
     if angle or (bracket and "](" in flat):
         hidden += [
             next(group for group in match.groups() if group is not None)
-            for match in _HIDDEN_MARKUP.finditer(flat)
+            for match in _compiled(_HIDDEN_MARKUP).finditer(flat)
         ]
     if not hidden:
         return False
     return any(
-        _HIDDEN_WORDS.search(text) or any(rule.search(text) for rule in _INSTRUCTIONS)
+        _compiled(_HIDDEN_WORDS).search(text) or any(rule.search(text) for rule in _INSTRUCTIONS)
         for text in hidden
     )
 
@@ -170,11 +220,13 @@ def _hidden_instruction(flat: str, skeleton: str) -> bool:
 def _invisible(text: str) -> bool:
     if _visible_ascii(text):
         return False
-    if _BIDI_OR_TAGS.search(text):
+    if _compiled(_BIDI_OR_TAGS).search(text):
         return True
     count = 0
     for match in _hidden_runs(text):
-        count += sum(char not in _SOFT and not _SOFT_RANGE.match(char) for char in match.group())
+        count += sum(
+            char not in _SOFT and not _compiled(_SOFT_RANGE).match(char) for char in match.group()
+        )
         if count >= _HEAVY:
             return True
     return False
@@ -185,7 +237,7 @@ def _homoglyph(text: str, skeleton: str) -> bool:
     if text.isascii():
         return False
     read = skeleton.lower()
-    written = _HIDDEN_RUN.sub("", text).lower()
+    written = _compiled(_HIDDEN_RUN).sub("", text).lower()
     return any(read.count(word) > written.count(word) for word in _TARGET_WORDS)
 
 
@@ -196,89 +248,77 @@ def _padding(text: str) -> bool:
     return len(data) >= _PADDING_RATIO * len(zlib.compress(data, 1))
 
 
-_ANCHORS = frozenset(
-    anchor for rule in (*_INSTRUCTIONS, *_ROLE_MARKERS, _JSON_VERDICT) for anchor in rule.anchors
-)
-# Letters from the rarest in English prose to the most common, then the space; any other
-# character (a digit, punctuation) counts as rarer still.
-_BY_RARITY = "zqxjkvbpygfwmucldrhsnioate "
-
-
-def _rarity(char: str) -> int:
-    return _BY_RARITY.find(char)  # -1, the rarest, for a character not listed
-
-
-def _gate(anchor: str) -> str:
-    """The anchor's rarest character but its last: a try at a place where that character
-    stands then fails at the next one, mostly, before any look-behind is run."""
-    return min(anchor[:-1] or anchor, key=_rarity)
+_VERDICT_WORDS = ("pass", "fail")
+_SECTION_WORDS = ("<", "code")  # every form the section-tag pattern matches holds one
 
 
 @functools.cache
-def _gates() -> tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...]:
-    """The anchors grouped by a rare character of theirs (``_gate``), each group with one
-    regex that matches where any of its anchors occurs: the regex starts with that character
-    (the engine skips from one to the next at C speed) and checks the rest of each anchor from
-    there, the part before it by a look-behind. One pass per group instead of one per anchor
-    (a plain search is about as slow as a pass); compiled on first use."""
-    groups: dict[str, list[str]] = {}
-    for anchor in sorted(_ANCHORS):
-        groups.setdefault(_gate(anchor), []).append(anchor)
-    gates = []
-    for char, anchors in sorted(groups.items(), key=lambda item: _rarity(item[0])):
-        branches = []
-        for anchor in anchors:
-            at = anchor.index(char)
-            behind = f"(?<={re.escape(anchor)})" if at else ""
-            branches.append(re.escape(anchor[at + 1 :]) + behind)
-        pattern = re.compile(f"{re.escape(char)}(?:{'|'.join(branches)})")
-        gates.append((char, pattern, tuple(anchors)))
-    return tuple(gates)
+def _needles() -> tuple[str, ...]:
+    """Every string a phrase rule needs (``_Rule.needs``), and the words the other checks
+    look for first: each looked for once per text (``_present``)."""
+    rules = (*_INSTRUCTIONS, *_ROLE_MARKERS, _JSON_VERDICT)
+    words = {*_VERDICT_WORDS, *_SECTION_WORDS, *(need for rule in rules for need in rule.needs)}
+    return tuple(sorted(words))
 
 
-def _anchors_in(text: str) -> frozenset[str]:
-    """The rules' anchor words that occur in ``text``: one search per group of anchors
-    (``_gates``), then a plain search of each anchor of a group found."""
-    found: list[str] = []
-    for char, pattern, anchors in _gates():
-        if char in text and pattern.search(text) is not None:
-            found += [anchor for anchor in anchors if anchor in text]
-    return frozenset(found)
+def _present(flat: str) -> frozenset[str]:
+    """The needles (``_needles``) that occur in ``flat``."""
+    return frozenset(needle for needle in _needles() if needle in flat)
 
 
 @functools.cache
-def _rules_of() -> dict[str, tuple[_Rule, ...]]:
-    """Each anchor word's rules (those it lets be tried)."""
-    rules: dict[str, list[_Rule]] = {}
-    for rule in (*_INSTRUCTIONS, *_ROLE_MARKERS, _JSON_VERDICT):
-        for anchor in rule.anchors:
-            rules.setdefault(anchor, []).append(rule)
-    return {anchor: tuple(found) for anchor, found in rules.items()}
+def _needing() -> tuple[dict[str, frozenset[_Rule]], frozenset[_Rule]]:
+    """Each needle's phrase rules (those whose ``needs`` hold it), and the rules that need
+    nothing (tried on every text)."""
+    rules = (*_INSTRUCTIONS, *_ROLE_MARKERS, _JSON_VERDICT)
+    needing: dict[str, set[_Rule]] = {}
+    for rule in rules:
+        for need in rule.needs:
+            needing.setdefault(need, set()).add(rule)
+    always = frozenset(rule for rule in rules if not rule.needs)
+    return {need: frozenset(found) for need, found in needing.items()}, always
 
 
-def _gated_rules(anchors: frozenset[str]) -> set[_Rule]:
-    """The phrase rules one of whose anchors occurs (``anchors``: ``_anchors_in``'s)."""
-    if not anchors:
-        return set()
-    rules_of = _rules_of()
-    return {rule for anchor in anchors for rule in rules_of[anchor]}
+def _gated(present: frozenset[str]) -> frozenset[_Rule]:
+    """The phrase rules that may match a text holding the needles ``present``: those one of
+    whose needs is there (a string one of which each of its matches holds)."""
+    needing, always = _needing()
+    return always.union(*(needing.get(needle, ()) for needle in present))
 
 
-def _any_match(gated: set[_Rule], rules: tuple[_Rule, ...], flat: str) -> bool:
-    """Whether one of ``rules`` that was let through (``gated``) matches, tried in order."""
-    return bool(gated) and any(rule.matches(flat) for rule in rules if rule in gated)
+def _any_found(
+    rules: tuple[_Rule, ...], flat: str, gated: frozenset[_Rule], lines: list[int] | None = None
+) -> bool:
+    """Whether one of ``rules`` matches ``flat`` while one of its anchors occurs in it (the
+    anchors decide whether a rule counts); only the rules ``gated`` in are tried. ``lines``:
+    where the lines of ``flat`` start, when known."""
+    if gated.isdisjoint(rules):
+        return False
+    return any(
+        rule.matches(flat, lines) and any(anchor in flat for anchor in rule.anchors)
+        for rule in rules
+        if rule in gated
+    )
 
 
-def _section_tag(flat: str) -> bool:
-    # Every form the pattern matches holds a "<" or the word "code".
-    return ("<" in flat or "code" in flat) and _SECTION_TAG.search(flat) is not None
+def _section_tag(flat: str, present: frozenset[str]) -> bool:
+    return (
+        not present.isdisjoint(_SECTION_WORDS) and _compiled(_SECTION_TAG).search(flat) is not None
+    )
+
+
+def _shouted_role(skeleton: str, lines: list[int] | None) -> bool:
+    """A line that opens as an upper-case role ("SYSTEM:"); ``lines``: its line starts."""
+    found = _line_matches(_SHOUTED_ROLE, _SHOUTED_ROLE_FIRSTS, skeleton, lines)
+    return next(found, None) is not None
 
 
 def suspected_injection(text: str) -> list[str]:
     """Reason codes (keys of ``REASONS``, in that order) why ``text`` addresses the judge."""
-    visible = _visible_ascii(text)
-    if visible:  # nothing to drop, normalise or map to Latin; lowering keeps every position
-        skeleton, lowered = text, text.lower()
+    shown = _lowered_visible_ascii(text)
+    visible = shown is not None
+    if shown is not None:  # nothing to drop, normalise or map to Latin; positions kept
+        skeleton, lowered = text, shown
     else:
         skeleton = _latin(_plain(text))
         lowered = skeleton.lower()
@@ -287,18 +327,26 @@ def suspected_injection(text: str) -> list[str]:
     plain_spaces = (
         (visible or _visible_ascii(lowered)) and "\t" not in lowered and "  " not in lowered
     )
-    flat = lowered if plain_spaces else _SPACES.sub(" ", lowered)
+    flat = lowered if plain_spaces else _compiled(_SPACES).sub(" ", lowered)
     blocks = _code_blocks(skeleton)
-    gated = _gated_rules(_anchors_in(flat))
+    present = _present(flat)  # "pass" and "fail" are in flat exactly when they are in lowered
+    gated = _gated(present)
+    lines = _line_starts(lowered)  # the same in the skeleton, and in flat when it is lowered
+    flat_lines = lines if flat is lowered else None
     found = {
-        "verdict_line": _verdict_lines(skeleton, lowered, blocks),
-        "json_verdict": _JSON_VERDICT in gated and _JSON_VERDICT.matches(flat),
-        "judge_instruction": _any_match(gated, _INSTRUCTIONS, flat)
-        or ("PASS" in skeleton and bool(_SHOUTED_DEMAND.search(skeleton))),
-        "role_marker": _any_match(gated, _ROLE_MARKERS, flat)
-        or bool(_SHOUTED_ROLE.search(skeleton)),
-        "section_tag": _section_tag(flat),
-        "master_key": _master_key(lowered, blocks),
+        "verdict_line": not present.isdisjoint(_VERDICT_WORDS)
+        and _verdict_lines(skeleton, lowered, blocks),
+        "json_verdict": _any_found((_JSON_VERDICT,), flat, gated),
+        "judge_instruction": _any_found(_INSTRUCTIONS, flat, gated)
+        or (
+            "pass" in present
+            and "PASS" in skeleton
+            and bool(_compiled(_SHOUTED_DEMAND).search(skeleton))
+        ),
+        "role_marker": _any_found(_ROLE_MARKERS, flat, gated, flat_lines)
+        or _shouted_role(skeleton, lines),
+        "section_tag": _section_tag(flat, present),
+        "master_key": _master_key(lowered, blocks, lines),
         "hidden_instruction": _hidden_instruction(flat, skeleton),
         "invisible_characters": not visible and _invisible(text),
         "homoglyph_verdict": _homoglyph(text, skeleton),

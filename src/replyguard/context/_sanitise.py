@@ -34,6 +34,15 @@ from collections.abc import Iterator
 
 __all__ = ["fenced", "neutralise", "without_code"]
 
+
+@functools.cache
+def _compiled(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    """``re.compile(pattern, flags)``, once, on first use: compiling every pattern of the
+    screens at import would slow down importing replyguard (and a text of plain visible ASCII
+    needs few of them)."""
+    return re.compile(pattern, flags)
+
+
 # -- hidden characters -----------------------------------------------------------------------
 
 # Categories Cc, Cf, Cs, Zl, Zp (Unicode 15.1) but \n and \t, plus the Hangul fillers.
@@ -49,15 +58,15 @@ _PRIVATE_USE_BMP = "\ue000-\uf8ff"
 _PRIVATE_USE_PLANES = "\U000f0000-\U000ffffd\U00100000-\U0010fffd"
 _SELECTORS = "\ufe00-\ufe0f\U000e0100-\U000e01ef"  # variation selectors
 _MARKED = f"{_HIDDEN_CLASS}{_SELECTORS}{_PRIVATE_USE_BMP}{_PRIVATE_USE_PLANES}"
-_HIDDEN_RUN = re.compile(f"[{_MARKED}]+")
+_HIDDEN_RUN = f"[{_MARKED}]+"  # patterns are compiled on first use (``_compiled``)
 _ZWJ = "\u200d"
 _PRESENTATION = frozenset("\ufe0e\ufe0f")  # text or emoji style of the symbol before
 _MARKER_CODES = 4  # distinct code points named in one marker
-_BIDI_OR_TAGS = re.compile("[\u202a-\u202e\u2066-\u2069\U000e0000-\U000e007f]")
+_BIDI_OR_TAGS = "[\u202a-\u202e\u2066-\u2069\U000e0000-\U000e007f]"
 # Direction marks, a BOM, CR, and BMP private-use characters (icon fonts): common, so they do
 # not count towards _HEAVY (they are marked all the same).
 _SOFT = frozenset("\u200e\u200f\u061c\ufeff\r")
-_SOFT_RANGE = re.compile(f"[{_PRIVATE_USE_BMP}]")
+_SOFT_RANGE = f"[{_PRIVATE_USE_BMP}]"
 _HEAVY = 3  # hidden characters (other than _SOFT) that make a reply suspicious
 
 
@@ -79,7 +88,7 @@ def _emoji_glue(text: str, start: int, end: int) -> bool:
 
 def _hidden_runs(text: str) -> Iterator[re.Match[str]]:
     """Each run of hidden characters, but the selectors and joiners that build emoji."""
-    for match in _HIDDEN_RUN.finditer(text):
+    for match in _compiled(_HIDDEN_RUN).finditer(text):
         if not _emoji_glue(text, match.start(), match.end()):
             yield match
 
@@ -119,11 +128,20 @@ def _visible_ascii(text: str) -> bool:
     return text.isascii() and b"\x00" not in text.encode("ascii").translate(_ASCII_SHOWN)
 
 
+def _lowered_visible_ascii(text: str) -> str | None:
+    """``text.lower()`` for ASCII text without a hidden character (``_visible_ascii``), read
+    off the same translation; None for any other text."""
+    if not text.isascii():
+        return None
+    shown = text.encode("ascii").translate(_ASCII_SHOWN)
+    return None if b"\x00" in shown else shown.decode("ascii")
+
+
 # The hidden characters that ``str.isprintable`` accepts: Hangul fillers (letters), the
 # Mongolian vowel separator and the variation selectors (marks).
 # The fixed ranges are added too, so the answer never depends on the interpreter's Unicode
 # version (today none of them is printable).
-_PRINTABLE_HIDDEN = re.compile(
+_PRINTABLE_HIDDEN = (
     f"[\u115f\u1160\u180e\u3164\uffa0{_SELECTORS}\U000e0000-\U000e007f"
     f"{_PRIVATE_USE_BMP}{_PRIVATE_USE_PLANES}]"
 )
@@ -139,7 +157,7 @@ def _nothing_hidden(text: str) -> bool:
         return _visible_ascii(text)
     return (
         text.replace("\n", " ").replace("\t", " ").isprintable()
-        and _PRINTABLE_HIDDEN.search(text) is None
+        and _compiled(_PRINTABLE_HIDDEN).search(text) is None
     )
 
 
@@ -147,7 +165,7 @@ def neutralise(text: str) -> str:
     """``text`` with every hidden character run replaced by a visible marker (see module doc)."""
     if _nothing_hidden(text):
         return text  # the common case, several times faster than the full class
-    return _HIDDEN_RUN.sub(_marker, text.replace("\r\n", "\n"))
+    return _compiled(_HIDDEN_RUN).sub(_marker, text.replace("\r\n", "\n"))
 
 
 # -- the section code ------------------------------------------------------------------------
@@ -158,12 +176,12 @@ _CONFUSABLES = str.maketrans(
     "асԁеһіјӏорԛѕухԝѵүɑıАВСЕНІЈКМОРЅТХУҮԚԜӀαικνορυχϲϳΑΒΕΖΗΙΚΜΝΟΡΤΥΧϹ",
     "acdehijlopqsuxwvyaiABCEHIJKMOPSTXYYQWIaiknopuxcjABEZHIKMNOPTYXC",
 )
-_CONFUSABLE = re.compile("[" + "".join(chr(code) for code in _CONFUSABLES) + "]")
+_CONFUSABLE = "[" + "".join(chr(code) for code in _CONFUSABLES) + "]"
 
 
 def _latin(text: str) -> str:
     """Cyrillic and Greek look-alikes as Latin letters (same length)."""
-    return text.translate(_CONFUSABLES) if _CONFUSABLE.search(text) else text
+    return text.translate(_CONFUSABLES) if _compiled(_CONFUSABLE).search(text) else text
 
 
 @functools.cache

@@ -1,0 +1,100 @@
+"""Instructions per injection screen (``suspected_injection``) and for importing it, counted
+by callgrind.
+
+    python benchmarks/screen_instructions.py [--screens N]
+
+Rows: importing the screen (``replyguard.context._injection`` after ``replyguard.context``,
+once, in a fresh interpreter: its patterns and tables), then the screen of the in-process
+verified turn's 1 KB reply (``scenarios.typical_turn``), of a 1 KB reply of ordinary prose
+whose words hold some of the phrase rules' anchor words in innocent use ("they", "system",
+"ignore", "note", "model"), and of 32K characters of prose. Each row's work runs inside one
+``functools.reduce`` call, and callgrind counts only inside it
+(``--toggle-collect=functools_reduce``) and writes one dump as it leaves (``--dump-after``):
+no warm-up counted. The import row counts compiling the modules' sources too unless their
+bytecode is cached: run once first without ``PYTHONDONTWRITEBYTECODE`` (``PYTHONPYCACHEPREFIX``
+keeps the cache out of the tree). Needs valgrind; under a minute.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import importlib
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+IMPORT = "import the screen (once)"
+# An everyday reply: the words a phrase rule's anchors share with plain English, none of
+# them aimed at a reviewer.
+ORDINARY = (
+    "Thanks for the detailed note. I looked at the logs they sent over, and the model of the "
+    "failure is simpler than it first seemed: the backup system restarts the worker whenever "
+    "the disk fills, so the job never reaches the step that writes its report.\n\n"
+    "Here is what I would do next. First, ignore the warnings about the cache for now; they "
+    "are noisy but harmless, and the team already has a ticket for them. Second, give the "
+    "worker a larger scratch volume and check whether the message about the full disk goes "
+    "away. Third, if the job still stops early, send me the exact time it happened and the "
+    "name of the host, and I will compare it with the system's own records.\n\n"
+    "A few things to keep in mind while you test this. The prompt you see at login is set by "
+    "the shell profile, not by the service, so changing it will not affect the job. Reading "
+    "the configuration back after each change is the quickest way to be sure it was saved. "
+    "And if they ask about the correct retention period, the current policy says thirty days "
+    "for logs and a year for reports.\n\n"
+    "Let me know how it goes, and I am happy to hop on a call tomorrow if that helps."
+)
+
+
+def _cases() -> list[tuple[str, Callable[[], object]]]:
+    import scenarios as sc
+
+    from replyguard.context._injection import suspected_injection
+
+    _, reply = sc.typical_turn()
+    return [
+        ("the in-process turn's 1 KB reply", functools.partial(suspected_injection, reply.text)),
+        ("1 KB of ordinary prose (they, system, ignore)", lambda: suspected_injection(ORDINARY)),
+        ("32K characters of prose", functools.partial(suspected_injection, sc.prose(32_000, 7))),
+    ]
+
+
+def _child(screens: int, names_file: Path) -> None:
+    """Under callgrind: the import counted once, then each case warmed and its screens
+    inside one ``reduce``."""
+    sys.path.insert(0, str(HERE))
+    importlib.import_module("replyguard.context")
+    functools.reduce(
+        lambda _, __: importlib.import_module("replyguard.context._injection"), range(1), None
+    )
+    cases = _cases()
+    names_file.write_text("\n".join([IMPORT, *(name for name, _ in cases)]))
+    for _, screen in cases:
+        for _ in range(3):
+            screen()
+        functools.reduce(lambda _, __: screen(), range(screens), None)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--screens", type=int, default=50, help="screens counted per case")
+    parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        _child(args.screens, args.child)
+        return 0
+    sys.path.insert(0, str(HERE))
+    from prompt_instructions import reduce_counts  # the parent's only: the child counts imports
+
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    labels, counts = reduce_counts(__file__, ["--screens", str(args.screens)], env)
+    print(f"\n== instructions per injection screen ({args.screens} screens a case)")
+    for label, total in zip(labels, counts[-len(labels) :], strict=True):
+        per = total if label == IMPORT else total / args.screens
+        print(f"  {per / 1000:12,.1f}K  {label}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
