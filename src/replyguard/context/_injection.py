@@ -195,11 +195,16 @@ def _html_comments(text: str) -> Iterator[str]:
         position = end + 3
 
 
-def _hidden_instruction(flat: str, skeleton: str) -> bool:
+def _shouted_comment(skeleton: str) -> bool:
+    """An upper-case PASS or FAIL in an HTML comment."""
     # A one-character search (memchr) first: most replies hold no "<" and no "]".
-    comments = "<" in skeleton and "<!--" in skeleton
-    if comments and any(map(_compiled(_SHOUTED_VERDICT).search, _html_comments(skeleton))):
-        return True
+    if "<" not in skeleton or "<!--" not in skeleton:
+        return False
+    return any(map(_compiled(_SHOUTED_VERDICT).search, _html_comments(skeleton)))
+
+
+def _hidden_texts(flat: str) -> list[str]:
+    """The texts hidden in ``flat``: HTML comments, link notes and titles, hidden markup."""
     angle, bracket = "<" in flat, "]" in flat
     hidden = list(_html_comments(flat)) if angle and "<!--" in flat else []
     if bracket and "]:" in flat:
@@ -209,11 +214,13 @@ def _hidden_instruction(flat: str, skeleton: str) -> bool:
             next(group for group in match.groups() if group is not None)
             for match in _compiled(_HIDDEN_MARKUP).finditer(flat)
         ]
-    if not hidden:
-        return False
-    return any(
+    return hidden
+
+
+def _hidden_instruction(flat: str, skeleton: str) -> bool:
+    return _shouted_comment(skeleton) or any(
         _compiled(_HIDDEN_WORDS).search(text) or any(rule.search(text) for rule in _INSTRUCTIONS)
-        for text in hidden
+        for text in _hidden_texts(flat)
     )
 
 

@@ -78,13 +78,16 @@ class _Rule:
                     for start in line_starts
                 )
             return self.line_pattern.search(text) is not None
-        for match in self._finditer(text):
-            start = match.start()
-            if start and text[start - 1].isalnum() and match.group()[:1].isalnum():
-                continue
-            if self.before is None or self.before.search(text, max(start - 60, 0), start):
-                return True
-        return False
+        return any(self.accepts(text, match) for match in self._finditer(text))
+
+    def accepts(self, text: str, match: re.Match[str]) -> bool:
+        """Whether a match of the pattern in ``text`` counts: it does not start inside a word,
+        and the ``before`` context, if any, matches just before it."""
+        start = match.start()
+        if start and text[start - 1].isalnum() and match.group()[:1].isalnum():
+            return False
+        before = self.before
+        return before is None or before.search(text, max(start - 60, 0), start) is not None
 
     def _finditer(self, text: str) -> Iterator[re.Match[str]]:
         """``self.pattern.finditer(text)``, trying the pattern only where a lead stands (each
