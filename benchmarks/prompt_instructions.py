@@ -122,11 +122,17 @@ def reduce_counts(
         return names.read_text().split("\n"), counts
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--builds", type=int, default=20, help="builds counted per case")
+def counted_args(doc: str, flag: str, default: int, help_text: str) -> argparse.Namespace:
+    """The command line of a script counted by ``reduce_counts``: how many calls a case
+    (``flag``) and the hidden ``--child NAMES`` the counted run gets."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument(flag, type=int, default=default, help=help_text)
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> int:
+    args = counted_args(__doc__, "--builds", 20, "builds counted per case")
     if args.child:
         _child(args.builds, args.child)
         return 0

@@ -17,7 +17,6 @@ keeps the cache out of the tree). Needs valgrind; under a minute.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import importlib
 import os
@@ -77,14 +76,13 @@ def _child(screens: int, names_file: Path) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--screens", type=int, default=50, help="screens counted per case")
-    parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    sys.path.insert(0, str(HERE))
+    from prompt_instructions import counted_args
+
+    args = counted_args(__doc__, "--screens", 50, "screens counted per case")
     if args.child:
         _child(args.screens, args.child)
         return 0
-    sys.path.insert(0, str(HERE))
     from prompt_instructions import reduce_counts  # the parent's only: the child counts imports
 
     env = {**os.environ, "PYTHONHASHSEED": "0"}
