@@ -6,8 +6,8 @@ and builds the validators of the models every judged turn uses, then, when the v
 judges through litellm, imports litellm with what its first call to each judge model's route
 would load (``replyguard.judge._litellm``), and then loads the tokenizer (``o200k_base``):
 the seconds that would fall on the first judged turn run off the caller's thread and event
-loop while the host goes on starting up, so that turn waits only for what is not done yet (``Verifier.warmup()`` and the first judgement wait for the rest off the
-loop too).
+loop while the host goes on starting up, so that turn waits only for what is not done yet
+(``Verifier.warmup()`` and the first judgement wait for the rest off the loop too).
 Each part starts at most once per process, whatever number of verifiers is built. A fault here
 is swallowed: the first judgement meets it again, and fails open.
 
