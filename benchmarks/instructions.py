@@ -393,6 +393,7 @@ def _cold(url: str, scratch: Path) -> dict[str, int]:
     )
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     env.setdefault("LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS", "True")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # as an installed package: its bytecode cached
     for script in scripts.values():  # untimed: file and bytecode caches warm for both
         subprocess.run(
             [sys.executable, "-c", script],

@@ -17,6 +17,7 @@ the output's reader stopped reading (``| head``; ``verify``/``heartbeat`` keep t
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -190,13 +191,22 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code. A command whose output's reader stops
     early (``| head``) ends quietly with ``PIPE_CLOSED`` (141), as one killed by SIGPIPE;
-    ``verify`` and ``heartbeat`` keep their decision's code."""
+    ``verify`` and ``heartbeat`` keep their decision's code.
+
+    Without ``argv`` (the process's own command line: the ``replyguard`` script, ``python -m
+    replyguard``) the process ends with the command: what it loaded is then frozen
+    (``gc.freeze()``), so that the interpreter's exit does not walk it all once more in its
+    last collection (5% of a heartbeat decided by its check). A caller that passes ``argv``
+    (a test, a host) keeps its collector as it was."""
     open_closed_streams()
     try:
         return _run(argv)
     except BrokenPipeError:
         discard_stdout()
         return PIPE_CLOSED
+    finally:
+        if argv is None:
+            gc.freeze()
 
 
 def _run(argv: Sequence[str] | None) -> int:

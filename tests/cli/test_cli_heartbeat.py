@@ -246,3 +246,57 @@ def test_closed_standard_streams_and_a_reader_that_stops(workspace: Path) -> Non
     assert demo.returncode == 141
     assert demo.stdout.startswith("replyguard demo:")
     assert demo.stderr == ""
+
+
+def test_the_defaults_without_a_config_file_are_the_validated_defaults() -> None:
+    """A command given no ``--config`` runs with ``VerifierConfig()``'s values, made without
+    building the config's validator: the same config, field for field."""
+    from replyguard._commands import load_config
+    from replyguard.config import VerifierConfig
+
+    made, validated = load_config(None), VerifierConfig()
+    assert made == validated
+    assert made.model_fields_set == validated.model_fields_set == set()
+    assert made.model_dump(mode="json", by_alias=True) == validated.model_dump(
+        mode="json", by_alias=True
+    )
+    assert [type(getattr(made, name)) for name in VerifierConfig.model_fields] == [
+        type(getattr(validated, name)) for name in VerifierConfig.model_fields
+    ]
+
+
+def test_a_caller_passing_arguments_keeps_its_collector(
+    capsys: pytest.CaptureFixture[str], workspace: Path
+) -> None:
+    """Only the process's own command line freezes what it loaded at its end (its exit then
+    skips them); a caller that passes ``argv`` keeps its collector as it was."""
+    import gc
+
+    frozen = gc.get_freeze_count()
+    code, _, _ = heartbeat(capsys, "--workspace", str(workspace), "HEARTBEAT_OK")
+    assert code == 1
+    assert gc.get_freeze_count() == frozen
+
+
+def test_the_command_run_as_a_program_decides_and_prints_as_before(workspace: Path) -> None:
+    """``python -m replyguard heartbeat``: its decision, output and exit code, with the
+    collector frozen at its end."""
+    ran = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "replyguard",
+            "heartbeat",
+            "--workspace",
+            str(workspace),
+            "HEARTBEAT_OK",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert ran.returncode == 1, ran.stderr
+    assert json.loads(ran.stdout)["status"] == "failed"
+    assert ran.stderr.startswith("A reviewer checked your previous reply")
+    assert "Exception ignored" not in ran.stderr

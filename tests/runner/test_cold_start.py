@@ -108,6 +108,43 @@ def test_a_verifier_with_its_own_judge_preloads_the_tokenizer_only() -> None:
     )
 
 
+JUDGE_SIDE = textwrap.dedent(
+    """
+    import asyncio, sys, threading
+    import importlib.abc
+    from replyguard import Verifier, VerifierConfig
+    from replyguard.runner._preload import wait_for_preload
+    from replyguard.testing import ScriptedJudge
+
+    importers = []
+
+    class Watch(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path, target=None):
+            if name == "replyguard.runner._judging":
+                importers.append(threading.current_thread().name)
+            return None
+
+    sys.meta_path.insert(0, Watch())
+    assert "replyguard.runner._judging" not in sys.modules
+    verifier = Verifier(VerifierConfig(), judge=ScriptedJudge([]), preload={preload})
+    {wait}
+    print(importers, "replyguard.runner._judging" in sys.modules)
+    """
+)
+
+
+def test_the_preload_imports_the_judge_side_before_the_first_turn() -> None:
+    """The first reply its checks do not decide needs ``runner._judging`` (the prompt build,
+    the judge call): the preload imports it off the caller's thread, not the turn."""
+    out = run_script(JUDGE_SIDE.format(preload=True, wait="wait_for_preload(60)"))
+    assert out == "['replyguard-preload'] True"
+
+
+def test_warmup_imports_the_judge_side_off_the_event_loop() -> None:
+    out = run_script(JUDGE_SIDE.format(preload=False, wait="asyncio.run(verifier.warmup())"))
+    assert out == "['asyncio_0'] True"
+
+
 def test_preload_false_loads_nothing_until_asked() -> None:
     assert preloaded("Verifier(config, preload=False)", 0) == "[] MainThread"
 

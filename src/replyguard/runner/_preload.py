@@ -1,13 +1,13 @@
 """Loading what a first judgement needs, in the background, once per process.
 
-A ``Verifier`` built with ``preload=True`` (the default) starts one daemon thread that compiles
-the judge prompt's templates and builds the validators of the models every judged turn uses,
-then, when the verifier judges through litellm, imports litellm with what its first call to
-each judge model's route would load (``replyguard.judge._litellm``), and then loads the
-tokenizer (``o200k_base``): the seconds that would fall on the first judged turn run off the
-caller's thread and event loop while the host goes on starting up, so that turn waits only for
-what is not done yet (``Verifier.warmup()`` and the first judgement wait for the rest off the
-loop too).
+A ``Verifier`` built with ``preload=True`` (the default) starts one daemon thread that imports
+the judge side of an assessment (``runner._judging``), compiles the judge prompt's templates
+and builds the validators of the models every judged turn uses, then, when the verifier
+judges through litellm, imports litellm with what its first call to each judge model's route
+would load (``replyguard.judge._litellm``), and then loads the tokenizer (``o200k_base``):
+the seconds that would fall on the first judged turn run off the caller's thread and event
+loop while the host goes on starting up, so that turn waits only for what is not done yet
+(``Verifier.warmup()`` and the first judgement wait for the rest off the loop too).
 Each part starts at most once per process, whatever number of verifiers is built. A fault here
 is swallowed: the first judgement meets it again, and fails open.
 
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import importlib
 import os
 import threading
 from collections.abc import Awaitable, Iterable
@@ -33,9 +34,12 @@ from replyguard._templates import template
 from replyguard.context import _tokens as tokens
 from replyguard.judge._litellm import first_use, load_litellm, load_routes
 
-# What every judged turn builds on first use: the judge prompt's templates, compiled, and the
-# validators of its models (built on first use, not at import).
+# What every judged turn builds on first use: the judge side of an assessment (the prompt
+# build and the judge call, imported with the first reply its checks do not decide), the judge
+# prompt's templates, compiled, and the validators of its models (built on first use, not at
+# import).
 _T = TypeVar("_T")
+_TURN_MODULES = ("replyguard.runner._judging",)
 _TURN_TEMPLATES = ("judge_system.j2", "judge_context.j2")
 _TURN_MODELS = (
     "replyguard.types:Turn",
@@ -160,8 +164,12 @@ atexit.register(_at_exit)
 
 
 def prepare_turn() -> None:
-    """Compile the judge prompt's templates and build the validators of the models every
-    judged turn uses (about 20 ms in all), as their first use would."""
+    """Import the judge side of an assessment, compile the judge prompt's templates and build
+    the validators of the models every judged turn uses (about 20 ms in all), as their first
+    use would."""
+    for module in _TURN_MODULES:
+        with contextlib.suppress(Exception):  # met again by the first judgement
+            importlib.import_module(module)
     for name in _TURN_TEMPLATES:
         with contextlib.suppress(Exception):  # met again by the first judgement
             template(name)
