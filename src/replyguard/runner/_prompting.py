@@ -5,7 +5,6 @@ loaded off the loop only when the prompt needs it), off it for a long reply."""
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections.abc import Callable
 
 from replyguard.context import _tokens as tokens
@@ -42,22 +41,27 @@ async def prompt_of(
         said = describe_error(exc, events.secrets)
         return Reason.INTERNAL_ERROR, f"reading the workspace failed: {said}"
     try:
-        build = functools.partial(
-            build_judge_prompt,
-            turn,
-            reply.text,
-            limits=step.profile.limits,
-            rules=rules,
-            heartbeat_tasks=heartbeat,
-            previous_feedback=step.previous_feedback,
-            meta=reply.meta,
-            redact=redact,
-            rubric=step.profile.rubric,
-            reply_scans=reply_scans,
-        )
-        if len(reply.text) > INLINE_CHARS:  # off the loop, by the turn's deadline
+        text, profile = reply.text, step.profile
+
+        def build(redact: Redact | None = redact) -> JudgePrompt:
+            return build_judge_prompt(
+                turn,
+                text,
+                limits=profile.limits,
+                rules=rules,
+                heartbeat_tasks=heartbeat,
+                previous_feedback=step.previous_feedback,
+                meta=reply.meta,
+                redact=redact,
+                rubric=profile.rubric,
+                reply_scans=reply_scans,
+            )
+
+        if len(text) > INLINE_CHARS:  # off the loop, by the turn's deadline
             async with until(step.left()):
                 return await asyncio.to_thread(build)
+        if tokens.loaded():  # the usual turn: built at once
+            return build()
         return await _build_inline(build, redact, step)
     except TimeoutError:
         return (
