@@ -29,7 +29,9 @@ async def prompt_of(
     prompt reuses; ``reading``: the workspace files' read; ``redact``: the host's hook."""
     config, turn, reply = step.profile.config, step.turn, step.reply
     try:
-        rules, heartbeat = await _workspace_texts(step, reading)
+        if reading is not None and not reading.done():
+            await _read_by_deadline(step, reading)
+        rules, heartbeat = _workspace_texts(step, reading)
     except TimeoutError:
         files = [*config.rules_files, *([config.heartbeat_file] if turn.heartbeat else [])]
         events.warning("workspace_read_late", turn_id=turn.id, files=files)
@@ -74,21 +76,22 @@ async def prompt_of(
         return Reason.INTERNAL_ERROR, f"the judge prompt failed: {type(exc).__name__}"
 
 
-async def _workspace_texts(
-    step: Step, reading: Reading | None
-) -> tuple[list[RulesSource], str | None]:
-    """The rules sources and the heartbeat tasks, once ``reading`` is done; the wait is
-    bounded by the turn's deadline and ``timeoutSeconds`` (``TimeoutError``)."""
+async def _read_by_deadline(step: Step, reading: Reading) -> None:
+    """Wait for ``reading`` (without cancelling it: a retry may wait again), by the turn's
+    deadline and ``timeoutSeconds`` (``TimeoutError``)."""
+    budget = Budget.at(step.profile.config.timeout_seconds, step.deadline).seconds
+    await asyncio.wait((reading,), timeout=budget)
+    if not reading.done():
+        raise TimeoutError
+
+
+def _workspace_texts(step: Step, reading: Reading | None) -> tuple[list[RulesSource], str | None]:
+    """The rules sources and the heartbeat tasks, from ``reading`` (done)."""
     config, turn = step.profile.config, step.turn
     if reading is None and not turn.rules:
         return [], None
     texts: tuple[str | None, ...] = ()
     if reading is not None:
-        if not reading.done():  # waited for without cancelling: a retry may wait again
-            budget = Budget.at(config.timeout_seconds, step.deadline).seconds
-            await asyncio.wait((reading,), timeout=budget)
-            if not reading.done():
-                raise TimeoutError
         texts = reading.result()
     named = dict(zip(config.rules_files, texts, strict=False))
     sources = [RulesSource(name, text) for name, text in named.items() if text]

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from replyguard._credentials import CredentialGate
+from replyguard._deadlines import deadline_in
 from replyguard.config._schema import VerifierConfig
 from replyguard.context._prompt import DEFAULT_RUBRIC, ContextLimits, Rubric
 from replyguard.gate._triggers import TriggerMatcher
@@ -213,5 +214,5 @@ def bounded(work: Awaitable[_T], seconds: float | None) -> Awaitable[_T]:
 
 
 async def _within(work: Awaitable[_T], seconds: float) -> _T:
-    async with asyncio.timeout(seconds):
+    with deadline_in(seconds):
         return await work
