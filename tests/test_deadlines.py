@@ -89,9 +89,8 @@ async def test_the_hosts_cancellation_propagates_as_it_is(kind: str) -> None:
     task = asyncio.ensure_future(guarded())
     await inside.wait()
     task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    assert task.cancelled()
+    await asyncio.wait((task,))
+    assert task.cancelled()  # the host's CancelledError came out, not a TimeoutError
 
 
 @pytest.mark.parametrize("kind", KINDS)
