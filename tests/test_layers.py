@@ -28,6 +28,7 @@ LEVELS: tuple[tuple[str, ...], ...] = (
     ("config", "_workspace"),
     ("context", "errors", "telemetry"),
     (
+        "_deadlines",
         "_env",
         "_families",
         "_forks",

@@ -41,12 +41,12 @@ HOT_PATH_BOUND = 1.6
 VERIFIED_BOUND = 1.7
 """Verified turn over a raw litellm call to the same loopback judge (1.05-1.4 today; 2.4+
 slowed)."""
-OWN_SHARE_BUDGET = 1_070_000
+OWN_SHARE_BUDGET = 915_000
 """Instructions of replyguard's own per verified turn, in-process instant judge over the bare
-agent call (989K today, CPython 3.11, after issue 42's second round: the prompt build 269K ->
-192K, the turn's plumbing 630K -> 489K; 1,204.8K before it; the same code has measured up to
-6% apart across builds, hence the margin; issue 42 asks 750K, which needs the injection
-screen, about 280K, cut by more than half as well)."""
+agent call (848K today, CPython 3.11, after issue 42's third round: the injection screen
+282K -> 176K, the turn's plumbing 489K -> 458K; 989K after the second round, where the prompt
+build went 269K -> 192K and the plumbing 630K -> 489K; 1,204.8K before it; the same code has
+measured up to 6% apart across builds, hence the margin; issue 42 asks 750K)."""
 LOGGING_BUDGET = 200_000
 """Instructions the same turn adds with the ``replyguard`` logger at INFO, its records reaching
 a host's handler that drops them, each level held through its count (two events: about 182K

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
+from replyguard._deadlines import Deadline
 from replyguard.config._schema import VerifierConfig
 from replyguard.errors import ConfigError, JudgeConfigError
 from replyguard.judge._answer_cap import capped_call
@@ -138,15 +139,12 @@ class ModelCalls:
         verifier's own clients; a streamed answer is read here, within the share too (its
         text noted in ``request`` as it arrives)."""
         try:
-            async with asyncio.timeout_at(until):
-                with self._parts.clients.using(litellm):
-                    response = await self._plan.send(call, model, params)
-                    if params.get("stream") is True:
-                        messages, received = params["messages"], request.received
-                        return await read_stream(
-                            response, model, messages, self._unpriced, received
-                        )
-                    return response
+            with Deadline(until), self._parts.clients.using(litellm):
+                response = await self._plan.send(call, model, params)
+                if params.get("stream") is True:
+                    messages, received = params["messages"], request.received
+                    return await read_stream(response, model, messages, self._unpriced, received)
+                return response
         except Exception as exc:
             if _refused(exc):  # the provider answered with an error: nothing was billed
                 request.forget()

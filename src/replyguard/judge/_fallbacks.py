@@ -2,8 +2,9 @@
 
 The ``Judge`` protocol is what the runner needs: given a prompt and the time left, return the
 judge's raw text and what it cost. ``LiteLLMJudge`` is the real one; ``replyguard.testing``
-ships scripted ones. The runner owns the deadline (``asyncio.timeout``); this module turns off
-every hidden retry (``max_retries=0``) and never sleeps, so the deadline is the only clock.
+ships scripted ones. The runner owns the deadline (``replyguard._deadlines``, which behaves as
+``asyncio.timeout``); this module turns off every hidden retry (``max_retries=0``) and never
+sleeps, so the deadline is the only clock.
 
 Models are tried in order (``model``, then ``fallbackModels``). Each attempt gets an even share
 of the time left among the models still to try whose circuit is not open; the last gets all

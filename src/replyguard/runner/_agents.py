@@ -37,6 +37,10 @@ def as_reply(value: Any) -> Reply:
 
 
 _NESTED = (dict, list)
+_LEAVES = frozenset((str, int, float, bool, type(None)))
+"""Exact types that never hold a dict or a list, told by one set look-up: ``isinstance`` with
+``_NESTED`` on a str, the messages' usual value, costs more than copying a dict (each type
+it fails on has the value's ``__class__`` looked up)."""
 
 
 def _copy(value: Any) -> Any:
@@ -45,12 +49,12 @@ def _copy(value: Any) -> Any:
     if isinstance(value, dict):
         fresh: Any = value.copy() if type(value) is dict else dict(value.items())
         for key, item in value.items():
-            if isinstance(item, _NESTED):
+            if type(item) not in _LEAVES and isinstance(item, _NESTED):
                 fresh[key] = _copy(item)
         return fresh
     fresh = list(value)
     for index, item in enumerate(fresh):
-        if isinstance(item, _NESTED):
+        if type(item) not in _LEAVES and isinstance(item, _NESTED):
             fresh[index] = _copy(item)
     return fresh
 
@@ -97,7 +101,7 @@ def copy_messages(messages: Messages) -> Messages:
             if type(message) is dict:  # the usual message: copied here, without a call
                 fresh = message.copy()
                 for key, value in message.items():
-                    if isinstance(value, _NESTED):
+                    if type(value) not in _LEAVES and isinstance(value, _NESTED):
                         fresh[key] = _copy(value)
                 copied.append(fresh)
             else:

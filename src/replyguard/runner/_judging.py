@@ -15,9 +15,10 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from replyguard._deadlines import deadline_in
 from replyguard.context import _tokens as tokens
 from replyguard.context._prompt import JudgePrompt, Redact
 from replyguard.errors import CircuitOpenError, JudgeConfigError
@@ -77,16 +78,16 @@ class Judgements:
         self._redact = redact
         self._state = state
 
-    async def judgement(
+    def judgement(
         self, step: Step, reply_scans: tokens.Cutter | None, reading: Reading | None
-    ) -> Verdict:
+    ) -> Awaitable[Verdict]:
         """Judge one reply by the turn's deadline (and ``timeoutSeconds``); never raises.
 
         ``reply_scans``: the injection screen's cutter of the reply, whose tokenized ends the
         prompt reuses; ``reading``: the workspace files' read (``Assessor.read_workspace``).
         """
         # the tokenizer's background load waits for it
-        return await judged(self._judgement(step, reply_scans, reading))
+        return judged(self._judgement(step, reply_scans, reading))
 
     async def _judgement(
         self, step: Step, reply_scans: tokens.Cutter | None, reading: Reading | None
@@ -203,8 +204,8 @@ class Judgements:
         failed: tuple[Reason, str] | None = None
         sent = sent or Unanswered()
         try:
-            with sent.watching():
-                async with asyncio.timeout(max(deadline - time.monotonic(), 0.0)), self._slot():
+            with sent.watching(), deadline_in(max(deadline - time.monotonic(), 0.0)):
+                async with self._slot():
                     if gate is None:
                         time_left = max(deadline - time.monotonic(), 0.001)
                         answer = await seat.judge.judge(prompt, time_left=time_left)

@@ -105,10 +105,15 @@ def judging() -> contextlib.AbstractContextManager[None]:
     return _NOTHING if tokens.loaded() else _judgements
 
 
-async def judged(work: Awaitable[_T]) -> _T:
-    """``await work`` within ``judging()`` (once the tokenizer is loaded, nothing to enter)."""
+def judged(work: Awaitable[_T]) -> Awaitable[_T]:
+    """What to await for ``work`` within ``judging()``: once the tokenizer is loaded, nothing
+    to enter (``work`` itself, no coroutine around it)."""
     if tokens.loaded():
-        return await work
+        return work
+    return _counted(work)
+
+
+async def _counted(work: Awaitable[_T]) -> _T:
     with _judgements:
         return await work
 

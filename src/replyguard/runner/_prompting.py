@@ -5,7 +5,6 @@ loaded off the loop only when the prompt needs it), off it for a long reply."""
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections.abc import Callable
 
 from replyguard.context import _tokens as tokens
@@ -30,7 +29,9 @@ async def prompt_of(
     prompt reuses; ``reading``: the workspace files' read; ``redact``: the host's hook."""
     config, turn, reply = step.profile.config, step.turn, step.reply
     try:
-        rules, heartbeat = await _workspace_texts(step, reading)
+        if reading is not None and not reading.done():
+            await _read_by_deadline(step, reading)
+        rules, heartbeat = _workspace_texts(step, reading)
     except TimeoutError:
         files = [*config.rules_files, *([config.heartbeat_file] if turn.heartbeat else [])]
         events.warning("workspace_read_late", turn_id=turn.id, files=files)
@@ -42,22 +43,27 @@ async def prompt_of(
         said = describe_error(exc, events.secrets)
         return Reason.INTERNAL_ERROR, f"reading the workspace failed: {said}"
     try:
-        build = functools.partial(
-            build_judge_prompt,
-            turn,
-            reply.text,
-            limits=step.profile.limits,
-            rules=rules,
-            heartbeat_tasks=heartbeat,
-            previous_feedback=step.previous_feedback,
-            meta=reply.meta,
-            redact=redact,
-            rubric=step.profile.rubric,
-            reply_scans=reply_scans,
-        )
-        if len(reply.text) > INLINE_CHARS:  # off the loop, by the turn's deadline
+        text, profile = reply.text, step.profile
+
+        def build(redact: Redact | None = redact) -> JudgePrompt:
+            return build_judge_prompt(
+                turn,
+                text,
+                limits=profile.limits,
+                rules=rules,
+                heartbeat_tasks=heartbeat,
+                previous_feedback=step.previous_feedback,
+                meta=reply.meta,
+                redact=redact,
+                rubric=profile.rubric,
+                reply_scans=reply_scans,
+            )
+
+        if len(text) > INLINE_CHARS:  # off the loop, by the turn's deadline
             async with until(step.left()):
                 return await asyncio.to_thread(build)
+        if tokens.loaded():  # the usual turn: built at once
+            return build()
         return await _build_inline(build, redact, step)
     except TimeoutError:
         return (
@@ -70,21 +76,22 @@ async def prompt_of(
         return Reason.INTERNAL_ERROR, f"the judge prompt failed: {type(exc).__name__}"
 
 
-async def _workspace_texts(
-    step: Step, reading: Reading | None
-) -> tuple[list[RulesSource], str | None]:
-    """The rules sources and the heartbeat tasks, once ``reading`` is done; the wait is
-    bounded by the turn's deadline and ``timeoutSeconds`` (``TimeoutError``)."""
+async def _read_by_deadline(step: Step, reading: Reading) -> None:
+    """Wait for ``reading`` (without cancelling it: a retry may wait again), by the turn's
+    deadline and ``timeoutSeconds`` (``TimeoutError``)."""
+    budget = Budget.at(step.profile.config.timeout_seconds, step.deadline).seconds
+    await asyncio.wait((reading,), timeout=budget)
+    if not reading.done():
+        raise TimeoutError
+
+
+def _workspace_texts(step: Step, reading: Reading | None) -> tuple[list[RulesSource], str | None]:
+    """The rules sources and the heartbeat tasks, from ``reading`` (done)."""
     config, turn = step.profile.config, step.turn
     if reading is None and not turn.rules:
         return [], None
     texts: tuple[str | None, ...] = ()
     if reading is not None:
-        if not reading.done():  # waited for without cancelling: a retry may wait again
-            budget = Budget.at(config.timeout_seconds, step.deadline).seconds
-            await asyncio.wait((reading,), timeout=budget)
-            if not reading.done():
-                raise TimeoutError
         texts = reading.result()
     named = dict(zip(config.rules_files, texts, strict=False))
     sources = [RulesSource(name, text) for name, text in named.items() if text]

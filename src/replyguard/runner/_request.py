@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from replyguard._credentials import CredentialGate
+from replyguard._deadlines import deadline_in
 from replyguard.config._schema import VerifierConfig
 from replyguard.context._prompt import DEFAULT_RUBRIC, ContextLimits, Rubric
 from replyguard.gate._triggers import TriggerMatcher
@@ -204,10 +205,14 @@ def until(seconds: float | None) -> contextlib.AbstractAsyncContextManager[Any]:
     return asyncio.timeout(seconds) if seconds is not None else _NOTHING
 
 
-async def bounded(work: Awaitable[_T], seconds: float | None) -> _T:
-    """``await work`` within ``asyncio.timeout(seconds)`` (None: unbounded, no timeout to
-    enter): ``until`` around one await, for less."""
+def bounded(work: Awaitable[_T], seconds: float | None) -> Awaitable[_T]:
+    """What to await for ``work`` within ``asyncio.timeout(seconds)``: ``until`` around one
+    await, for less (None: unbounded, ``work`` itself, no coroutine around it)."""
     if seconds is None:
-        return await work
-    async with asyncio.timeout(seconds):
+        return work
+    return _within(work, seconds)
+
+
+async def _within(work: Awaitable[_T], seconds: float) -> _T:
+    with deadline_in(seconds):
         return await work

@@ -213,10 +213,13 @@ class _Run:
             self.reading,
         )
         tracing = self.v.tracing
-        with tracing.span("replyguard.attempt") as span:
-            span.set({"replyguard.attempt": number})
+        if not tracing.enabled:  # no span to open, nothing to record
             verdict, results = await self.v.assessor.assess(step)
-            span.record(verdict_attributes, verdict, tracing.log_content)
+        else:
+            with tracing.span("replyguard.attempt") as span:
+                span.set({"replyguard.attempt": number})
+                verdict, results = await self.v.assessor.assess(step)
+                span.record(verdict_attributes, verdict, tracing.log_content)
         return await self.record(
             assembled(Attempt, number=number, reply=reply, verdict=verdict, checks=results)
         )
