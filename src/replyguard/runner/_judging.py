@@ -268,13 +268,14 @@ class Judgements:
         if not verdict.readable:
             update["fail_open_reason"] = Reason.UNREADABLE_VERDICT
             update["error"] = answer.note or verdict.error
-        verdict = replaced(verdict, update)
         # The one place a judge's answer becomes a verdict: from here on its words are stored,
         # sent to the agent, printed and logged, so every key is taken out of them now.
         secrets = (*self._events.secrets, *seat.config.secrets())
         if len(answer.text) > INLINE_CHARS:
-            return await asyncio.to_thread(redacted_verdict, verdict, secrets)
-        return redacted_verdict(verdict, secrets)
+            await asyncio.to_thread(redact_texts, verdict, update, secrets)
+        else:
+            redact_texts(verdict, update, secrets)
+        return replaced(verdict, update)
 
 
 def _refusal(ticket: Ticket) -> tuple[Reason, str] | None:
@@ -346,15 +347,17 @@ def charged(verdict: Verdict, charge: Charge) -> Verdict:
     return replaced(verdict, update)
 
 
-def redacted_verdict(verdict: Verdict, secrets: Sequence[str]) -> Verdict:
-    """``verdict`` with every text that came from the judge's answer (its raw text, feedback,
-    reasoning, model name, and the note on an empty answer) redacted: ``secrets`` (the
-    configured and ``env:`` keys, the router's keys) and anything shaped like a key."""
-    changed: dict[str, str] = {}
+def redact_texts(verdict: Verdict, update: dict[str, Any], secrets: Sequence[str]) -> None:
+    """Redact, into ``update``, every text of ``verdict`` updated by ``update`` that came from
+    the judge's answer (its raw text, feedback, reasoning, model name, and the note on an
+    empty answer): ``secrets`` (the configured and ``env:`` keys, the router's keys) and
+    anything shaped like a key. A text redaction leaves as it is stays out of ``update``
+    unless it was there already, so ``replaced(verdict, update)`` is the updated verdict
+    redacted (its ``model_fields_set`` too) in one copy."""
+    values = verdict.__dict__  # one read: each field through pydantic's hook costs a call
     for name in _JUDGE_TEXTS:
-        value = getattr(verdict, name)
+        value = update[name] if name in update else values[name]
         if isinstance(value, str):
             text = redact(value, secrets)
             if text != value:
-                changed[name] = text
-    return replaced(verdict, changed) if changed else verdict
+                update[name] = text

@@ -264,40 +264,48 @@ def _tokens(usage: Mapping[str, Any] | None, *names: str) -> int:
     return 0
 
 
-def usage_of(attempts: Sequence[Attempt]) -> TokenUsage:
-    """The tokens of every attempt, agent and judge, prompt and completion."""
+def _summed(
+    attempts: Sequence[Attempt], delivered: Reply
+) -> tuple[tuple[CheckResult, ...], float, float, TokenUsage]:
+    """One pass over ``attempts``: the checks of the delivered reply's last attempt, what the
+    judge and the agent cost, and the tokens of every attempt, agent and judge, prompt and
+    completion. Each value's fields are read from its ``__dict__`` once (a field read through
+    pydantic's attribute hook costs a call)."""
+    checks: tuple[CheckResult, ...] = ()
+    judged = agent = 0.0
     agent_in = agent_out = judge_in = judge_out = 0
     for attempt in attempts:
-        usage = attempt.reply.meta.usage
+        fields = attempt.__dict__
+        reply = fields["reply"]
+        if reply is delivered:
+            checks = fields["checks"]
+        meta = reply.meta.__dict__
+        agent += meta["cost_usd"] or 0.0
+        usage = meta["usage"]
         if usage:
             agent_in += _tokens(usage, "prompt_tokens", "input_tokens")
             agent_out += _tokens(usage, "completion_tokens", "output_tokens")
-        verdict = attempt.verdict
+        verdict = fields["verdict"]
         if verdict is not None:
-            judge_in += verdict.prompt_tokens
-            judge_out += verdict.completion_tokens
-    return assembled(
+            values = verdict.__dict__
+            judged += values["cost_usd"]
+            judge_in += values["prompt_tokens"]
+            judge_out += values["completion_tokens"]
+    usage_total = assembled(
         TokenUsage,
         agent_prompt_tokens=agent_in,
         agent_completion_tokens=agent_out,
         judge_prompt_tokens=judge_in,
         judge_completion_tokens=judge_out,
     )
+    return checks, judged, agent, usage_total
 
 
 def settled(ending: Ending, attempts: Sequence[Attempt], latency_ms: float) -> Outcome:
     """The ``Outcome`` of a turn ended as ``ending`` after ``attempts``: the delivered reply
     (or the repair a check of its attempt made), the parsed value, cost and tokens summed."""
     delivered = ending.delivered
-    checks: tuple[CheckResult, ...] = ()
-    judged = 0.0
-    agent = 0.0
-    for attempt in attempts:  # one pass: the checks of the delivered reply's last attempt
-        if attempt.reply is delivered:
-            checks = attempt.checks
-        if attempt.verdict is not None:
-            judged += attempt.verdict.cost_usd
-        agent += attempt.reply.meta.cost_usd or 0.0
+    checks, judged, agent, usage = _summed(attempts, delivered)
     response: str | None = None  # the first repair of a check, else the reply's text
     parsed: Any = None  # the first value a check parsed
     for result in checks:
@@ -315,7 +323,7 @@ def settled(ending: Ending, attempts: Sequence[Attempt], latency_ms: float) -> O
         "awaiting_user": ending.awaiting,
         "cost_usd": judged + agent,
         "judge_cost_usd": judged,
-        "usage": usage_of(attempts),
+        "usage": usage,
         "latency_ms": float(latency_ms),
     }
     if ending.awaiting and ending.status != Status.PASSED:

@@ -1,0 +1,68 @@
+"""``_judging.redact_texts``: a judge's answer is made a verdict in one copy, its texts
+redacted on the way, the same value (fields, ``model_fields_set``, types) as the copy made
+first and redacted after (``model_copy`` twice)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from replyguard.runner._judging import _JUDGE_TEXTS, redact_texts
+from replyguard.telemetry._events import redact
+from replyguard.types import Reason, Verdict, replaced
+
+KEY = "3f9a1c7e5b2d4f608a1e9c3b7d5f2a64"  # KNOWN_KEYS: no key shape at all
+SHAPED = "sk-proj-ABCDEFGHIJKLMNOPQRST"  # KNOWN_KEYS: a key shape, redacted unconfigured
+
+
+def _two_copies(verdict: Verdict, update: dict[str, Any], secrets: tuple[str, ...]) -> Verdict:
+    """What ``_read`` made before: the update's copy, then a copy of its redacted texts."""
+    updated = verdict.model_copy(update=update)
+    changed = {}
+    for name in _JUDGE_TEXTS:
+        value = getattr(updated, name)
+        if isinstance(value, str) and redact(value, secrets) != value:
+            changed[name] = redact(value, secrets)
+    return updated.model_copy(update=changed) if changed else updated
+
+
+CASES = [
+    pytest.param(Verdict(passed=True, raw="PASS"), {"model": "m", "latency_ms": 1.0}, id="clean"),
+    pytest.param(
+        Verdict(passed=False, raw=f"FAIL {KEY}", feedback=f"say {SHAPED}", reasoning=KEY),
+        {"model": f"judge-{KEY}", "prompt_tokens": 3},
+        id="every-text",
+    ),
+    pytest.param(
+        Verdict(passed=True, readable=False, raw=f"?? {SHAPED}", error="unparsed"),
+        {"fail_open_reason": Reason.UNREADABLE_VERDICT, "error": f"note {KEY}", "model": "m"},
+        id="unreadable-note",
+    ),
+    pytest.param(
+        Verdict(passed=True, error=f"kept {KEY}"), {"model": "m"}, id="a-text-not-updated"
+    ),
+]
+
+
+@pytest.mark.parametrize(("verdict", "update"), CASES)
+def test_one_copy_gives_what_two_copies_gave(verdict: Verdict, update: dict[str, Any]) -> None:
+    secrets = (KEY,)
+    expected = _two_copies(verdict, update, secrets)
+    given = dict(update)
+    redact_texts(verdict, given, secrets)
+    made = replaced(verdict, given)
+    assert made == expected
+    assert made.model_fields_set == expected.model_fields_set
+    assert {name: type(value) for name, value in made} == {
+        name: type(value) for name, value in expected
+    }
+    for name in _JUDGE_TEXTS:
+        text = getattr(made, name)
+        assert text is None or (KEY not in text and SHAPED not in text)
+
+
+def test_the_verdict_redacted_is_left_as_it_was() -> None:
+    verdict = Verdict(passed=False, feedback=f"say {KEY}")
+    redact_texts(verdict, {}, (KEY,))
+    assert verdict.feedback == f"say {KEY}"
