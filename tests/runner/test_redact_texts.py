@@ -1,6 +1,7 @@
-"""``_judging.redact_texts``: a judge's answer is made a verdict in one copy, its texts
-redacted on the way, the same value (fields, ``model_fields_set``, types) as the copy made
-first and redacted after (``model_copy`` twice)."""
+"""A judge's answer is made a verdict in one copy, its texts redacted on the way
+(``_judging.redact_texts``), and a plain PASS of the parse's fields without a verdict made
+first (``_protocol.plain_pass``): the same value (fields, ``model_fields_set``, types) as the
+verdict parsed, copied with what it cost and redacted after (``model_copy`` twice)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ from typing import Any
 
 import pytest
 
+from replyguard._frozen import assembled
+from replyguard.judge import JudgeReply
+from replyguard.judge._protocol import plain_pass
 from replyguard.runner._judging import _JUDGE_TEXTS, redact_texts
 from replyguard.telemetry._events import redact
 from replyguard.types import Reason, Verdict, replaced
@@ -50,7 +54,7 @@ def test_one_copy_gives_what_two_copies_gave(verdict: Verdict, update: dict[str,
     secrets = (KEY,)
     expected = _two_copies(verdict, update, secrets)
     given = dict(update)
-    redact_texts(verdict, given, secrets)
+    redact_texts(verdict.__dict__, given, secrets)
     made = replaced(verdict, given)
     assert made == expected
     assert made.model_fields_set == expected.model_fields_set
@@ -64,5 +68,60 @@ def test_one_copy_gives_what_two_copies_gave(verdict: Verdict, update: dict[str,
 
 def test_the_verdict_redacted_is_left_as_it_was() -> None:
     verdict = Verdict(passed=False, feedback=f"say {KEY}")
-    redact_texts(verdict, {}, (KEY,))
+    redact_texts(verdict.__dict__, {}, (KEY,))
     assert verdict.feedback == f"say {KEY}"
+
+
+def _same(made: Verdict, expected: Verdict) -> None:
+    assert made == expected
+    assert made.model_fields_set == expected.model_fields_set
+    assert [(name, type(value)) for name, value in made] == [
+        (name, type(value)) for name, value in expected
+    ]
+
+
+UPDATE = {"model": f"judge-{KEY}", "prompt_tokens": 7, "cost_usd": 0.5, "latency_ms": 2.0}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "PASS",
+        "  pass  \n",
+        f"The reply is fine; the key {KEY} is the user's own.\nPASS",
+        f"reasoning with {SHAPED}\n\n  Pass",
+        "line one\nline two\nPASS\n\n",
+    ],
+)
+def test_a_plain_pass_made_of_its_fields_is_the_verdict_parsed(text: str) -> None:
+    secrets = (KEY,)
+    expected = _two_copies(JudgeReply(text=text, model="m").verdict, UPDATE, secrets)
+    fields = plain_pass(JudgeReply(text=text, model="m"))
+    assert fields is not None
+    given = dict(UPDATE)
+    redact_texts(fields, given, secrets)
+    _same(assembled(Verdict, **{**fields, **given}), expected)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "FAIL: no",
+        "PASS\nFAIL",
+        "I would not fail it.\nPASS",  # a "fail" anywhere: the general path
+        '{"verdict": "PASS"}',
+        "```\nPASS\n```",
+        "PASS but",
+        "\uff30\uff21\uff33\uff33",  # a full-width PASS
+        "   ",
+        "x" * 20_001 + "\nPASS",  # parsed off the loop
+    ],
+)
+def test_any_other_answer_is_left_to_the_parse(text: str) -> None:
+    assert plain_pass(JudgeReply(text=text, model="m")) is None
+
+
+def test_an_answer_read_already_is_left_to_the_parse() -> None:
+    answer = JudgeReply(text="PASS", model="m")
+    assert answer.verdict.passed
+    assert plain_pass(answer) is None

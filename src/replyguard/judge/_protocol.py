@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from replyguard.context._prompt import JudgePrompt
 from replyguard.judge._answer_cap import MAX_ANSWER_BYTES
-from replyguard.judge._verdict import parse_verdict
+from replyguard.judge._verdict import parse_verdict, plain_pass_fields
 from replyguard.types import FailCategory, Reason, Verdict
 
 # A judge text longer than this is parsed off the event loop (a verdict is a few hundred).
@@ -141,6 +141,16 @@ class JudgeReply(BaseModel):
         if len(self.text) > _INLINE_PARSE_CHARS:
             return await asyncio.to_thread(parse_verdict, self.text, categories)
         return parse_verdict(self.text, categories)
+
+
+def plain_pass(answer: JudgeReply) -> dict[str, Any] | None:
+    """The fields of the verdict ``answer.parsed()`` gives (``Verdict(**fields)``), when that
+    is a plain PASS (``parse_verdict``'s common answer) read on the event loop and not read
+    yet: a caller adding fields of its own makes the one verdict of them all. None for any
+    other answer, or one read already (then ``parsed`` gives what was read)."""
+    if "verdict" in answer.__dict__ or len(answer.text) > _INLINE_PARSE_CHARS:
+        return None
+    return plain_pass_fields(answer.text)
 
 
 class Judge(Protocol):

@@ -79,7 +79,7 @@ AWAITING_USER = "awaiting_user"
 """The mark of a PASS whose reply rightly waits for the user: ``PASS [awaiting_user]`` (any
 case, ``-`` or a space for ``_``), or ``"awaitingUser": true`` beside a JSON PASS."""
 
-__all__ = ["AWAITING_USER", "parse_verdict", "verdict_line"]
+__all__ = ["AWAITING_USER", "parse_verdict", "plain_pass_fields", "verdict_line"]
 
 
 @dataclass(frozen=True)
@@ -117,6 +117,14 @@ def _plain_pass(text: str) -> Verdict | None:
     fence and no ``fail`` anywhere (the common answer), read without the general path: that
     line is the only verdict line that can count, and the text before it is the reasoning.
     None for any other answer."""
+    fields = plain_pass_fields(text)
+    return None if fields is None else assembled(Verdict, **fields)
+
+
+def plain_pass_fields(text: str) -> dict[str, Any] | None:
+    """``_plain_pass`` as the fields its verdict is made of (``Verdict(**fields)``), for a
+    caller that adds fields of its own before making the one verdict; None for any answer
+    but a plain PASS."""
     stripped = text.rstrip()
     start = stripped.rfind("\n") + 1
     last = stripped[start:].strip()
@@ -124,7 +132,22 @@ def _plain_pass(text: str) -> Verdict | None:
         return None
     if "{" in text or "```" in text or "~~~" in text or _FAIL.search(text) is not None:
         return None
-    return _verdict(text, True, None, None, _clean(stripped[: max(start - 1, 0)]))
+    return _pass_fields(text, None, None, _clean(stripped[: max(start - 1, 0)]))
+
+
+def _pass_fields(
+    raw: str, category: str | None, feedback: str | None, reasoning: str | None
+) -> dict[str, Any]:
+    """A PASS verdict's fields: its values valid as they are (texts, a bool); its bracket is
+    only ever the awaiting-the-user mark."""
+    awaiting = category is not None and _key(category) == AWAITING_USER
+    return {
+        "passed": True,
+        "feedback": feedback,
+        "reasoning": reasoning,
+        "raw": raw,
+        "awaiting_user": awaiting,
+    }
 
 
 def _read(text: str, extra: frozenset[str]) -> Verdict:
@@ -374,16 +397,8 @@ def _verdict(
     reasoning: str | None,
     extra: frozenset[str] = frozenset(),
 ) -> Verdict:
-    if passed:  # a PASS's bracket is only ever the awaiting-the-user mark
-        awaiting = category is not None and _key(category) == AWAITING_USER
-        return assembled(  # a PASS: its values valid as they are (texts, a bool)
-            Verdict,
-            passed=True,
-            feedback=feedback,
-            reasoning=reasoning,
-            raw=raw,
-            awaiting_user=awaiting,
-        )
+    if passed:
+        return assembled(Verdict, **_pass_fields(raw, category, feedback, reasoning))
     known = _category(category, extra) if category else None
     if category and known is None:
         feedback = f"[{category}] {feedback or ''}".strip()

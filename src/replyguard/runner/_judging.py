@@ -15,17 +15,18 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from replyguard._deadlines import deadline_in
+from replyguard._frozen import assembled
 from replyguard.context import _tokens as tokens
 from replyguard.context._prompt import JudgePrompt, Redact
 from replyguard.errors import CircuitOpenError, JudgeConfigError
 from replyguard.judge._base import BaseJudge
 from replyguard.judge._limiter import ConcurrencyLimiter
 from replyguard.judge._prices import call_estimate
-from replyguard.judge._protocol import JudgeReply
+from replyguard.judge._protocol import JudgeReply, plain_pass
 from replyguard.judge._unanswered import NO_CHARGE, Charge, Unanswered
 from replyguard.runner._preload import judged
 from replyguard.runner._prompting import INLINE_CHARS, prompt_of
@@ -251,12 +252,17 @@ class Judgements:
         self, answer: JudgeReply, seat: Seat, step: Step, started: float, ticket: Ticket | None
     ) -> Verdict:
         """The verdict ``answer`` gives: parsed (a long one off the loop, by the turn's
-        deadline), with what it cost, and redacted."""
-        try:
-            verdict = await bounded(answer.parsed(seat.categories), step.left())
-        except TimeoutError:
-            error = "the turn's deadline passed reading the verdict"
-            return fail_open(Reason.LATENCY_BUDGET, error, started, ticket)
+        deadline), with what it cost, and redacted; made once, of the parse's fields and
+        these, when the answer is a plain PASS (``plain_pass``)."""
+        fields = plain_pass(answer)
+        verdict: Verdict | None = None
+        if fields is None:
+            try:
+                verdict = await bounded(answer.parsed(seat.categories), step.left())
+            except TimeoutError:
+                error = "the turn's deadline passed reading the verdict"
+                return fail_open(Reason.LATENCY_BUDGET, error, started, ticket)
+            fields = verdict.__dict__
         update: dict[str, Any] = {
             "model": answer.model,
             "prompt_tokens": answer.prompt_tokens,
@@ -265,16 +271,18 @@ class Judgements:
             "latency_ms": (time.perf_counter() - started) * 1000,
             "shared_state": _shared_state(ticket),
         }
-        if not verdict.readable:
+        if verdict is not None and not verdict.readable:
             update["fail_open_reason"] = Reason.UNREADABLE_VERDICT
             update["error"] = answer.note or verdict.error
         # The one place a judge's answer becomes a verdict: from here on its words are stored,
         # sent to the agent, printed and logged, so every key is taken out of them now.
         secrets = (*self._events.secrets, *seat.config.secrets())
         if len(answer.text) > INLINE_CHARS:
-            await asyncio.to_thread(redact_texts, verdict, update, secrets)
+            await asyncio.to_thread(redact_texts, fields, update, secrets)
         else:
-            redact_texts(verdict, update, secrets)
+            redact_texts(fields, update, secrets)
+        if verdict is None:
+            return assembled(Verdict, **{**fields, **update})
         return replaced(verdict, update)
 
 
@@ -347,16 +355,15 @@ def charged(verdict: Verdict, charge: Charge) -> Verdict:
     return replaced(verdict, update)
 
 
-def redact_texts(verdict: Verdict, update: dict[str, Any], secrets: Sequence[str]) -> None:
-    """Redact, into ``update``, every text of ``verdict`` updated by ``update`` that came from
-    the judge's answer (its raw text, feedback, reasoning, model name, and the note on an
-    empty answer): ``secrets`` (the configured and ``env:`` keys, the router's keys) and
-    anything shaped like a key. A text redaction leaves as it is stays out of ``update``
-    unless it was there already, so ``replaced(verdict, update)`` is the updated verdict
-    redacted (its ``model_fields_set`` too) in one copy."""
-    values = verdict.__dict__  # one read: each field through pydantic's hook costs a call
+def redact_texts(values: Mapping[str, Any], update: dict[str, Any], secrets: Sequence[str]) -> None:
+    """Redact, into ``update``, every text of a verdict (its field ``values``) updated by
+    ``update`` that came from the judge's answer (its raw text, feedback, reasoning, model
+    name, and the note on an empty answer): ``secrets`` (the configured and ``env:`` keys, the
+    router's keys) and anything shaped like a key. A text redaction leaves as it is stays out
+    of ``update`` unless it was there already, so the verdict made of ``values`` and
+    ``update`` is the updated verdict redacted (its ``model_fields_set`` too) in one copy."""
     for name in _JUDGE_TEXTS:
-        value = update[name] if name in update else values[name]
+        value = update[name] if name in update else values.get(name)
         if isinstance(value, str):
             text = redact(value, secrets)
             if text != value:
