@@ -147,8 +147,11 @@ def plain_pass(answer: JudgeReply) -> dict[str, Any] | None:
     """The fields of the verdict ``answer.parsed()`` gives (``Verdict(**fields)``), when that
     is a plain PASS (``parse_verdict``'s common answer) read on the event loop and not read
     yet: a caller adding fields of its own makes the one verdict of them all. None for any
-    other answer, or one read already (then ``parsed`` gives what was read)."""
-    if "verdict" in answer.__dict__ or len(answer.text) > _INLINE_PARSE_CHARS:
+    other answer, one read already (then ``parsed`` gives what was read), or a host's
+    subclass of ``JudgeReply`` (its own ``parsed`` or ``verdict`` is asked)."""
+    if type(answer) is not JudgeReply or "verdict" in answer.__dict__:
+        return None
+    if len(answer.text) > _INLINE_PARSE_CHARS:
         return None
     return plain_pass_fields(answer.text)
 

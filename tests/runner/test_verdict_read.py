@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
+from replyguard import Turn, Verifier
 from replyguard._frozen import assembled
+from replyguard.context import JudgePrompt
 from replyguard.judge import JudgeReply
 from replyguard.judge._protocol import plain_pass
 from replyguard.runner._judging import _JUDGE_TEXTS, redact_texts
@@ -125,3 +127,51 @@ def test_an_answer_read_already_is_left_to_the_parse() -> None:
     answer = JudgeReply(text="PASS", model="m")
     assert answer.verdict.passed
     assert plain_pass(answer) is None
+
+
+class _OwnParse(JudgeReply):
+    """A host's answer type that reads its own verdicts."""
+
+    async def parsed(self, categories: Any = ()) -> Verdict:
+        return Verdict(passed=False, feedback="the host's own reading")
+
+
+def test_a_host_s_answer_type_is_left_to_its_own_parse() -> None:
+    assert plain_pass(_OwnParse(text="PASS", model="m")) is None
+
+
+class _Answering:
+    """A host's judge returning ``answer``."""
+
+    def __init__(self, answer: JudgeReply) -> None:
+        self.answer = answer
+
+    async def judge(self, prompt: JudgePrompt, *, time_left: float) -> JudgeReply:
+        return self.answer
+
+
+async def test_a_turn_reads_a_host_s_answer_type_by_its_own_parse(make_config: Any) -> None:
+    verifier = Verifier(
+        make_config(verifyAll=True), judge=_Answering(_OwnParse(text="PASS", model="m"))
+    )
+    verdict = await verifier.verify(Turn(user_message="hi"), "hello")
+    assert not verdict.passed
+    assert verdict.feedback == "the host's own reading"
+
+
+async def test_a_turn_s_plain_pass_carries_what_it_cost_redacted(make_config: Any) -> None:
+    answer = JudgeReply(
+        text=f"The reply quotes {SHAPED} back.\nPASS",
+        model="judge/x",
+        prompt_tokens=11,
+        completion_tokens=3,
+        cost_usd=0.25,
+    )
+    verifier = Verifier(make_config(verifyAll=True), judge=_Answering(answer))
+    verdict = await verifier.verify(Turn(user_message="hi"), "hello")
+    assert verdict.passed and verdict.readable and verdict.fail_open_reason is None
+    assert (verdict.model, verdict.prompt_tokens, verdict.completion_tokens) == ("judge/x", 11, 3)
+    assert verdict.cost_usd == 0.25 and verdict.latency_ms > 0
+    assert verdict.raw is not None and SHAPED not in verdict.raw
+    assert verdict.reasoning is not None and SHAPED not in verdict.reasoning
+    assert {"raw", "reasoning", "model", "prompt_tokens", "latency_ms"} <= verdict.model_fields_set
