@@ -536,12 +536,20 @@ async def verified_vs_requests(
 class Burst:
     """One burst of concurrent calls: wall time, each call's latency from the launch, the
     process's CPU time over the burst, and how many calls did not end as expected (a turn
-    that failed open, a raw call that raised): a busy machine's result, not a crash."""
+    that failed open, a raw call that raised): a busy machine's result, not a crash.
+
+    ``collections``: the garbage collector's runs during the burst, per generation (0, 1, 2);
+    ``gc_seconds``: the CPU time they took. A full (generation 2) collection walks the whole
+    heap (litellm's modules: about half a million objects, about 0.3 s on this machine), and
+    it runs once enough objects have survived into the oldest generation: a burst whose calls
+    hold more objects while in flight meets it more often."""
 
     wall: float
     latencies: list[float]
     cpu: float = 0.0
     failed: int = 0
+    collections: tuple[int, ...] = (0, 0, 0)
+    gc_seconds: float = 0.0
 
     @property
     def p50(self) -> float:
@@ -552,12 +560,41 @@ class Burst:
         return percentile(self.latencies, 99)
 
 
+class _CollectorClock:
+    """The CPU time the garbage collector takes while it is installed (``gc.callbacks``),
+    measured in the thread each collection runs on."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._start = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._start = time.thread_time()
+        else:
+            self.seconds += time.thread_time() - self._start
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        gc.callbacks.append(self)
+        try:
+            yield
+        finally:
+            gc.callbacks.remove(self)
+
+
+def _collections() -> list[int]:
+    return [generation["collections"] for generation in gc.get_stats()]
+
+
 async def burst(make: Callable[[], Awaitable[bool]], count: int) -> Burst:
     """Launch ``count`` calls at once; each latency counts from the launch to its end. A call
     that returns False or raises counts as failed (its latency still counts)."""
     latencies: list[float] = []
     failed = 0
     clock = time.perf_counter
+    collector = _CollectorClock()
+    before = _collections()
     cpu = time.process_time()
     start = clock()
 
@@ -570,8 +607,11 @@ async def burst(make: Callable[[], Awaitable[bool]], count: int) -> Burst:
         failed += not ok
         latencies.append(clock() - start)
 
-    await asyncio.gather(*(one() for _ in range(count)))
-    return Burst(clock() - start, latencies, time.process_time() - cpu, failed)
+    with collector.installed():
+        await asyncio.gather(*(one() for _ in range(count)))
+    wall, cpu = clock() - start, time.process_time() - cpu
+    runs = tuple(after - then for then, after in zip(before, _collections(), strict=True))
+    return Burst(wall, latencies, cpu, failed, runs, collector.seconds)
 
 
 async def concurrent_vs_raw(
