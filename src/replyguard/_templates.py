@@ -26,12 +26,22 @@ if TYPE_CHECKING:
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
 
+class TemplatesNotFound(FileNotFoundError):
+    """replyguard's own templates are missing: a broken install, not a turn's fault. Its
+    message names the places looked in (paths of the install, never a turn's text)."""
+
+
 def prompts_dir() -> Path:
     """Where the templates are: inside the installed package, else the source checkout."""
-    for candidate in (_PACKAGE_DIR / "prompts", _PACKAGE_DIR.parent.parent / "prompts"):
+    candidates = (_PACKAGE_DIR / "prompts", _PACKAGE_DIR.parent.parent / "prompts")
+    for candidate in candidates:
         if (candidate / "judge_system.j2").is_file():
             return candidate
-    raise FileNotFoundError(f"replyguard's prompt templates were not found near {_PACKAGE_DIR}")
+    looked = " or ".join(str(candidate) for candidate in candidates)
+    raise TemplatesNotFound(
+        f"replyguard's prompt templates were not found (looked in {looked}): reinstall"
+        " replyguard; a source tree needs its top-level prompts/ beside src/"
+    )
 
 
 @functools.cache

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from replyguard._templates import TemplatesNotFound
 from replyguard.context import _tokens as tokens
 from replyguard.context._build import build_judge_prompt
 from replyguard.context._prompt import JudgePrompt, Redact, RulesSource
@@ -70,6 +71,9 @@ async def prompt_of(
             Reason.LATENCY_BUDGET,
             "the turn's deadline passed while the judge prompt was built",
         )
+    except TemplatesNotFound as exc:  # a broken install: its message names paths only
+        events.error("judge_prompt_failed", error_class=type(exc).__name__, note=str(exc))
+        return Reason.INTERNAL_ERROR, f"the judge prompt failed: {exc}"
     except Exception as exc:
         # Only the class: a redactor's own error text may hold the very data it guards.
         events.error("judge_prompt_failed", error_class=type(exc).__name__)
