@@ -4,10 +4,7 @@ and the variable, never a value), and a turn that would call it fails open at on
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +14,7 @@ from conftest import API_KEY
 from replyguard import Reason, Status, Turn, Verifier, VerifierConfig
 from replyguard.testing import ScriptedAgent, ScriptedJudge, capture_events
 from support.provider_server import ProviderServer, Step
+from support.scripts import script_json
 
 ROOT = Path(__file__).resolve().parents[2]
 TURN = Turn(user_message="Book the room for Friday.")
@@ -140,15 +138,6 @@ asyncio.run(main())
         if name not in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
     }
     env["PYTHONPATH"] = str(ROOT / "src")
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        env=env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    reason, took, imported = json.loads(done.stdout.strip().splitlines()[-1])
+    reason, took, imported = script_json(script, env=env, cwd=tmp_path)
     assert (reason, imported) == ("missing_credentials", False)
     assert took < 0.5

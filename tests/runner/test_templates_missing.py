@@ -4,12 +4,11 @@ and says so plainly: its events name the places looked in, not only
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
+
+from support.scripts import script_json
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "replyguard"
 
@@ -41,16 +40,7 @@ def test_a_package_without_its_templates_fails_open_naming_where_it_looked(
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
     assert not (copy / "prompts").exists() and not (tmp_path / "prompts").exists()
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
-    result = subprocess.run(
-        [sys.executable, "-c", SCRIPT],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=120,
-        check=True,
-    )
-    found = json.loads(result.stdout.strip().splitlines()[-1])
+    found = script_json(SCRIPT, env=env, cwd=tmp_path)
     assert found["status"].endswith("failed_open")
     assert found["response"] == "Done: the report is ready."
     [event] = found["events"]

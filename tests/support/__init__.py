@@ -12,6 +12,8 @@ these before writing its own:
   line read, stopped with SIGTERM and its exit 0 checked) and one loopback provider playing both
   the upstream and the judge from two scripts (``provider()``, ``TwoScripts``).
 - ``chromium``: headless Chromium for pages (screenshots, the DOM after scripts ran).
+- ``scripts``: ``script_json()``, a Python script in a fresh interpreter and the JSON it
+  printed last.
 - ``timing``: clocks a busy machine cannot fail (``Ticker``: the loop's longest hold in its
   thread's CPU time; ``Witness``/``Timed``: a deadline's bound plus the machine's own delay).
 - ``fault_matrix``, ``host_faults``, ``stream_cuts``, ``stream_agents``: the fault scenarios;
