@@ -45,7 +45,9 @@ from replyguard.context._phrases import (
     _VERDICT_LINE,
     _VERDICT_WORD,
     _master_key_pattern,
+    _occurrences,
     _Rule,
+    at_line_starts,
 )
 from replyguard.context._sanitise import (
     _BIDI_OR_TAGS,
@@ -84,9 +86,8 @@ _SPACES = r"[^\S\n]{2,}|[^\S\n ]"  # runs, and any blank but a space
 
 
 def _plain(text: str) -> str:
-    """Every line break a ``\\n``, hidden characters dropped, NFKC applied."""
-    if _visible_ascii(text):
-        return text  # no line break but \n, nothing hidden, nothing to normalise
+    """Every line break a ``\\n``, hidden characters dropped, NFKC applied (asked only of a
+    text that is not plain visible ASCII: that one is its own skeleton)."""
     text = text.replace("\r\n", "\n")
     text = _compiled(_HIDDEN_RUN).sub("", _compiled(_LINE_BREAK).sub("\n", text))
     return text if text.isascii() else unicodedata.normalize("NFKC", text)
@@ -115,12 +116,10 @@ def _line_starts(text: str) -> list[int] | None:
     """Where each line of ``text`` starts, or None for a text of more than ``_FEW_LINES``
     lines (each line-start pattern then scans it for newlines itself, ``AtLineStart``)."""
     starts = [0]
-    at = text.find("\n")
-    while at >= 0:
+    for at in _occurrences(text, "\n"):
         if len(starts) > _FEW_LINES:
             return None
         starts.append(at + 1)
-        at = text.find("\n", at + 1)
     return starts
 
 
@@ -137,12 +136,7 @@ def _line_matches(pattern: str, firsts: str, text: str, starts: list[int] | None
     "" at the end of a text that ends with a newline, tried too)."""
     if starts is None:
         return _at_lines(pattern).starts(text)
-    first = _compiled(pattern, re.M)  # as AtLineStart tries the first line
-    return (
-        start
-        for start in starts
-        if text[start : start + 1] in firsts and first.match(text, start) is not None
-    )
+    return at_line_starts(_compiled(pattern, re.M), firsts, text, starts)
 
 
 def _verdict_lines(skeleton: str, lowered: str, blocks: list[tuple[int, int]]) -> bool:
@@ -225,15 +219,14 @@ def _hidden_instruction(flat: str, skeleton: str) -> bool:
 
 
 def _invisible(text: str) -> bool:
-    if _visible_ascii(text):
-        return False
+    """Bidi controls, tag characters or several invisible characters (asked only of a text
+    that is not plain visible ASCII)."""
     if _compiled(_BIDI_OR_TAGS).search(text):
         return True
     count = 0
+    soft_range = _compiled(_SOFT_RANGE)
     for match in _hidden_runs(text):
-        count += sum(
-            char not in _SOFT and not _compiled(_SOFT_RANGE).match(char) for char in match.group()
-        )
+        count += sum(char not in _SOFT and not soft_range.match(char) for char in match.group())
         if count >= _HEAVY:
             return True
     return False

@@ -73,10 +73,8 @@ class _Rule:
         where each line of ``text`` starts, when known (a line-start rule tries only there)."""
         if self._lines:  # a line start follows a newline: no word boundary to check
             if line_starts is not None:
-                return any(
-                    text[start : start + 1] in self.firsts and self.pattern.match(text, start)
-                    for start in line_starts
-                )
+                found = at_line_starts(self.pattern, self.firsts, text, line_starts)
+                return next(found, None) is not None
             return self.line_pattern.search(text) is not None
         return any(self.accepts(text, match) for match in self._finditer(text))
 
@@ -119,6 +117,19 @@ class _Rule:
 
 
 _CROWDED = 16  # a lead every this many characters or more often: one whole scan is quicker
+
+
+def at_line_starts(
+    pattern: re.Pattern[str], firsts: str, text: str, starts: Sequence[int]
+) -> Iterator[int]:
+    """The line ``starts`` of ``text`` where ``pattern`` matches, tried only at those whose
+    first character is one of ``firsts`` (those a matching line may start with; "" at the end
+    of a text that ends with a newline, tried too)."""
+    return (
+        start
+        for start in starts
+        if text[start : start + 1] in firsts and pattern.match(text, start) is not None
+    )
 
 
 def _occurrences(text: str, needle: str) -> Iterator[int]:

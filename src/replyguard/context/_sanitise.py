@@ -123,18 +123,25 @@ _ASCII_SHOWN = bytes(
 )
 
 
+def _shown(text: str) -> bytes | None:
+    """``text``'s bytes in lower case when it is ASCII without a hidden character; None for
+    any other text."""
+    if not text.isascii():
+        return None
+    shown = text.encode("ascii").translate(_ASCII_SHOWN)
+    return None if b"\x00" in shown else shown
+
+
 def _visible_ascii(text: str) -> bool:
     """True for ASCII text without a hidden character (so nothing to neutralise)."""
-    return text.isascii() and b"\x00" not in text.encode("ascii").translate(_ASCII_SHOWN)
+    return _shown(text) is not None
 
 
 def _lowered_visible_ascii(text: str) -> str | None:
     """``text.lower()`` for ASCII text without a hidden character (``_visible_ascii``), read
     off the same translation; None for any other text."""
-    if not text.isascii():
-        return None
-    shown = text.encode("ascii").translate(_ASCII_SHOWN)
-    return None if b"\x00" in shown else shown.decode("ascii")
+    shown = _shown(text)
+    return None if shown is None else shown.decode("ascii")
 
 
 # The hidden characters that ``str.isprintable`` accepts: Hangul fillers (letters), the
@@ -255,11 +262,9 @@ def without_code(text: str, code: str, marker: str = "[code removed]") -> str:
 def nothing_to_fence(text: str, code: str) -> bool:
     """True when ``fenced(text, code)`` is ``text`` by a quick look: plain ASCII holding no
     hidden character and no copy of the code (then so is any part of it)."""
-    if not text.isascii():
-        return False
-    shown = text.encode("ascii").translate(_ASCII_SHOWN)
+    shown = _shown(text)
     wanted = code.lower()
-    return b"\x00" not in shown and (not wanted.isascii() or wanted.encode() not in shown)
+    return shown is not None and (not wanted.isascii() or wanted.encode() not in shown)
 
 
 def fenced(text: str, code: str) -> str:
