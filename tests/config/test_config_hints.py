@@ -3,12 +3,14 @@ and no message shows an internal class name or echoes the value given."""
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 
 import pytest
 
 from replyguard import ConfigError, VerifierConfig
+from replyguard.config._field_docs import attribute_docs
 
 
 def _problems(tmp_path: Path, config: object) -> dict[str, str]:
@@ -74,3 +76,44 @@ def test_a_check_hint_comes_from_its_own_type(tmp_path: Path) -> None:
     assert problems == {"checks.0.maxLenght": "unknown key"}
     problems = _problems(tmp_path, {"checks": [{"type": "rules", "maxLenght": 3}]})
     assert problems == {"checks.0.maxLenght": "unknown key (did you mean `maxLength`?)"}
+
+
+def test_a_schema_that_cannot_be_made_still_gives_the_config_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hint is looked up in the documented schema; when that cannot be made, the problem
+    is still reported as a ``ConfigError`` naming the key, without a hint."""
+
+    def broken() -> dict[str, object]:
+        raise SystemError("AST constructor recursion depth mismatch (before=420, after=458)")
+
+    monkeypatch.setattr(VerifierConfig, "json_schema", broken)
+    assert _problems(tmp_path, {"maxAtempts": 2}) == {"maxAtempts": "unknown key"}
+
+
+def test_the_docstrings_survive_cpythons_spurious_parse_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """CPython 3.11's AST builder keeps one depth count per interpreter, which a parse in
+    another thread can overwrite (python/cpython#106905): the parse is made again."""
+    real = ast.parse
+    failures = iter([SystemError("AST constructor recursion depth mismatch")])
+
+    def flaky(source: str) -> ast.Module:
+        for failure in failures:
+            raise failure
+        return real(source)
+
+    monkeypatch.setattr(ast, "parse", flaky)
+    docs = attribute_docs.__wrapped__(VerifierConfig)
+    assert docs["max_attempts"]
+    assert next(failures, None) is None  # the failure was met, then the parse made again
+
+
+def test_a_parse_that_keeps_failing_is_not_hidden(monkeypatch: pytest.MonkeyPatch) -> None:
+    def failing(source: str) -> ast.Module:
+        raise SystemError("AST constructor recursion depth mismatch")
+
+    monkeypatch.setattr(ast, "parse", failing)
+    with pytest.raises(SystemError):
+        attribute_docs.__wrapped__(VerifierConfig)

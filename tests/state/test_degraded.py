@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from replyguard import Turn, Verifier, VerifierConfig
+from replyguard.runner._preload import wait_for_preload
 from replyguard.state import SharedState, _health
 from replyguard.state._estimates import CallCost
 from replyguard.testing import ScriptedAgent, ScriptedJudge, capture_events
@@ -310,7 +311,10 @@ async def test_a_loop_that_ends_with_a_settlement_in_flight_still_lands_it(
 def _collect_what_the_host_left() -> None:
     """Finalize what a careless host left on its ended loops (redis-py's connections, their
     transports) here, where it is expected, not in whichever later test the collector happens
-    to run in (seen: a property test failed on these connections' unraisable warnings)."""
+    to run in (seen: a property test failed on these connections' unraisable warnings).
+    Once the verifier's preload thread is done: its pydantic builds leave
+    ``warnings.catch_warnings`` blocks, which would put back filters without this "ignore"."""
+    assert wait_for_preload(timeout=120)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ResourceWarning)
         gc.collect()

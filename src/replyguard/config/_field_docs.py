@@ -31,7 +31,7 @@ def attribute_docs(cls: type) -> dict[str, str]:
         source = textwrap.dedent(inspect.getsource(sys.modules[defined_in(cls)]))
     except (KeyError, OSError, TypeError):  # no source (a frozen build): no docstrings
         return {}
-    tree = ast.parse(source)
+    tree = _parsed(source)
     found = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls.__name__]
     body = found[0].body if found else []
     docs: dict[str, str] = {}
@@ -45,6 +45,20 @@ def attribute_docs(cls: type) -> dict[str, str]:
         ):
             docs[node.target.id] = inspect.cleandoc(after.value.value)
     return docs
+
+
+def _parsed(source: str, tries: int = 3) -> ast.Module:
+    """``ast.parse(source)``, tried again on CPython 3.11's spurious ``SystemError`` ("AST
+    constructor recursion depth mismatch", python/cpython#106905): its AST builder keeps its
+    depth count in one place per interpreter, which a parse in another thread (or in a
+    finalizer run during this one) overwrites. The next parse starts it afresh."""
+    for attempt in range(1, tries + 1):
+        try:
+            return ast.parse(source)
+        except SystemError:
+            if attempt == tries:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def field_docs(cls: type) -> dict[str, str]:

@@ -57,10 +57,19 @@ def validated(
     try:
         return model.model_validate(data, by_alias=True, by_name=False)
     except ValidationError as exc:
-        raise ConfigError(source, _problems(exc, prefix, schema())) from None
+        raise ConfigError(source, _problems(exc, prefix, _hinting(schema))) from None
     except RunKindsInvalid as exc:
         problems = [(prefix + key, message) for key, message in exc.problems]
         raise ConfigError(source, problems) from None
+
+
+def _hinting(schema: Callable[[], dict[str, Any]]) -> dict[str, Any] | None:
+    """The schema an unknown key's hint is looked up in; None (no hint) when it cannot be
+    made, so that the config's problems are still reported as a ``ConfigError``."""
+    try:
+        return schema()
+    except Exception:  # a hint is a courtesy; the error must still be raised
+        return None
 
 
 def beside_file(config: M, path: str | os.PathLike[str]) -> M:
