@@ -279,26 +279,47 @@ def _needing() -> tuple[dict[str, frozenset[_Rule]], frozenset[_Rule]]:
     return {need: frozenset(found) for need, found in needing.items()}, always
 
 
-def _gated(present: frozenset[str]) -> frozenset[_Rule]:
-    """The phrase rules that may match a text holding the needles ``present``: those one of
-    whose needs is there (a string one of which each of its matches holds)."""
+Gate = dict[_Rule, tuple[str, ...] | None]
+"""The phrase rules that may count in a text, each with its anchors still to look for in it
+(``_gated``)."""
+
+
+@functools.lru_cache(maxsize=256)
+def _gated(present: frozenset[str]) -> Gate:
+    """The phrase rules that may count in a text holding the needles ``present`` (and no
+    other): those one of whose needs is there (a string one of which each of its matches
+    holds) and one of whose anchors may be (the anchors decide whether a match counts).
+
+    Decided from the needles alone, no search of the text: an anchor that is a needle
+    occurs exactly when it is present; one that holds a needle not present (``"instructions
+    for"`` holds ``"instructions"``) does not occur. Each rule comes with None when one of
+    its anchors is known to occur, else with those that may (``_Rule.matches`` looks for them
+    once its leads are found); a rule none of whose anchors may occur is left out.
+    """
     needing, always = _needing()
-    return always.union(*(needing.get(needle, ()) for needle in present))
+    needles = _needles()
+    gated: Gate = {}
+    for rule in always.union(*(needing.get(needle, ()) for needle in present)):
+        if not present.isdisjoint(rule.anchors):
+            gated[rule] = None
+            continue
+        unknown = tuple(
+            anchor
+            for anchor in rule.anchors
+            if not any(needle in anchor and needle not in present for needle in needles)
+        )
+        if unknown:
+            gated[rule] = unknown
+    return gated
 
 
 def _any_found(
-    rules: tuple[_Rule, ...], flat: str, gated: frozenset[_Rule], lines: list[int] | None = None
+    rules: tuple[_Rule, ...], flat: str, gated: Gate, lines: list[int] | None = None
 ) -> bool:
     """Whether one of ``rules`` matches ``flat`` while one of its anchors occurs in it (the
-    anchors decide whether a rule counts); only the rules ``gated`` in are tried. ``lines``:
-    where the lines of ``flat`` start, when known."""
-    if gated.isdisjoint(rules):
-        return False
-    return any(
-        rule.matches(flat, lines) and any(anchor in flat for anchor in rule.anchors)
-        for rule in rules
-        if rule in gated
-    )
+    anchors decide whether a rule counts); only the rules ``gated`` in (``_gated``) are
+    tried. ``lines``: where the lines of ``flat`` start, when known."""
+    return any(rule.matches(flat, lines, gated[rule]) for rule in rules if rule in gated)
 
 
 def _section_tag(flat: str, present: frozenset[str]) -> bool:
