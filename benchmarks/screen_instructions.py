@@ -49,8 +49,8 @@ ORDINARY = (
 # A short code reply: backticks, colons and brackets, "model" in a key (common needs).
 CODE_REPLY = (
     "Use `dict.get` with a default:\n\n```python\nconfig = load(path)\n"
-    "name = config.get(\"model\", [\"default\"])[0]\nprint(f\"model: {name}\")\n```\n\n"
-    "The `[0]` picks the first entry; for nested keys see `config[\"judge\"][\"model\"]` "
+    'name = config.get("model", ["default"])[0]\nprint(f"model: {name}")\n```\n\n'
+    'The `[0]` picks the first entry; for nested keys see `config["judge"]["model"]` '
     "and the docs: https://docs.python.org/3/library/stdtypes.html#dict.get"
 )
 
