@@ -44,6 +44,7 @@ from replyguard.context._phrases import (
     _TEST_OUTPUT,
     _VERDICT_LINE,
     _VERDICT_WORD,
+    Chance,
     _master_key_pattern,
     _occurrences,
     _Rule,
@@ -279,8 +280,8 @@ def _needing() -> tuple[dict[str, frozenset[_Rule]], frozenset[_Rule]]:
     return {need: frozenset(found) for need, found in needing.items()}, always
 
 
-Gate = dict[_Rule, tuple[str, ...] | None]
-"""The phrase rules that may count in a text, each with its anchors still to look for in it
+Gate = dict[_Rule, Chance]
+"""The phrase rules that may count in a text, each with what its needles tell of it
 (``_gated``)."""
 
 
@@ -288,28 +289,27 @@ Gate = dict[_Rule, tuple[str, ...] | None]
 def _gated(present: frozenset[str]) -> Gate:
     """The phrase rules that may count in a text holding the needles ``present`` (and no
     other): those one of whose needs is there (a string one of which each of its matches
-    holds) and one of whose anchors may be (the anchors decide whether a match counts).
+    holds), one of whose anchors may be (the anchors decide whether a match counts) and, for
+    a rule tried at its leads, one of whose leads may be (each of its matches starts with one).
 
-    Decided from the needles alone, no search of the text: an anchor that is a needle
-    occurs exactly when it is present; one that holds a needle not present (``"instructions
-    for"`` holds ``"instructions"``) does not occur. Each rule comes with None when one of
-    its anchors is known to occur, else with those that may (``_Rule.matches`` looks for them
-    once its leads are found); a rule none of whose anchors may occur is left out.
+    Decided from the needles alone, no search of the text: a string that is a needle occurs
+    exactly when it is present; one that holds a needle not present (``"instructions for"``
+    holds ``"instructions"``) does not occur. Each rule comes with its ``Chance``: None for
+    its anchors when one of them is known to occur, else those that may (``_Rule.matches``
+    looks for them), and the leads that may stand in the text.
     """
     needing, always = _needing()
-    needles = _needles()
+    absent = [needle for needle in _needles() if needle not in present]
+
+    def possible(strings: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(s for s in strings if not any(needle in s for needle in absent))
+
     gated: Gate = {}
     for rule in always.union(*(needing.get(needle, ()) for needle in present)):
-        if not present.isdisjoint(rule.anchors):
-            gated[rule] = None
-            continue
-        unknown = tuple(
-            anchor
-            for anchor in rule.anchors
-            if not any(needle in anchor and needle not in present for needle in needles)
-        )
-        if unknown:
-            gated[rule] = unknown
+        anchors = None if not present.isdisjoint(rule.anchors) else possible(rule.anchors)
+        leads = possible(rule.leads)
+        if anchors != () and (leads or not rule.leads):
+            gated[rule] = Chance(anchors, leads)
     return gated
 
 

@@ -6,11 +6,19 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterator, Sequence
+from typing import NamedTuple
 
 from replyguard._quoting import AtLineStart
 from replyguard.context._sanitise import _latin
 
 # -- phrase rules (on lower-case text, spaces collapsed) -------------------------------------
+
+
+class Chance(NamedTuple):
+    """What the needles found in a text tell of a phrase rule (``_injection._gated``)."""
+
+    anchors: tuple[str, ...] | None  # those that may occur; None: one does
+    leads: tuple[str, ...]  # those that may stand in it
 
 
 class _Rule:
@@ -66,30 +74,38 @@ class _Rule:
 
     def search(self, text: str) -> bool:
         """Whether the rule matches ``text`` and one of its anchors occurs in it."""
-        return _any_in(self.anchors, text) and self.matches(text)
+        return self._anchored(text, self.anchors) and self.matches(text)
 
     def matches(
-        self,
-        text: str,
-        line_starts: Sequence[int] | None = None,
-        anchors: Sequence[str] | None = None,
+        self, text: str, line_starts: Sequence[int] | None = None, chance: Chance | None = None
     ) -> bool:
         """Whether the pattern matches ``text``, its anchors taken as found. ``line_starts``:
         where each line of ``text`` starts, when known (a line-start rule tries only there).
-        ``anchors``: those of its anchors that may occur in ``text`` (the others are known
-        not to), when none is known to: the rule then also needs one of them. They are looked
-        for once its leads are found, before its pattern is tried at them."""
+
+        ``chance``: what is known of ``text`` (``Chance``), when one of its anchors is not
+        known to occur the rule then also needs one. Its anchors are looked for before a scan
+        of the whole text (a few searches are quicker), after the pattern is tried at a few
+        known places (its leads, its line starts: quicker still).
+        """
+        anchors, leads = (None, self.leads) if chance is None else chance
         if self._lines:  # a line start follows a newline: no word boundary to check
-            if line_starts is not None:
-                found = at_line_starts(self.pattern, self.firsts, text, line_starts)
-                matched = next(found, None) is not None
-            else:
-                matched = self.line_pattern.search(text) is not None
-            return matched and (anchors is None or _any_in(anchors, text))
-        starts = self._starts(text) if self.leads else None
-        if starts == [] or (anchors is not None and not _any_in(anchors, text)):
-            return False
-        return any(self.accepts(text, match) for match in self._finditer(text, starts))
+            if line_starts is None:
+                return self._anchored(text, anchors) and bool(self.line_pattern.search(text))
+            found = at_line_starts(self.pattern, self.firsts, text, line_starts)
+            return next(found, None) is not None and self._anchored(text, anchors)
+        starts = self._starts(text, leads) if self.leads else None
+        if starts is None:  # no leads, or crowded: one scan of the whole text
+            return self._anchored(text, anchors) and any(
+                self.accepts(text, match) for match in self.pattern.finditer(text)
+            )
+        return any(
+            self.accepts(text, match) for match in self._at(text, starts)
+        ) and self._anchored(text, anchors)
+
+    @staticmethod
+    def _anchored(text: str, anchors: Sequence[str] | None) -> bool:
+        """Whether one of ``anchors`` occurs in ``text`` (None: one is known to)."""
+        return anchors is None or any(anchor in text for anchor in anchors)
 
     def accepts(self, text: str, match: re.Match[str]) -> bool:
         """Whether a match of the pattern in ``text`` counts: it does not start inside a word,
@@ -100,31 +116,35 @@ class _Rule:
         before = self.before
         return before is None or before.search(text, max(start - 60, 0), start) is not None
 
-    def _finditer(self, text: str, starts: list[int] | None) -> Iterator[re.Match[str]]:
-        """``self.pattern.finditer(text)``, trying the pattern only at ``starts``
-        (``_starts``: where a lead stands, each match starts at one); None: scanning the
-        whole text (no leads, or crowded)."""
-        if starts is None:
-            yield from self.pattern.finditer(text)
-            return
+    def _finditer(self, text: str) -> Iterator[re.Match[str]]:
+        """``self.pattern.finditer(text)``, trying the pattern only where a lead stands (each
+        match starts at one). A text crowded with leads is scanned as a whole instead."""
+        starts = self._starts(text) if self.leads else None
+        return self.pattern.finditer(text) if starts is None else self._at(text, starts)
+
+    def _at(self, text: str, starts: list[int]) -> Iterator[re.Match[str]]:
+        """The matches ``finditer`` meets, tried only at ``starts`` (where each match starts,
+        and perhaps more places: ``_starts``)."""
         end = 0  # where the last match ended: finditer's next search starts there
         for start in starts:
             if start >= end and (match := self.pattern.match(text, start)) is not None:
                 yield match
                 end = match.end()
 
-    def _starts(self, text: str) -> list[int] | None:
+    def _starts(self, text: str, leads: Sequence[str] | None = None) -> list[int] | None:
         """Where a lead stands in ``text``, in order; None when they are crowded (more than
         one every ``_CROWDED`` characters: one scan of the whole text is quicker). A long
         text's first ``_SAMPLE`` characters are counted first (``str.count``, no Python loop
-        per occurrence): crowded there, the text is taken as crowded."""
+        per occurrence): crowded there, the text is taken as crowded. ``leads``: those that
+        may stand in ``text`` (all by default)."""
+        leads = self.leads if leads is None else leads
         if len(text) > _SAMPLE:
-            counted = sum(text.count(lead, 0, _SAMPLE) for lead in self.leads)
+            counted = sum(text.count(lead, 0, _SAMPLE) for lead in leads)
             if counted * _CROWDED > _SAMPLE:
                 return None
         most = len(text) // _CROWDED
         starts: set[int] = set()
-        for lead in self.leads:
+        for lead in leads:
             for at in _occurrences(text, lead):
                 starts.add(at)
                 if len(starts) > most:
@@ -137,10 +157,6 @@ class _Rule:
 # leads). It also bounds the Python loop over a crowded text's leads to len/64 turns.
 _CROWDED = 64
 _SAMPLE = 4_096  # a longer text is first taken as crowded when its start is
-
-
-def _any_in(needles: Sequence[str], text: str) -> bool:
-    return any(needle in text for needle in needles)
 
 
 def at_line_starts(
