@@ -87,6 +87,13 @@ def test_every_match_of_a_rule_holds_one_of_its_needs(rule: _Rule) -> None:
     assert every_match_holds_a_need(rule._source[0], rule.needs)
 
 
+@pytest.mark.parametrize("rule", RULES, ids=[rule.pattern.pattern[:30] for rule in RULES])
+def test_every_match_of_a_rule_holds_one_of_its_anchors(rule: _Rule) -> None:
+    """The anchors are needs too: a rule that matches has its anchor, so the gate that skips a
+    rule none of whose anchors may occur (``_injection._gated``) skips no finding."""
+    assert every_match_holds_a_need(rule._source[0], rule.anchors)
+
+
 def test_a_word_added_to_a_rule_without_its_need_is_caught() -> None:
     rule = _INSTRUCTIONS[0]  # "ignore previous instructions": its leads are its needs
     pattern = rule._source[0].replace("|bypass)", "|bypass|skip)", 1)
