@@ -157,9 +157,9 @@ def test_the_gate_decides_anchors_and_leads_from_the_needles_alone() -> None:
     gated = _gated(_present(CODE_REPLY))
     role, tag_line = _INSTRUCTIONS[5], _ROLE_MARKERS[2]
     assert set(gated) == {role, tag_line, _ROLE_MARKERS[0], _INSTRUCTIONS[6], _INSTRUCTIONS[4]}
-    assert gated[role].anchors is None  # "judge" and "model" are needles, present
-    assert set(gated[role].leads) == {"judge", "automated ", "model ", "language model"}
-    assert "instructions for" not in (gated[_INSTRUCTIONS[4]].anchors or ())  # no "instructions"
+    assert gated[role][0] is None  # "judge" and "model" are needles, present
+    assert set(gated[role][1]) == {"judge", "automated ", "model ", "language model"}
+    assert "instructions for" not in (gated[_INSTRUCTIONS[4]][0] or ())  # no "instructions"
     assert not any(rule.matches(CODE_REPLY, None, gated[rule]) for rule in gated)
     assert not any(screen_oracle.by_rule(CODE_REPLY))
 
@@ -167,6 +167,6 @@ def test_the_gate_decides_anchors_and_leads_from_the_needles_alone() -> None:
 def test_the_gate_drops_the_leads_that_hold_a_needle_not_present() -> None:
     markers = _ROLE_MARKERS[0]  # chat-template tokens: leads "<|", "[", "<<"; needs "<", "["
     assert markers not in _gated(_present("the model: see `x`"))
-    assert _gated(_present("a << b"))[markers].leads == ("<|", "<<")
-    assert _gated(_present("a [b]"))[markers].leads == ("[",)
+    assert _gated(_present("a << b"))[markers][1] == ("<|", "<<")
+    assert _gated(_present("a [b]"))[markers][1] == ("[",)
     assert markers.matches("<|im_start|>", None, _gated(_present("<|im_start|>"))[markers])

@@ -309,7 +309,7 @@ def _gated(present: frozenset[str]) -> Gate:
         anchors = None if not present.isdisjoint(rule.anchors) else possible(rule.anchors)
         leads = possible(rule.leads)
         if anchors != () and (leads or not rule.leads):
-            gated[rule] = Chance(anchors, leads)
+            gated[rule] = (anchors, leads)
     return gated
 
 

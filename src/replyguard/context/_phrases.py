@@ -6,7 +6,6 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterator, Sequence
-from typing import NamedTuple
 
 from replyguard._quoting import AtLineStart
 from replyguard.context._sanitise import _latin
@@ -14,11 +13,10 @@ from replyguard.context._sanitise import _latin
 # -- phrase rules (on lower-case text, spaces collapsed) -------------------------------------
 
 
-class Chance(NamedTuple):
-    """What the needles found in a text tell of a phrase rule (``_injection._gated``)."""
-
-    anchors: tuple[str, ...] | None  # those that may occur; None: one does
-    leads: tuple[str, ...]  # those that may stand in it
+# What the needles found in a text tell of a phrase rule (``_injection._gated``): its anchors
+# that may occur in the text (None: one does), and its leads that may stand in it. A plain
+# tuple: a named tuple class costs more to create at import than it saves.
+Chance = tuple[tuple[str, ...] | None, tuple[str, ...]]
 
 
 class _Rule:
