@@ -80,10 +80,11 @@ class _Rule:
         """Whether the pattern matches ``text``, its anchors taken as found. ``line_starts``:
         where each line of ``text`` starts, when known (a line-start rule tries only there).
 
-        ``chance``: what is known of ``text`` (``Chance``), when one of its anchors is not
-        known to occur the rule then also needs one. Its anchors are looked for before a scan
-        of the whole text (a few searches are quicker), after the pattern is tried at a few
-        known places (its leads, its line starts: quicker still).
+        ``chance``: what the needles tell of ``text`` (``Chance``): the leads that may stand
+        in it and, unless one of the rule's anchors is known to occur, the anchors that may
+        (the rule then also needs one of them). Those are looked for before a scan of the
+        whole text (a few searches are quicker), after the pattern is tried at a few known
+        places (its leads, its line starts: quicker still).
         """
         anchors, leads = (None, self.leads) if chance is None else chance
         if self._lines:  # a line start follows a newline: no word boundary to check
