@@ -7,7 +7,9 @@ Rows: importing the screen (``replyguard.context._injection`` after ``replyguard
 once, in a fresh interpreter: its patterns and tables), then the screen of the in-process
 verified turn's 1 KB reply (``scenarios.typical_turn``), of a 1 KB reply of ordinary prose
 whose words hold some of the phrase rules' anchor words in innocent use ("they", "system",
-"ignore", "note", "model"), and of 32K characters of prose. Each row's work runs inside one
+"ignore", "note", "model"), of 32K characters of prose, of a short code reply (backticks,
+colons, brackets: common needs) and of 40K characters of prose crowded with the leads "the "
+and "any " of a rule its needs and anchors let in. Each row's work runs inside one
 ``functools.reduce`` call, and callgrind counts only inside it
 (``--toggle-collect=functools_reduce``) and writes one dump as it leaves (``--dump-after``):
 no warm-up counted. The import row counts compiling the modules' sources too unless their
@@ -44,6 +46,13 @@ ORDINARY = (
     "for logs and a year for reports.\n\n"
     "Let me know how it goes, and I am happy to hop on a call tomorrow if that helps."
 )
+# A short code reply: backticks, colons and brackets, "model" in a key (common needs).
+CODE_REPLY = (
+    "Use `dict.get` with a default:\n\n```python\nconfig = load(path)\n"
+    'name = config.get("model", ["default"])[0]\nprint(f"model: {name}")\n```\n\n'
+    'The `[0]` picks the first entry; for nested keys see `config["judge"]["model"]` '
+    "and the docs: https://docs.python.org/3/library/stdtypes.html#dict.get"
+)
 
 
 def _cases() -> list[tuple[str, Callable[[], object]]]:
@@ -56,7 +65,20 @@ def _cases() -> list[tuple[str, Callable[[], object]]]:
         ("the in-process turn's 1 KB reply", functools.partial(suspected_injection, reply.text)),
         ("1 KB of ordinary prose (they, system, ignore)", lambda: suspected_injection(ORDINARY)),
         ("32K characters of prose", functools.partial(suspected_injection, sc.prose(32_000, 7))),
+        (f"a {len(CODE_REPLY)}-character code reply", lambda: suspected_injection(CODE_REPLY)),
+        ("40K of prose, 'the ' every ~50 characters, one 'any model checking'", _the_heavy()),
     ]
+
+
+def _the_heavy() -> Callable[[], object]:
+    """40K characters of prose whose 'the ' and 'any ' lead a phrase rule that one of its
+    needs and anchors lets in (no match)."""
+    import scenarios as sc
+
+    from replyguard.context._injection import suspected_injection
+
+    text = sc.prose(40_000, 7) + " Any model checking the logs reads them twice."
+    return functools.partial(suspected_injection, text)
 
 
 def _child(screens: int, names_file: Path) -> None:

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from replyguard.context import _phrases
+from replyguard.context._injection import _gated, _present
 from replyguard.context._phrases import (
     _CROWDED,
     _INSTRUCTIONS,
@@ -20,7 +21,7 @@ from replyguard.context._phrases import (
     _ROLE_MARKERS,
     _Rule,
 )
-from support import screen_corpus
+from support import screen_corpus, screen_oracle
 
 RULES = [*_INSTRUCTIONS, *_ROLE_MARKERS, _JSON_VERDICT]
 LEAD_RULES = [rule for rule in RULES if rule.leads]
@@ -49,8 +50,11 @@ def _prefixes(items: Any) -> list[str]:
     return [literal]
 
 
-def test_every_rule_but_the_line_rule_is_tried_at_its_leads() -> None:
-    assert len(LEAD_RULES) == len(RULES) - 1
+def test_every_rule_but_the_line_rule_and_the_tag_rule_is_tried_at_its_leads() -> None:
+    """The tag rule's pattern starts with a literal "<": the regex engine finds it as fast."""
+    unled = [rule for rule in RULES if not rule.leads]
+    assert len(unled) == 2
+    assert unled[0].pattern.pattern.startswith("<(?:") and unled[0].needs == ("<",)
 
 
 @pytest.mark.parametrize("rule", LEAD_RULES, ids=_ids(LEAD_RULES))
@@ -128,7 +132,7 @@ def _firsts(items: Any) -> tuple[set[str], bool]:
 LINE_RULES = [
     (_phrases._SHOUTED_ROLE, _phrases._SHOUTED_ROLE_FIRSTS),
     (_phrases._SYMBOL_LINE, _phrases._SYMBOL_LINE_FIRSTS),
-    *((rule._source[0], rule.firsts) for rule in RULES if not rule.leads),
+    *((rule._source[0], rule.firsts) for rule in RULES if rule.firsts),
 ]
 
 
@@ -139,3 +143,30 @@ def test_a_line_rule_names_every_character_its_lines_may_start_with(
     chars, empty = _firsts(list(sre_parser.parse(pattern, re.M)))
     assert not empty
     assert chars <= set(firsts)
+
+
+CODE_REPLY = (
+    'use `dict.get`:\n\n```python\nname = config.get("model", ["default"])[0]\n'
+    'print(f"model: {name}")\n```\n\nsee `config["judge"]["model"]` and the docs.'
+)
+
+
+def test_the_gate_decides_anchors_and_leads_from_the_needles_alone() -> None:
+    """A short code reply holds common needs (":", "[", a backtick, "model"): the rules whose
+    anchors or leads cannot occur are not tried, the others carry what is left to look for."""
+    gated = _gated(_present(CODE_REPLY))
+    role, tag_line = _INSTRUCTIONS[5], _ROLE_MARKERS[2]
+    assert set(gated) == {role, tag_line, _ROLE_MARKERS[0], _INSTRUCTIONS[6], _INSTRUCTIONS[4]}
+    assert gated[role][0] is None  # "judge" and "model" are needles, present
+    assert set(gated[role][1]) == {"judge", "automated ", "model ", "language model"}
+    assert "instructions for" not in (gated[_INSTRUCTIONS[4]][0] or ())  # no "instructions"
+    assert not any(rule.matches(CODE_REPLY, None, gated[rule]) for rule in gated)
+    assert not any(screen_oracle.by_rule(CODE_REPLY))
+
+
+def test_the_gate_drops_the_leads_that_hold_a_needle_not_present() -> None:
+    markers = _ROLE_MARKERS[0]  # chat-template tokens: leads "<|", "[", "<<"; needs "<", "["
+    assert markers not in _gated(_present("the model: see `x`"))
+    assert _gated(_present("a << b"))[markers][1] == ("<|", "<<")
+    assert _gated(_present("a [b]"))[markers][1] == ("[",)
+    assert markers.matches("<|im_start|>", None, _gated(_present("<|im_start|>"))[markers])

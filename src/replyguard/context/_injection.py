@@ -44,6 +44,7 @@ from replyguard.context._phrases import (
     _TEST_OUTPUT,
     _VERDICT_LINE,
     _VERDICT_WORD,
+    Chance,
     _master_key_pattern,
     _occurrences,
     _Rule,
@@ -279,26 +280,46 @@ def _needing() -> tuple[dict[str, frozenset[_Rule]], frozenset[_Rule]]:
     return {need: frozenset(found) for need, found in needing.items()}, always
 
 
-def _gated(present: frozenset[str]) -> frozenset[_Rule]:
-    """The phrase rules that may match a text holding the needles ``present``: those one of
-    whose needs is there (a string one of which each of its matches holds)."""
+Gate = dict[_Rule, Chance]
+"""The phrase rules that may count in a text, each with what its needles tell of it
+(``_gated``)."""
+
+
+@functools.lru_cache(maxsize=256)
+def _gated(present: frozenset[str]) -> Gate:
+    """The phrase rules that may count in a text holding the needles ``present`` (and no
+    other): those one of whose needs is there (a string one of which each of its matches
+    holds), one of whose anchors may be (the anchors decide whether a match counts) and, for
+    a rule tried at its leads, one of whose leads may be (each of its matches starts with one).
+
+    Decided from the needles alone, no search of the text: a string that is a needle occurs
+    exactly when it is present; one that holds a needle not present (``"instructions for"``
+    holds ``"instructions"``) does not occur. Each rule comes with its ``Chance``: None for
+    its anchors when one of them is known to occur, else those that may (``_Rule.matches``
+    looks for them), and the leads that may stand in the text.
+    """
     needing, always = _needing()
-    return always.union(*(needing.get(needle, ()) for needle in present))
+    absent = [needle for needle in _needles() if needle not in present]
+
+    def possible(strings: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(s for s in strings if not any(needle in s for needle in absent))
+
+    gated: Gate = {}
+    for rule in always.union(*(needing.get(needle, ()) for needle in present)):
+        anchors = None if not present.isdisjoint(rule.anchors) else possible(rule.anchors)
+        leads = possible(rule.leads)
+        if anchors != () and (leads or not rule.leads):
+            gated[rule] = (anchors, leads)
+    return gated
 
 
 def _any_found(
-    rules: tuple[_Rule, ...], flat: str, gated: frozenset[_Rule], lines: list[int] | None = None
+    rules: tuple[_Rule, ...], flat: str, gated: Gate, lines: list[int] | None = None
 ) -> bool:
     """Whether one of ``rules`` matches ``flat`` while one of its anchors occurs in it (the
-    anchors decide whether a rule counts); only the rules ``gated`` in are tried. ``lines``:
-    where the lines of ``flat`` start, when known."""
-    if gated.isdisjoint(rules):
-        return False
-    return any(
-        rule.matches(flat, lines) and any(anchor in flat for anchor in rule.anchors)
-        for rule in rules
-        if rule in gated
-    )
+    anchors decide whether a rule counts); only the rules ``gated`` in (``_gated``) are
+    tried. ``lines``: where the lines of ``flat`` start, when known."""
+    return any(rule.matches(flat, lines, gated[rule]) for rule in rules if rule in gated)
 
 
 def _section_tag(flat: str, present: frozenset[str]) -> bool:

@@ -13,6 +13,12 @@ from replyguard.context._sanitise import _latin
 # -- phrase rules (on lower-case text, spaces collapsed) -------------------------------------
 
 
+# What the needles found in a text tell of a phrase rule (``_injection._gated``): its anchors
+# that may occur in the text (None: one does), and its leads that may stand in it. A plain
+# tuple: a named tuple class costs more to create at import than it saves.
+Chance = tuple[tuple[str, ...] | None, tuple[str, ...]]
+
+
 class _Rule:
     """A phrase pattern, tried only when an anchor word occurs in the text.
 
@@ -66,17 +72,39 @@ class _Rule:
 
     def search(self, text: str) -> bool:
         """Whether the rule matches ``text`` and one of its anchors occurs in it."""
-        return any(anchor in text for anchor in self.anchors) and self.matches(text)
+        return self._anchored(text, self.anchors) and self.matches(text)
 
-    def matches(self, text: str, line_starts: Sequence[int] | None = None) -> bool:
+    def matches(
+        self, text: str, line_starts: Sequence[int] | None = None, chance: Chance | None = None
+    ) -> bool:
         """Whether the pattern matches ``text``, its anchors taken as found. ``line_starts``:
-        where each line of ``text`` starts, when known (a line-start rule tries only there)."""
+        where each line of ``text`` starts, when known (a line-start rule tries only there).
+
+        ``chance``: what the needles tell of ``text`` (``Chance``): the leads that may stand
+        in it and, unless one of the rule's anchors is known to occur, the anchors that may
+        (the rule then also needs one of them). Those are looked for before a scan of the
+        whole text (a few searches are quicker), after the pattern is tried at a few known
+        places (its leads, its line starts: quicker still).
+        """
+        anchors, leads = (None, self.leads) if chance is None else chance
         if self._lines:  # a line start follows a newline: no word boundary to check
-            if line_starts is not None:
-                found = at_line_starts(self.pattern, self.firsts, text, line_starts)
-                return next(found, None) is not None
-            return self.line_pattern.search(text) is not None
-        return any(self.accepts(text, match) for match in self._finditer(text))
+            if line_starts is None:
+                return self._anchored(text, anchors) and bool(self.line_pattern.search(text))
+            found = at_line_starts(self.pattern, self.firsts, text, line_starts)
+            return next(found, None) is not None and self._anchored(text, anchors)
+        starts = self._starts(text, leads) if self.leads else None
+        if starts is None:  # no leads, or crowded: one scan of the whole text
+            return self._anchored(text, anchors) and any(
+                self.accepts(text, match) for match in self.pattern.finditer(text)
+            )
+        return any(
+            self.accepts(text, match) for match in self._at(text, starts)
+        ) and self._anchored(text, anchors)
+
+    @staticmethod
+    def _anchored(text: str, anchors: Sequence[str] | None) -> bool:
+        """Whether one of ``anchors`` occurs in ``text`` (None: one is known to)."""
+        return anchors is None or any(anchor in text for anchor in anchors)
 
     def accepts(self, text: str, match: re.Match[str]) -> bool:
         """Whether a match of the pattern in ``text`` counts: it does not start inside a word,
@@ -90,25 +118,32 @@ class _Rule:
     def _finditer(self, text: str) -> Iterator[re.Match[str]]:
         """``self.pattern.finditer(text)``, trying the pattern only where a lead stands (each
         match starts at one). A text crowded with leads is scanned as a whole instead."""
-        if not self.leads:
-            yield from self.pattern.finditer(text)
-            return
-        starts = self._starts(text)
-        if starts is None:
-            yield from self.pattern.finditer(text)
-            return
+        starts = self._starts(text) if self.leads else None
+        return self.pattern.finditer(text) if starts is None else self._at(text, starts)
+
+    def _at(self, text: str, starts: list[int]) -> Iterator[re.Match[str]]:
+        """The matches ``finditer`` meets, tried only at ``starts`` (where each match starts,
+        and perhaps more places: ``_starts``)."""
         end = 0  # where the last match ended: finditer's next search starts there
         for start in starts:
             if start >= end and (match := self.pattern.match(text, start)) is not None:
                 yield match
                 end = match.end()
 
-    def _starts(self, text: str) -> list[int] | None:
-        """Where a lead stands in ``text``, in order; None as soon as they are crowded (more
-        than one every ``_CROWDED`` characters: one scan of the whole text is quicker)."""
+    def _starts(self, text: str, leads: Sequence[str] | None = None) -> list[int] | None:
+        """Where a lead stands in ``text``, in order; None when they are crowded (more than
+        one every ``_CROWDED`` characters: one scan of the whole text is quicker). A long
+        text's first ``_SAMPLE`` characters are counted first (``str.count``, no Python loop
+        per occurrence): crowded there, the text is taken as crowded. ``leads``: those that
+        may stand in ``text`` (all by default)."""
+        leads = self.leads if leads is None else leads
+        if len(text) > _SAMPLE:
+            counted = sum(text.count(lead, 0, _SAMPLE) for lead in leads)
+            if counted * _CROWDED > _SAMPLE:
+                return None
         most = len(text) // _CROWDED
         starts: set[int] = set()
-        for lead in self.leads:
+        for lead in leads:
             for at in _occurrences(text, lead):
                 starts.add(at)
                 if len(starts) > most:
@@ -116,7 +151,11 @@ class _Rule:
         return sorted(starts)
 
 
-_CROWDED = 16  # a lead every this many characters or more often: one whole scan is quicker
+# A lead every this many characters or more often: one whole scan is quicker (measured on
+# 40K of prose: "the "/"any " every ~50 characters scans quicker whole, every ~100 at the
+# leads). It also bounds the Python loop over a crowded text's leads to len/64 turns.
+_CROWDED = 64
+_SAMPLE = 4_096  # a longer text is first taken as crowded when its start is
 
 
 def at_line_starts(
@@ -302,7 +341,7 @@ _ROLE_MARKERS = (
         # regex engine jumps from one "<" to the next.
         r"<(?: ?(?:system|judge|evaluator|grader|verifier|rubric|verdict)(?: [^>\n]{0,40})?>"
         r"\s*[^<\s]|(?<![>\s]<)/ ?(?:system|judge|evaluator|grader|verifier|rubric|verdict) ?>)",
-        leads=("<",),
+        needs=("<",),  # no leads: the engine finds the literal "<" as fast as a lead search
     ),
     _Rule(
         ("system", "developer", "judge", "evaluator", "grader", "instruction", "verdict", "prompt"),
