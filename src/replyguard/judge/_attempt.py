@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from replyguard._deadlines import Deadline
 from replyguard.config._schema import VerifierConfig
 from replyguard.errors import ConfigError, JudgeConfigError
-from replyguard.judge._answer_cap import capped_call
+from replyguard.judge._answer_cap import CallTicket, capped_context
 from replyguard.judge._failures import Failures
 from replyguard.judge._litellm import _provider, classify_failure, read_response
 from replyguard.judge._owned import JudgeParts
@@ -79,10 +79,8 @@ class ModelCalls:
             attributes = chat_attributes(model, params, self._config.underlying_models(model))
         if model not in self._routed:
             self._capped(litellm, model, params)
-        with (
-            tracing.span(f"chat {model}", attributes, client=True) as span,
-            capped_call() as ticket,
-        ):
+        with tracing.span(f"chat {model}", attributes, client=True) as span:
+            ticket = CallTicket()
             try:
                 call = (
                     await self._caller(litellm, model)
@@ -91,8 +89,11 @@ class ModelCalls:
                 )
                 request = sending(self._plan.models_behind(model), _added(params))
                 until = loop.time() + share
+                # The call's own task, started where its answer's ticket is seen.
                 response = await cancelled_once(
-                    loop.create_task(self._call(litellm, call, model, params, until, request))
+                    capped_context(ticket).run(
+                        loop.create_task, self._call(litellm, call, model, params, until, request)
+                    )
                 )
             except JudgeConfigError as exc:  # the Router could not be built (logged)
                 span.fail(exc)

@@ -104,26 +104,31 @@ class Assessor:
         Every step is bounded by the turn's deadline too.
         """
         turn, reply, config = step.turn, step.reply, step.profile.config
+        # Nothing made for the checks and the screen outlives them: this frame waits for the
+        # judge with every turn in flight (docs/performance.md, "Objects held per turn").
         started = time.perf_counter()
-        budget = Budget.at(config.timeout_seconds, step.deadline)
+        time_limit = Budget.at(config.timeout_seconds, step.deadline).seconds
         reading = step.reading or self.read_workspace(step.profile, turn)
         try:
-            checked = run_checks(
-                self.checks,
-                turn,
-                reply,
-                time_limit=budget.seconds,
-                events=self._events,
-                tracing=self._tracing,
+            results = await bounded(
+                run_checks(
+                    self.checks,
+                    turn,
+                    reply,
+                    time_limit=time_limit,
+                    events=self._events,
+                    tracing=self._tracing,
+                ),
+                step.left(),
             )
-            results = await bounded(checked, step.left())
         except TimeoutError:
             error = "the turn's deadline passed during the checks"
             return _late(error, started), ()
         self._report_checks(turn, step.attempt, results)
         try:
-            screened = _suspicion(reply.text, step.profile.limits)
-            suspicion, scans = await bounded(screened, step.left())
+            suspicion, scans = await bounded(
+                _suspicion(reply.text, step.profile.limits), step.left()
+            )
         except TimeoutError:
             error = "the turn's deadline passed during the injection scan"
             return _late(error, started), results
