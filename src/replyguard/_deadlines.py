@@ -15,30 +15,18 @@ deadline around it, and each model's share inside it) enters one or two on every
 
 Entered only from inside a task (``RuntimeError`` otherwise, as ``asyncio.timeout``).
 
-Its timer calls the ``Deadline`` itself (no bound method made) in an empty context its
-thread shares (the expiry reads no context variable; the loop would otherwise copy the
-caller's context for each timer; a context is entered by one thread at a time, hence one per
-thread): every verified turn holds one or two while its judge call is in flight, and fewer
-objects alive per turn means fewer full collections in a burst (docs/performance.md,
-"Objects held per turn in flight").
+Its timer calls the ``Deadline`` itself (no bound method made): every verified turn holds one
+or two while its judge call is in flight, and fewer objects alive per turn means fewer full
+collections in a burst (docs/performance.md, "Objects held per turn in flight"). The timer
+still copies the caller's context, as ``call_at`` does: a context shared by every timer could
+be entered by two threads' loops at once (an error), and looking up one per thread costs
+more instructions than the copy.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
-import threading
 from types import TracebackType
-
-
-class _TimerContext(threading.local):
-    """The context the deadlines' expiries run in, one per thread."""
-
-    def __init__(self) -> None:
-        self.context = contextvars.Context()
-
-
-_TIMERS = _TimerContext()
 
 
 class Deadline:
@@ -57,11 +45,10 @@ class Deadline:
         self._task = task
         self._cancelling = task.cancelling()
         loop = task.get_loop()
-        context = _TIMERS.context
         if self._when <= loop.time():
-            self._handle: asyncio.Handle = loop.call_soon(self, context=context)
+            self._handle: asyncio.Handle = loop.call_soon(self)
         else:
-            self._handle = loop.call_at(self._when, self, context=context)
+            self._handle = loop.call_at(self._when, self)
         return self
 
     def __exit__(
