@@ -20,7 +20,7 @@ or two while its judge call is in flight, and fewer objects alive per turn means
 collections in a burst (docs/performance.md, "Objects held per turn in flight"). The timer
 still copies the caller's context, as ``call_at`` does: a context shared by every timer could
 be entered by two threads' loops at once (an error), and looking up one per thread costs
-more instructions than the copy.
+about as many instructions as the copy.
 """
 
 from __future__ import annotations
