@@ -8,6 +8,7 @@ same ``api_base``:
 - ``/fast/...``  answer at once;
 - ``/d100/...``  answer after 100 ms (any number of milliseconds);
 - ``/hang/...``  never answer; the connection is closed when the client closes it;
+- ``/hold/...``  answer once ``GET /_release`` is sent (every request held until then);
 - ``/s1000/...`` stream an OpenAI chat completion as Server-Sent Events: 1,000 chunks of
   ``"w<n> "`` (any number), then a final chunk with the usage; ``/s1000p2/...`` waits 2 ms
   before each chunk, ``/s1000x20/...`` makes chunk 20 say ``"as an AI "`` (suffixes combine:
@@ -114,6 +115,7 @@ class _Handler:
         self.chunks = 0
         self.streams_cut = 0
         self._bodies: dict[tuple[str, str], bytes] = {}
+        self._held = asyncio.Event()  # ``/hold/`` requests wait on it; ``/_release`` sets it
 
     def body(self, path: str, raw: bytes) -> bytes:
         try:
@@ -169,6 +171,11 @@ class _Handler:
             ).encode()
             writer.write(_response("200 OK", stats))
             return True
+        if method == "GET" and path.startswith("/_release"):
+            self._held.set()
+            self._held = asyncio.Event()
+            writer.write(_response("200 OK", b"{}"))
+            return True
         self.requests += 1
         mode = path.lstrip("/").split("/", 1)[0]
         if mode == "hang":
@@ -181,6 +188,8 @@ class _Handler:
             return True
         if mode.startswith("d") and mode[1:].isdigit():
             await asyncio.sleep(int(mode[1:]) / 1000)
+        elif mode == "hold":
+            await self._held.wait()
         writer.write(self.body(path, raw))  # headers and body in one write
         return True
 

@@ -6,8 +6,9 @@ judge call hands litellm a session of ours whose responses stop at ``MAX_ANSWER_
 ``shared_session`` argument, on the routes that take it, such as OpenAI's; on Anthropic's,
 which ignores that argument, as the ``client``: litellm's own handler over that session). A
 larger ``Content-Length`` is refused before the body is read, and a body without one stops
-being read once it passes the cap. The call then fails with ``AnswerTooLarge``, and
-``capped_call`` says so (``CallTicket.too_large``) whatever exception litellm wraps it in.
+being read once it passes the cap. The call then fails with ``AnswerTooLarge``, and its
+``CallTicket`` says so (``too_large``) whatever exception litellm wraps it in: the call's task
+is started in ``capped_context`` (the caller's context, the ticket set in a copy of it).
 
 Each verifier has one session per event loop it judges on (aiohttp sessions belong to their
 loop), made on its first judge call there and closed by ``Verifier.aclose`` (and the
@@ -53,18 +54,14 @@ def _trip() -> None:
         ticket.too_large = True
 
 
-class capped_call:
-    """Scope one judge call: the ticket says whether its answer passed the cap."""
-
-    __slots__ = ("_ticket", "_token")
-
-    def __enter__(self) -> CallTicket:
-        self._ticket = CallTicket()
-        self._token = _TICKET.set(self._ticket)
-        return self._ticket
-
-    def __exit__(self, *exc: object) -> None:
-        _TICKET.reset(self._token)
+def capped_context(ticket: CallTicket) -> contextvars.Context:
+    """The context to start one judge call's task in: a copy of the current one, where
+    ``ticket`` says whether the call's answer passed the cap. Only the call's task (and what
+    it starts) reads the ticket, so nothing is set, nor kept to reset, in the caller's: a turn
+    holds no token and no context manager while its judge call is in flight."""
+    context = contextvars.copy_context()
+    context.run(_TICKET.set, ticket)
+    return context
 
 
 @functools.cache

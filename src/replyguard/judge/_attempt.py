@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any
 from replyguard._deadlines import Deadline
 from replyguard.config._schema import VerifierConfig
 from replyguard.errors import ConfigError, JudgeConfigError
-from replyguard.judge._answer_cap import capped_call
+from replyguard.judge._answer_cap import CallTicket, capped_context
 from replyguard.judge._failures import Failures
 from replyguard.judge._litellm import _provider, classify_failure, read_response
 from replyguard.judge._owned import JudgeParts
 from replyguard.judge._protocol import JudgeReply
 from replyguard.judge._requests import RequestPlan
-from replyguard.judge._settling import cancelled_once, closing_pass
+from replyguard.judge._settling import closing_pass, let_go
 from replyguard.judge._streamed import (
     VERDICT_FIRST_REMINDER,
     VERDICT_FIRST_SYSTEM,
@@ -79,10 +79,8 @@ class ModelCalls:
             attributes = chat_attributes(model, params, self._config.underlying_models(model))
         if model not in self._routed:
             self._capped(litellm, model, params)
-        with (
-            tracing.span(f"chat {model}", attributes, client=True) as span,
-            capped_call() as ticket,
-        ):
+        with tracing.span(f"chat {model}", attributes, client=True) as span:
+            ticket, task = CallTicket(), None
             try:
                 call = (
                     await self._caller(litellm, model)
@@ -91,13 +89,18 @@ class ModelCalls:
                 )
                 request = sending(self._plan.models_behind(model), _added(params))
                 until = loop.time() + share
-                response = await cancelled_once(
-                    loop.create_task(self._call(litellm, call, model, params, until, request))
+                # The call's own task, started where its answer's ticket is seen, and shielded:
+                # cut off from outside, it is cancelled once (``let_go``).
+                task = capped_context(ticket).run(
+                    loop.create_task, self._call(litellm, call, model, params, until, request)
                 )
+                response = await asyncio.shield(task)
             except JudgeConfigError as exc:  # the Router could not be built (logged)
                 span.fail(exc)
                 raise
             except asyncio.CancelledError as exc:
+                if task is not None:
+                    await let_go(task)
                 # The caller's deadline for this judgement cancels the call from outside, a
                 # hair before or after this model's own share runs out (both timers can fire
                 # in one pass of a busy loop): past the share, the hang is still this model's

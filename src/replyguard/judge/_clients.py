@@ -88,25 +88,23 @@ class _Calls:
 
 
 class _Using:
-    """One call in a scope: counted in flight, the scope's name set, for its block."""
+    """One call in a scope: counted in flight for its block, the scope's name set.
 
-    __slots__ = ("_calls", "_generation", "_name", "_token")
+    Entered by the call's own task (``ModelCalls._call``), around all it does: the name stays
+    set for the rest of that task, whose context ends with it, so no token is kept to reset it
+    (one object fewer alive per judge call in flight)."""
+
+    __slots__ = ("_calls", "_generation", "_name")
 
     def __init__(self, calls: _Calls, generation: int, name: str) -> None:
         self._calls, self._generation, self._name = calls, generation, name
 
     def __enter__(self) -> None:
         self._calls.enter(self._generation)
-        self._token = _SCOPE.set(self._name)
+        _SCOPE.set(self._name)
 
     def __exit__(self, *exc: object) -> None:
         self._calls.leave(self._generation)
-        # A call given up on and never finished (its loop closed under it) is closed by the
-        # collector, in another context, where the token cannot be reset (nor is it seen).
-        try:  # noqa: SIM105 - contextlib.suppress costs a frame on every judge call
-            _SCOPE.reset(self._token)
-        except ValueError:
-            pass
 
 
 class ClientScope:
@@ -138,8 +136,8 @@ class ClientScope:
             return calls
 
     def using(self, litellm: Any) -> _Using:
-        """Around one litellm call (a context manager): the clients it gets (or makes) are
-        this scope's."""
+        """Around one litellm call, in the call's own task (a context manager): the clients
+        it gets (or makes) are this scope's."""
         _cache(litellm)
         with self._lock:
             self._litellm = litellm

@@ -6,6 +6,7 @@ the error the judgement raises.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from replyguard.errors import CircuitOpenError, JudgeConfigError, JudgeError
@@ -92,7 +93,7 @@ def _over_router_limit(exc: Exception) -> bool:
     return "No deployments available" in text or "over defined rpm limit" in text
 
 
-def no_answer(failures: list[str], last: BaseException | None) -> Exception:
+def no_answer(failures: Sequence[str], last: BaseException | None) -> Exception:
     """What to raise when no model answered: ``CircuitOpenError`` if every circuit was open,
     ``TimeoutError`` if the last failure was a timeout, else ``JudgeError``."""
     message = "; ".join(failures)

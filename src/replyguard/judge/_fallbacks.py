@@ -236,17 +236,22 @@ class LiteLLMJudge(BaseJudge):
         deadline = loop.time() + time_left - min(_DEADLINE_GUARD, time_left / 100)
         spent: JudgeReply | None = None  # the earlier answers, what they cost together
         unreadable: JudgeReply | None = None
-        failures: list[str] = []
+        failures: tuple[str, ...] = ()
         last: BaseException | None = None
-        for index, model in enumerate(self._models):
+        models = self._models
+        # This frame waits for the call with every turn in flight: nothing in it the collector
+        # tracks that a first call does not need (no list of failures until one fails; a
+        # range's iterator, where an ``enumerate`` and its tuple iterator are tracked).
+        for index in range(len(models)):
+            model = models[index]
             remaining = deadline - loop.time()
             if remaining <= 0:
-                failures.append(f"{model}: no time left")
+                failures += (f"{model}: no time left",)
                 last = TimeoutError()
                 break
             if self._breaker is not None and not self._breaker.allow(model):
                 self._events.debug("judge_circuit_open", model=model)
-                failures.append(f"{model}: circuit open")
+                failures += (f"{model}: circuit open",)
                 continue
             share = self.share_of(index, remaining)
             # litellm keys its cached HTTP clients on the timeout it is given: a per-call
@@ -256,7 +261,7 @@ class LiteLLMJudge(BaseJudge):
             answer = await self._calls.attempt(litellm, model, params, api_key, share, deadline)
             if isinstance(answer, tuple):
                 last, said = answer
-                failures.append(f"{model}: {said}")
+                failures += (f"{model}: {said}",)
                 continue
             if self._breaker is not None:
                 self._breaker.record_success(model)

@@ -120,7 +120,7 @@ class RequestPlan:
             refused = _refused_options(exc, params)
             if not refused:
                 raise
-        response = await call(**{key: value for key, value in params.items() if key not in refused})
+        response = await call(**_without(params, refused))
         self._refused[model] = self._refused.get(model, frozenset()) | refused
         self._events.debug("judge_option_refused", model=model, options=sorted(refused))
         return response
@@ -175,3 +175,8 @@ def _refused_options(exc: Exception, params: dict[str, Any]) -> frozenset[str]:
         return frozenset()
     text = str(exc)
     return frozenset(name for name in _OPTIONAL if name in params and name in text)
+
+
+def _without(params: dict[str, Any], refused: frozenset[str]) -> dict[str, Any]:
+    """``params`` without the ``refused`` options."""
+    return {key: value for key, value in params.items() if key not in refused}

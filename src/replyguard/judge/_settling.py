@@ -1,5 +1,5 @@
 """A judge call cut off from outside: cancelled once, given a moment to close its connection,
-then let go (``cancelled_once``); and the loop pass a cut-off call needs to close its socket
+then let go (``let_go``); and the loop pass a cut-off call needs to close its socket
 (``closing_pass``)."""
 
 from __future__ import annotations
@@ -9,14 +9,15 @@ import contextlib
 from typing import Any
 
 # How long a judge call cancelled from outside is given to close its connection (a few
-# milliseconds) before the turn goes on without waiting for it (``cancelled_once``).
+# milliseconds) before the turn goes on without waiting for it (``let_go``).
 _SETTLE_SECONDS = 0.1
 # Judge calls given up on while still closing, held until they end (or their loop is closed).
 _UNSETTLED: set[asyncio.Task[Any]] = set()
 
 
-async def cancelled_once(call: asyncio.Task[Any]) -> Any:
-    """The result of ``call`` (a judge call in a task of its own), cancelling it at most once.
+async def let_go(call: asyncio.Task[Any]) -> None:
+    """After the caller of ``call`` (a judge call in a task of its own, awaited through
+    ``asyncio.shield``) was cancelled: cancel ``call`` at most once, and wait for it a moment.
 
     A cancelled HTTP request closes its connection in a few steps (httpcore's clean-up awaits
     a lock and the stream's close); a second cancellation arriving meanwhile ends the clean-up
@@ -25,16 +26,12 @@ async def cancelled_once(call: asyncio.Task[Any]) -> Any:
     milliseconds after this model's own share, and a busy loop runs them while the first
     clean-up is still under way. So the call runs in its own task, shielded: the caller's
     cancellation cancels it once (not at all when its own share already did), and waits up
-    to ``_SETTLE_SECONDS`` for it to finish (cancellations meanwhile are held back, then
-    raised). A call still closing after that ends by itself.
+    to ``_SETTLE_SECONDS`` for it to finish (cancellations meanwhile are held back; the
+    caller raises its own once this returns). A call still closing after that ends by itself.
     """
-    try:
-        return await asyncio.shield(call)
-    except asyncio.CancelledError:
-        if not call.done() and not call.cancelling():
-            call.cancel()
-        await _settled(call)
-        raise
+    if not call.done() and not call.cancelling():
+        call.cancel()
+    await _settled(call)
 
 
 async def _settled(call: asyncio.Task[Any]) -> None:

@@ -19,7 +19,7 @@ judge's tasks inherit); a judge that notes nothing (a custom one) is charged not
 
 from __future__ import annotations
 
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 
 from replyguard.context import _tokens as tokens
@@ -66,32 +66,27 @@ class Request:
             self.owner.requests.discard(self)
 
 
-class _Watching:
-    """``Unanswered.watching()``: a plain class, not ``@contextmanager`` (whose generator and
-    wrapper cost each judge call more than the context variable itself)."""
-
-    __slots__ = ("_sent", "_token")
-
-    def __init__(self, sent: Unanswered) -> None:
-        self._sent = sent
-
-    def __enter__(self) -> Unanswered:
-        self._token = _CURRENT.set(self._sent)
-        return self._sent
-
-    def __exit__(self, *exc_info: object) -> None:
-        _CURRENT.reset(self._token)
-
-
 class Unanswered:
     """The requests of one judgement sent and not answered (see module doc)."""
 
     def __init__(self) -> None:
         self.requests: set[Request] = set()
+        self._token: Token[Unanswered | None] | None = None
 
-    def watching(self) -> _Watching:
-        """Note the requests judges send within (their tasks inherit it) here."""
-        return _Watching(self)
+    def watching(self) -> Unanswered:
+        """Note the requests judges send within (their tasks inherit it) here: a context
+        manager, itself (no object of its own for a judge call to hold while in flight; one
+        block at a time)."""
+        return self
+
+    def __enter__(self) -> Unanswered:
+        self._token = _CURRENT.set(self)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        assert self._token is not None  # entered
+        _CURRENT.reset(self._token)
+        self._token = None
 
     def charge(self, prompt: JudgePrompt, *, replied: bool = False) -> Charge:
         """What the requests are charged: each one without an answer its prompt's tokens (the

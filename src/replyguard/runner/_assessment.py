@@ -104,26 +104,30 @@ class Assessor:
         Every step is bounded by the turn's deadline too.
         """
         turn, reply, config = step.turn, step.reply, step.profile.config
+        # Nothing made for the checks or the screen stays alive through the judge's wait.
         started = time.perf_counter()
-        budget = Budget.at(config.timeout_seconds, step.deadline)
+        time_limit = Budget.at(config.timeout_seconds, step.deadline).seconds
         reading = step.reading or self.read_workspace(step.profile, turn)
         try:
-            checked = run_checks(
-                self.checks,
-                turn,
-                reply,
-                time_limit=budget.seconds,
-                events=self._events,
-                tracing=self._tracing,
+            results = await bounded(
+                run_checks(
+                    self.checks,
+                    turn,
+                    reply,
+                    time_limit=time_limit,
+                    events=self._events,
+                    tracing=self._tracing,
+                ),
+                step.left(),
             )
-            results = await bounded(checked, step.left())
         except TimeoutError:
             error = "the turn's deadline passed during the checks"
             return _late(error, started), ()
         self._report_checks(turn, step.attempt, results)
         try:
-            screened = _suspicion(reply.text, step.profile.limits)
-            suspicion, scans = await bounded(screened, step.left())
+            suspicion, scans = await bounded(
+                _suspicion(reply.text, step.profile.limits), step.left()
+            )
         except TimeoutError:
             error = "the turn's deadline passed during the injection scan"
             return _late(error, started), results
@@ -141,39 +145,18 @@ class Assessor:
                     suspected_injection=suspicion,
                 )
                 return failure, results
-        verdict = await self._verdict(step, results, scans, reading)
+        failing = checks_verdict(results)
+        verdict = _by_checks(step, failing, results)
+        if verdict is None:  # the judge is asked (awaited here: no coroutine between)
+            verdict = await self._judging().judgement(step, scans, reading)
+            if failing is not None:
+                verdict = _merged(failing, verdict, results)
         if suspicion:
             verdict = replaced(verdict, {"suspected_injection": suspicion})
         if verdict.awaiting_user and (suspicion or _holds_mark(reply.text)):
             # The mark counts only when the reply could not have planted it for the judge.
             verdict = verdict.model_copy(update={"awaiting_user": False})
         return verdict, results
-
-    async def _verdict(
-        self,
-        step: Step,
-        results: tuple[CheckResult, ...],
-        scans: tokens.Cutter | None,
-        reading: Reading | None,
-    ) -> Verdict:
-        """The checks' verdict, the judge's, or both merged, per ``judgeAfterChecks``."""
-        failure = checks_verdict(results)
-        mode = step.profile.config.judge_after_checks
-        if failure is not None and mode != "always":
-            return failure
-        if failure is None and (mode == "never" or decisive_pass(results)):
-            return Verdict(passed=True, decisive=True, reasoning="deterministic checks")
-        verdict = await self._judging().judgement(step, scans, reading)
-        if failure is None:
-            return verdict
-        if verdict.passed:  # the judge passed (or failed open): the checks' failure stands
-            return failure.model_copy(update=_spend(verdict))
-        judged = f"[judge] {verdict.feedback}" if verdict.feedback else "[judge] failed"
-        merged = {
-            "feedback": f"{merged_feedback(results)}\n{judged}",
-            "category": failure.category or verdict.category,
-        }
-        return verdict.model_copy(update=merged)
 
     def _report_checks(self, turn: Turn, attempt: int, results: Sequence[CheckResult]) -> None:
         if not results or not self._events.enabled(logging.INFO):  # nothing to build
@@ -208,6 +191,31 @@ async def _suspicion(text: str, limits: ContextLimits) -> tuple[tuple[str, ...],
     if len(view) > INLINE_CHARS:
         return tuple(await asyncio.to_thread(suspected_injection, view)), scans
     return tuple(suspected_injection(view)), scans
+
+
+def _by_checks(
+    step: Step, failure: Verdict | None, results: tuple[CheckResult, ...]
+) -> Verdict | None:
+    """The verdict when the checks decide alone, per ``judgeAfterChecks`` (``failure``: their
+    failing verdict, if any), or None when the judge is asked (see ``_merged``)."""
+    mode = step.profile.config.judge_after_checks
+    if failure is not None and mode != "always":
+        return failure
+    if failure is None and (mode == "never" or decisive_pass(results)):
+        return Verdict(passed=True, decisive=True, reasoning="deterministic checks")
+    return None
+
+
+def _merged(failure: Verdict, verdict: Verdict, results: tuple[CheckResult, ...]) -> Verdict:
+    """The checks' ``failure`` and the judge's ``verdict`` on the same reply, merged."""
+    if verdict.passed:  # the judge passed (or failed open): the checks' failure stands
+        return failure.model_copy(update=_spend(verdict))
+    judged = f"[judge] {verdict.feedback}" if verdict.feedback else "[judge] failed"
+    merged = {
+        "feedback": f"{merged_feedback(results)}\n{judged}",
+        "category": failure.category or verdict.category,
+    }
+    return verdict.model_copy(update=merged)
 
 
 def _late(error: str, started: float) -> Verdict:

@@ -110,12 +110,15 @@ class Judgements:
         prompt = await prompt_of(step, reply_scans, reading, self._redact, self._events)
         if isinstance(prompt, tuple):
             return fail_open(*prompt, started)
-        budget = Budget.at(profile.config.timeout_seconds, step.deadline)
-        deadline = time.monotonic() + budget.seconds  # every panel member's too
+        # Unpacked: a named tuple kept across the judge call's await is one more object alive
+        # per turn in flight (the collector does not track the numbers and the reason).
+        seconds, late = Budget.at(profile.config.timeout_seconds, step.deadline)
+        deadline = time.monotonic() + seconds  # every panel member's too
         if profile.panel is None:
-            verdict = await self._ask(profile.seats[0], prompt, step, budget, deadline, started)
+            seat = profile.seats[0]
+            verdict = await self._ask(seat, prompt, step, seconds, late, deadline, started)
         else:
-            verdict = await self._ask_panel(profile.panel, prompt, step, budget, deadline)
+            verdict = await self._ask_panel(profile.panel, prompt, step, seconds, late, deadline)
         if self._events.enabled(logging.INFO):
             report_verdict(self._events, step, verdict, prompt)
         return verdict
@@ -138,7 +141,13 @@ class Judgements:
         return None
 
     async def _ask_panel(
-        self, panel: Panel, prompt: JudgePrompt, step: Step, budget: Budget, deadline: float
+        self,
+        panel: Panel,
+        prompt: JudgePrompt,
+        step: Step,
+        seconds: float,
+        late: Reason,
+        deadline: float,
     ) -> Verdict:
         """Every member asked at once, by the same deadline; the panel's decision, taken as
         soon as the members still to answer cannot change it (``judge._panel.decided``): their
@@ -149,7 +158,9 @@ class Judgements:
         seats = step.profile.seats
         sent = [Unanswered() for _ in seats]
         asks = [
-            asyncio.ensure_future(self._ask(seat, prompt, step, budget, deadline, started, out))
+            asyncio.ensure_future(
+                self._ask(seat, prompt, step, seconds, late, deadline, started, out)
+            )
             for seat, out in zip(seats, sent, strict=True)
         ]
         pending = set(asks)
@@ -183,7 +194,8 @@ class Judgements:
         seat: Seat,
         prompt: JudgePrompt,
         step: Step,
-        budget: Budget,
+        seconds: float,
+        late: Reason,
         deadline: float,
         started: float,
         sent: Unanswered | None = None,
@@ -191,7 +203,8 @@ class Judgements:
         """One seat's verdict on ``prompt`` by ``deadline`` (``time.monotonic``), in a slot
         of the concurrency limit and admitted by the shared state (per seat, so breakers and
         spend stay per panel member); a fail-open verdict for any fault. Never raises but for
-        the caller's cancellation. Its latency runs from ``started`` (``time.perf_counter``).
+        the caller's cancellation. Its latency runs from ``started`` (``time.perf_counter``);
+        ``seconds`` and ``late`` are the judgement's ``Budget``.
         Requests sent and cut before their answer are charged in its cost and tokens (and
         its spend settlement), noted in ``sent`` (where a caller that cancels it reads them).
         """
@@ -221,7 +234,7 @@ class Judgements:
             if not isinstance(answer, JudgeReply):
                 raise TypeError(f"the judge returned {type(answer).__name__}, not a JudgeReply")
         except Exception as exc:
-            answer, failed = None, _failure(exc, budget, events.secrets)
+            answer, failed = None, _failure(exc, Budget(seconds, late), events.secrets)
         finally:
             # What requests cut after their sending are charged (none noted: nothing).
             charge = sent.charge(prompt, replied=answer is not None) if sent.requests else NO_CHARGE
