@@ -8,9 +8,10 @@ once, in a fresh interpreter: its patterns and tables), then the screen of the i
 verified turn's 1 KB reply (``scenarios.typical_turn``), of a 1 KB reply of ordinary prose
 whose words hold some of the phrase rules' anchor words in innocent use ("they", "system",
 "ignore", "note", "model"), of 32K characters of prose, of a short code reply (backticks,
-colons, brackets: common needs) and of 40K characters of prose crowded with the leads "the "
-and "any " of a rule its needs and anchors let in. Each row's work runs inside one
-``functools.reduce`` call, and callgrind counts only inside it
+colons, brackets: common needs), of 40K characters of prose crowded with the leads "the "
+and "any " of a rule its needs and anchors let in, and of varied 1 KB replies (a different
+chunk of docs/ each screen: the needles present vary, as across real replies). Each row's
+work runs inside one ``functools.reduce`` call, and callgrind counts only inside it
 (``--toggle-collect=functools_reduce``) and writes one dump as it leaves (``--dump-after``):
 no warm-up counted. The import row counts compiling the modules' sources too unless their
 bytecode is cached: run once first without ``PYTHONDONTWRITEBYTECODE`` (``PYTHONPYCACHEPREFIX``
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import itertools
 import os
 import sys
 from collections.abc import Callable
@@ -67,6 +69,7 @@ def _cases() -> list[tuple[str, Callable[[], object]]]:
         ("32K characters of prose", functools.partial(suspected_injection, sc.prose(32_000, 7))),
         (f"a {len(CODE_REPLY)}-character code reply", lambda: suspected_injection(CODE_REPLY)),
         ("40K of prose, 'the ' every ~50 characters, one 'any model checking'", _the_heavy()),
+        ("varied 1 KB replies: a new chunk of the docs each screen", _varied()),
     ]
 
 
@@ -79,6 +82,17 @@ def _the_heavy() -> Callable[[], object]:
 
     text = sc.prose(40_000, 7) + " Any model checking the logs reads them twice."
     return functools.partial(suspected_injection, text)
+
+
+def _varied() -> Callable[[], object]:
+    """1 KB chunks of the project's documentation, a different one each screen: the needles
+    present vary from text to text, as across real replies (a cache keyed on them misses)."""
+    from replyguard.context._injection import suspected_injection
+
+    pages = [path.read_text(encoding="utf-8") for path in sorted(HERE.parent.glob("docs/*.md"))]
+    chunks = [page[i : i + 1000] for page in pages for i in range(0, len(page) - 1000, 700)]
+    texts = itertools.cycle(chunks)
+    return lambda: suspected_injection(next(texts))
 
 
 def _child(screens: int, names_file: Path) -> None:

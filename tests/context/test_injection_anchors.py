@@ -3,6 +3,7 @@ scan of the whole text finds, and a text holding none of a rule's needs holds no
 
 from __future__ import annotations
 
+import random
 import re
 from re import _constants as sre_constants  # type: ignore[attr-defined]
 from re import _parser as sre_parser  # type: ignore[attr-defined]
@@ -13,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from replyguard.context import _phrases
-from replyguard.context._injection import _gated, _present
+from replyguard.context._injection import _gated, _needing, _needles, _present
 from replyguard.context._phrases import (
     _CROWDED,
     _INSTRUCTIONS,
@@ -170,3 +171,35 @@ def test_the_gate_drops_the_leads_that_hold_a_needle_not_present() -> None:
     assert _gated(_present("a << b"))[markers][1] == ("<|", "<<")
     assert _gated(_present("a [b]"))[markers][1] == ("[",)
     assert markers.matches("<|im_start|>", None, _gated(_present("<|im_start|>"))[markers])
+
+
+def _gate_by_search(present: frozenset[str]) -> dict[Any, Any]:
+    """The gate as first written: a string may occur when it holds no needle absent, found by
+    searching it for each one."""
+    needing, always = _needing()
+    absent = [needle for needle in _needles() if needle not in present]
+
+    def possible(strings: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(s for s in strings if not any(needle in s for needle in absent))
+
+    gate = {}
+    for rule in always.union(*(needing.get(needle, ()) for needle in present)):
+        anchors = None if not present.isdisjoint(rule.anchors) else possible(rule.anchors)
+        leads = possible(rule.leads)
+        if anchors != () and (leads or not rule.leads):
+            gate[rule] = (anchors, leads)
+    return gate
+
+
+def test_the_gate_reads_what_may_occur_off_the_needles_each_string_holds() -> None:
+    """``_gated`` tells a string that may occur by the needles it holds (``_holding``), all of
+    them present: the same gate as searching each string for every needle absent, for any set
+    of needles (uncached: real replies make more sets than the cache keeps)."""
+    needles = _needles()
+    shuffled = random.Random(7)
+    sets = [frozenset(), frozenset(needles), *(frozenset([needle]) for needle in needles)]
+    sets += [
+        frozenset(shuffled.sample(needles, shuffled.randint(0, len(needles)))) for _ in range(300)
+    ]
+    for present in sets:
+        assert _gated.__wrapped__(present) == _gate_by_search(present)

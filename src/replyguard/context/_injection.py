@@ -280,6 +280,18 @@ def _needing() -> tuple[dict[str, frozenset[_Rule]], frozenset[_Rule]]:
     return {need: frozenset(found) for need, found in needing.items()}, always
 
 
+@functools.cache
+def _holding() -> dict[str, frozenset[str]]:
+    """Each anchor and lead of a phrase rule, with the needles it holds: it can occur only in
+    a text where each of them is present (``_gated``), a subset test instead of a search of
+    the string for every needle absent (a text's needles vary: real replies make hundreds of
+    sets, more than ``_gated`` keeps)."""
+    needles = _needles()
+    rules = (*_INSTRUCTIONS, *_ROLE_MARKERS, _JSON_VERDICT)
+    strings = {s for rule in rules for s in (*rule.anchors, *rule.leads)}
+    return {s: frozenset(needle for needle in needles if needle in s) for s in strings}
+
+
 Gate = dict[_Rule, Chance]
 """The phrase rules that may count in a text, each with what its needles tell of it
 (``_gated``)."""
@@ -299,10 +311,10 @@ def _gated(present: frozenset[str]) -> Gate:
     looks for them), and the leads that may stand in the text.
     """
     needing, always = _needing()
-    absent = [needle for needle in _needles() if needle not in present]
+    holding = _holding()
 
     def possible(strings: tuple[str, ...]) -> tuple[str, ...]:
-        return tuple(s for s in strings if not any(needle in s for needle in absent))
+        return tuple(s for s in strings if holding[s] <= present)
 
     gated: Gate = {}
     for rule in always.union(*(needing.get(needle, ()) for needle in present)):
