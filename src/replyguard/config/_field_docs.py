@@ -9,6 +9,7 @@ time), while only the JSON Schema (and the reference page made from it) shows th
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import inspect
 import itertools
@@ -52,13 +53,10 @@ def _parsed(source: str, tries: int = 3) -> ast.Module:
     constructor recursion depth mismatch", python/cpython#106905): its AST builder keeps its
     depth count in one place per interpreter, which a parse in another thread (or in a
     finalizer run during this one) overwrites. The next parse starts it afresh."""
-    for attempt in range(1, tries + 1):
-        try:
+    for _ in range(tries - 1):
+        with contextlib.suppress(SystemError):
             return ast.parse(source)
-        except SystemError:
-            if attempt == tries:
-                raise
-    raise AssertionError("unreachable")  # pragma: no cover
+    return ast.parse(source)  # the last try's error is not hidden
 
 
 def field_docs(cls: type) -> dict[str, str]:
