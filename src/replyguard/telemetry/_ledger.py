@@ -1,31 +1,35 @@
 """The ledger: one JSON line per verified turn, appended safely from many tasks and processes.
 
-Each line is written with a single ``write`` on a file opened with ``O_APPEND`` under an
-exclusive ``flock``, in a worker thread, so lines never interleave or tear, across processes
-too. A failure to write is logged and never reaches the turn. Feedback texts, and the turn's
-``content`` (the user message, each judged reply, the judge's raw answer and reasoning) are
-recorded only with ``logContent``; every line has ``judged``: each judged attempt's reply hash
-(SHA-256 of its UTF-8 text) and vote, so verdicts on byte-identical replies can be compared
-across judge models, rubrics and ``litellm`` versions (``litellm``) without keeping the text.
+Lines are written by a writer thread: the lines waiting at that moment go in a single
+``write`` on a file opened with ``O_APPEND`` under an exclusive ``flock``, so lines never
+interleave or tear, across processes too, and a burst of turns costs a few writes. A failure to
+write is logged and never reaches the turn. Feedback texts, and the turn's ``content`` (the
+user message, each judged reply, the judge's raw answer and reasoning) are recorded only with
+``logContent``; every line has ``judged``: each judged attempt's reply hash (SHA-256 of its
+UTF-8 text) and vote, so verdicts on byte-identical replies can be compared across judge
+models, rubrics and ``litellm`` versions (``litellm``) without keeping the text.
 
 The ledger never delays delivery for long: what is not a regular file (a FIFO, a device) is
 refused without blocking (opened ``O_NONBLOCK``), a lock held elsewhere is tried again without
 blocking until the time limit, and the wait for the write is bounded by that limit too (a
 write stuck in the kernel, say on a hung network mount, finishes or fails in its thread, after
-the turn). Each failure logs ``ledger_write_failed``. Every line is valid UTF-8 JSON whatever
-the characters: lone surrogates (from a turn id, an agent id, feedback) become U+FFFD. Where
-``fcntl`` does not exist (Windows), lines are appended without the lock.
+the turn; a line whose turn stopped waiting is still written when the writer gets to it). Each
+failure logs ``ledger_write_failed``. Every line is valid UTF-8 JSON whatever the characters:
+lone surrogates (from a turn id, an agent id, feedback) become U+FFFD. Where ``fcntl`` does
+not exist (Windows), lines are appended without the lock.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import hashlib
 import json
 import os
 import re
 import stat
+import threading
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -219,29 +223,100 @@ def ledger_line(record: dict[str, Any]) -> bytes:
 
 
 class Ledger:
-    """A JSONL file of verified turns."""
+    """A JSONL file of verified turns, written by one writer thread at a time.
+
+    Lines wait in a queue; a writer thread takes every line waiting and appends them in one
+    locked write, then the lines that came meanwhile, until none is left. A burst of turns
+    costs a few writes, not one thread hand-off each, and a line whose turn stopped waiting
+    for it (its time limit, a cancelled turn) is still written, late. The queue holds at most
+    ``QUEUE_LIMIT`` bytes (a line is always taken when it is empty): past that, behind a write
+    that does not finish, a line is refused at once and logged.
+    """
 
     def __init__(self, path: str, events: Events) -> None:
         self.path = path
         self._events = events
+        self._guard = threading.Lock()
+        self._waiting: list[_Line] = []
+        self._waiting_bytes = 0
+        self._writing = False
 
     async def append(self, record: dict[str, Any], *, time_limit: float = TIME_LIMIT) -> None:
-        """Append one record as one line within ``time_limit`` seconds; log, never raise, on
-        failure (the line is then lost, or written late by its thread)."""
+        """Append one record as one line; wait at most ``time_limit`` seconds for its write.
+        Log, never raise, on failure (the line is then lost, or written late)."""
         try:
-            data = ledger_line(record)
-            async with asyncio.timeout(time_limit):
-                until = time.monotonic() + time_limit
-                await asyncio.to_thread(append_locked, self.path, data, until)
-        except TimeoutError:
-            self._events.warning(
-                "ledger_write_failed",
-                path=self.path,
-                error=f"the write did not finish within {time_limit:g} s",
-            )
+            line = _Line(ledger_line(record), asyncio.get_running_loop())
+            self._queue(line)
         except (OSError, ValueError) as exc:
-            self._events.warning(
-                "ledger_write_failed",
-                path=self.path,
-                error=describe_error(exc, self._events.secrets),
-            )
+            self._failed(describe_error(exc, self._events.secrets))
+            return
+        done, _ = await asyncio.wait({line.written}, timeout=time_limit)
+        if not done:
+            self._failed(f"the write did not finish within {time_limit:g} s")
+        elif (error := line.written.result()) is not None:
+            self._failed(describe_error(error, self._events.secrets))
+
+    def _failed(self, error: str) -> None:
+        self._events.warning("ledger_write_failed", path=self.path, error=error)
+
+    def _queue(self, line: _Line) -> None:
+        with self._guard:
+            if self._waiting and self._waiting_bytes + len(line.data) > QUEUE_LIMIT:
+                raise OSError(
+                    f"{self._waiting_bytes} bytes already wait for a write that has not finished"
+                )
+            self._waiting.append(line)
+            self._waiting_bytes += len(line.data)
+            if self._writing:
+                return
+            self._writing = True
+        try:
+            threading.Thread(target=self._write_waiting, name="replyguard-ledger").start()
+        except RuntimeError:  # no new thread (the interpreter is shutting down)
+            with self._guard:
+                self._writing = False
+                self._waiting.remove(line)
+                self._waiting_bytes -= len(line.data)
+            raise OSError("no thread could be started to write the ledger") from None
+
+    def _write_waiting(self) -> None:
+        """The writer thread: every line waiting, in one write a batch, until none is left."""
+        while True:
+            with self._guard:
+                batch, self._waiting, self._waiting_bytes = self._waiting, [], 0
+                if not batch:
+                    self._writing = False
+                    return
+            error: Exception | None = None
+            try:
+                data = b"".join(line.data for line in batch)
+                append_locked(self.path, data, time.monotonic() + TIME_LIMIT)
+            except Exception as exc:  # every line of the batch learns why; never the thread
+                error = exc
+            for line in batch:
+                line.settle(error)
+
+
+QUEUE_LIMIT = 64 * 1024 * 1024
+"""The most bytes of lines a ledger holds waiting for its writer thread."""
+
+
+class _Line:
+    """One line waiting for the writer, and the future its turn waits on (on its own loop)."""
+
+    __slots__ = ("data", "loop", "written")
+
+    def __init__(self, data: bytes, loop: asyncio.AbstractEventLoop) -> None:
+        self.data = data
+        self.loop = loop
+        self.written: asyncio.Future[Exception | None] = loop.create_future()
+
+    def settle(self, error: Exception | None) -> None:
+        """From the writer thread: the write's outcome (None: written), on the line's loop."""
+        with contextlib.suppress(RuntimeError):  # that loop has closed: nobody waits any more
+            self.loop.call_soon_threadsafe(_set, self.written, error)
+
+
+def _set(future: asyncio.Future[Exception | None], error: Exception | None) -> None:
+    if not future.done():
+        future.set_result(error)
