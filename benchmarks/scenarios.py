@@ -615,11 +615,13 @@ async def burst(make: Callable[[], Awaitable[bool]], count: int) -> Burst:
 
 
 async def concurrent_vs_raw(
-    wire: Wire, url: str, count: int, delay_ms: int, rounds: int
+    wire: Wire, url: str, count: int, delay_ms: int, rounds: int, *, frozen: bool = False
 ) -> tuple[list[Burst], list[Burst]]:
     """``count`` concurrent verified turns vs ``count`` concurrent raw calls of the judge's
     own request (``judge_params``), alternating. A turn that does not pass (it failed open:
-    the machine was too busy for the judge's timeout) counts in its burst's ``failed``."""
+    the machine was too busy for the judge's timeout) counts in its burst's ``failed``.
+    ``frozen``: the host's recipe, ``gc.freeze()`` once both sides are warm, so no full
+    collection walks the heap the imports left (undone after the bursts)."""
     turn, reply = typical_turn()
     cfg = config(wire, f"{url}/d{delay_ms}", verifyAll=True)
     verifier = Verifier(cfg)
@@ -640,6 +642,9 @@ async def concurrent_vs_raw(
     try:
         await burst(raw, count)  # opens the connection pool for both sides
         await burst(verified, count)
+        if frozen:
+            gc.collect()
+            gc.freeze()
         for i in range(rounds):
             order = [(reference, raw), (measured, verified)]
             if i % 2:
@@ -648,6 +653,7 @@ async def concurrent_vs_raw(
                 gc.collect()
                 sink.append(await burst(make, count))
     finally:
+        gc.unfreeze()
         await close_clients()
     return measured, reference
 
