@@ -300,7 +300,8 @@ def _print_dumps(folder: Path, names: dict[int, str]) -> None:
     """Which kept dump (``--profile``) holds which side's counted calls, for
     ``callgrind_annotate --inclusive=yes DUMP``."""
     for dump in sorted(folder.glob("cg.out.*")):
-        trigger = re.search(r"^desc: Trigger: dump end-(\d+)$", dump.read_text(errors="replace"), re.M)
+        text = dump.read_text(errors="replace")
+        trigger = re.search(r"^desc: Trigger: dump end-(\d+)$", text, re.M)
         if trigger is not None:
             print(f"{names[int(trigger.group(1))]}: {dump}")
 
