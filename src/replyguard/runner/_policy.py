@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from replyguard._frozen import assembled
+from replyguard._frozen import assembled_from
 from replyguard.config._exhausted import exhausted_choice
 from replyguard.config._schema import VerifierConfig
 from replyguard.types import (
@@ -291,13 +291,13 @@ def _summed(
             judged += values["cost_usd"]
             judge_in += values["prompt_tokens"]
             judge_out += values["completion_tokens"]
-    usage_total = assembled(
-        TokenUsage,
-        agent_prompt_tokens=agent_in,
-        agent_completion_tokens=agent_out,
-        judge_prompt_tokens=judge_in,
-        judge_completion_tokens=judge_out,
-    )
+    counts = {
+        "agent_prompt_tokens": agent_in,
+        "agent_completion_tokens": agent_out,
+        "judge_prompt_tokens": judge_in,
+        "judge_completion_tokens": judge_out,
+    }
+    usage_total = assembled_from(TokenUsage, counts)
     return checks, judged, agent, usage_total
 
 
@@ -328,7 +328,7 @@ def settled(ending: Ending, attempts: Sequence[Attempt], latency_ms: float) -> O
     }
     if ending.awaiting and ending.status != Status.PASSED:
         return Outcome(**fields)  # its validator says why it cannot be
-    return assembled(Outcome, **fields)
+    return assembled_from(Outcome, fields)
 
 
 # -- what a door that drives its own attempts hands the verifier ---------------------------------

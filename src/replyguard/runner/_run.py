@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from replyguard._frozen import assembled
+from replyguard._frozen import assembled_from
 from replyguard.config._schema import VerifierConfig
 from replyguard.errors import VerificationExhausted
 from replyguard.gate._prechecks import skip_reason
@@ -220,9 +220,8 @@ class _Run:
                 span.set({"replyguard.attempt": number})
                 verdict, results = await self.v.assessor.assess(step)
                 span.record(verdict_attributes, verdict, tracing.log_content)
-        return await self.record(
-            assembled(Attempt, number=number, reply=reply, verdict=verdict, checks=results)
-        )
+        fields = {"number": number, "reply": reply, "verdict": verdict, "checks": results}
+        return await self.record(assembled_from(Attempt, fields))
 
     async def record(self, attempt: Attempt) -> Attempt:
         """Add a decided attempt to the turn (and tell ``on_verdict``)."""
