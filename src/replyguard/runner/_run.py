@@ -25,7 +25,6 @@ from replyguard.runner._policy import (
     Ending,
     feedback_line,
     judged_ending,
-    last_judge_cost,
     raises,
     retry_ending,
     settled,
@@ -247,12 +246,7 @@ class _Run:
         if not attempts or attempts[-1] is not attempt:  # (recorded last, as ``drive`` does)
             attempts = [*(a for a in attempts if a is not attempt), attempt]
         assert previous is None or attempts[-2] is previous
-        return judged_ending(
-            self.config,
-            attempts,
-            acted=bool(done(self.tool_ledger)),
-            next_cost=last_judge_cost(attempts),
-        )
+        return judged_ending(self.config, attempts, self.tool_ledger)
 
     async def feedback(self, attempt: Attempt, feedback_so_far: list[str]) -> str:
         """The retry message for a failed attempt (noted in ``feedback_so_far``, logged, and
