@@ -2,7 +2,7 @@
 noise of a shared machine does not move.
 
     python benchmarks/instructions.py [--calls N] [--wire NAME ...] [--own-share] [--stream]
-                                      [--cold]
+                                      [--cold] [--profile FOLDER]
 
 On the 2-CPU machines this project runs on, a wall-time median moves by 10-15% between runs of
 the same code, more than the gaps this benchmark is about (a few percent of a litellm call).
@@ -35,6 +35,8 @@ replyguard's), ``--added-work N`` also the same turn
 with a loop of N passes added to its prompt build, ``--plumbing`` also the same turn with the
 injection screen and the prompt build stubbed out (what is left: the turn's plumbing),
 ``--json`` prints the shares as JSON: the suite's guard (``tests/tools/test_bench_guard.py``).
+``--profile FOLDER`` keeps the dumps there and names the one holding each side's counted calls
+alone (``callgrind_annotate --inclusive=yes DUMP``: where a side's instructions go, by function).
 ``--stream`` counts a 1,000-delta loopback stream iterated raw and through
 ``Verifier.stream`` (``--calls 3`` is enough: minutes under load); ``--cold`` counts each
 cold-start script (``scenarios.cold_scripts``, the collector off) from its start until its
@@ -294,6 +296,16 @@ def _counted(folder: Path, names: dict[int, str]) -> dict[str, int]:
     return {names[index]: found[index] for index in sorted(found)}
 
 
+def _print_dumps(folder: Path, names: dict[int, str]) -> None:
+    """Which kept dump (``--profile``) holds which side's counted calls, for
+    ``callgrind_annotate --inclusive=yes DUMP``."""
+    for dump in sorted(folder.glob("cg.out.*")):
+        text = dump.read_text(errors="replace")
+        trigger = re.search(r"^desc: Trigger: dump end-(\d+)$", text, re.M)
+        if trigger is not None:
+            print(f"{names[int(trigger.group(1))]}: {dump}")
+
+
 def _control(
     children: dict[str, tuple[subprocess.Popen[bytes], Path]],
 ) -> dict[str, dict[int, str]]:
@@ -457,6 +469,11 @@ def main() -> int:
         help="count the cold start instead: each fresh script until its first call returns",
     )
     parser.add_argument(
+        "--profile",
+        metavar="FOLDER",
+        help="keep callgrind's dumps in FOLDER (one per counted side, for callgrind_annotate)",
+    )
+    parser.add_argument(
         "--child", nargs=3, metavar=("WIRE", "URL", "FOLDER"), help=argparse.SUPPRESS
     )
     args = parser.parse_args()
@@ -481,7 +498,7 @@ def main() -> int:
         return 0
     with contextlib.ExitStack() as stack:
         url = "" if args.own_share else stack.enter_context(JudgeServerProcess()).url
-        scratch = stack.enter_context(tempfile.TemporaryDirectory())
+        scratch = args.profile or stack.enter_context(tempfile.TemporaryDirectory())
         children: dict[str, tuple[subprocess.Popen[bytes], Path]] = {}
         stack.callback(_stop, children)  # on any way out, before the folders go
         for wire_name in wires:
@@ -514,6 +531,8 @@ def main() -> int:
                 print(f"\n== {wire_name}: the counted process failed\n{tail}", file=sys.stderr)
                 continue
             counted = _counted(folder, names[wire_name])
+            if args.profile:
+                _print_dumps(folder, names[wire_name])
             per_call = {name: total / args.calls for name, total in counted.items()}
             if args.json:
                 print(json.dumps({wire_name: _shares(per_call)}))

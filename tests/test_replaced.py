@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, PrivateAttr, ValidationError
 
-from replyguard._frozen import assembled
+from replyguard._frozen import assembled, assembled_from
 from replyguard.types import (
     Attempt,
     Outcome,
@@ -148,3 +148,26 @@ def test_assembled_leaves_a_missing_field_to_validation() -> None:
 def test_assembled_leaves_an_unknown_field_to_validation() -> None:
     with pytest.raises(ValidationError, match="colour"):
         assembled(Attempt, number=1, reply=_REPLY, colour="blue")
+
+
+@pytest.mark.parametrize(("cls", "given"), ASSEMBLED)
+def test_assembled_from_a_dict_is_assembled_and_leaves_the_dict_alone(
+    cls: type[BaseModel], given: dict[str, Any]
+) -> None:
+    held = dict(given)
+    made = assembled_from(cls, held)
+    assert held == given  # read, not changed
+    expected = assembled(cls, **given)
+    assert _state(made) == _state(expected)
+    assert list(made.__dict__) == list(expected.__dict__)
+    assert made.model_fields_set == expected.model_fields_set
+    held["__extra__"] = 1  # nothing of the dict is kept by the model
+    assert made.__dict__ is not held and "__extra__" not in made.__dict__
+    assert made.model_fields_set is not expected.model_fields_set
+
+
+def test_assembled_from_leaves_a_missing_or_unknown_field_to_validation() -> None:
+    with pytest.raises(ValidationError, match="reply"):
+        assembled_from(Attempt, {"number": 1})
+    with pytest.raises(ValidationError, match="colour"):
+        assembled_from(Attempt, {"number": 1, "reply": _REPLY, "colour": "blue"})

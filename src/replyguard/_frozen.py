@@ -110,6 +110,13 @@ def assembled(cls: type[_M], **given: Any) -> _M:
     fields given), without validating them again. Only for replyguard's own models, none of
     which has a validator that changes a value; one that checks values is the caller's to
     keep (``_policy.settled``)."""
+    return assembled_from(cls, given)
+
+
+def assembled_from(cls: type[_M], given: dict[str, Any]) -> _M:
+    """``assembled(cls, **given)`` for a caller that holds its fields in a dict already
+    (``given`` is read, never kept or changed): the same instance, without packing the
+    fields into keyword arguments again."""
     defaults, required, factories = _layout(cls)
     values = {**defaults, **given}
     if len(values) != len(defaults) or not all(map(given.__contains__, required)):

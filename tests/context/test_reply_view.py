@@ -45,3 +45,15 @@ def test_everything_the_prompt_shows_of_the_reply_is_in_the_view() -> None:
     end = rest.split("…]\n", 1)[1].split("\n\n", 1)[0]
     assert ("line 0: " + start) in view
     assert fenced(end, "abc123") in view
+
+
+def test_a_reply_whose_size_proves_it_fits_is_its_own_view_and_scans_nothing() -> None:
+    from replyguard.context import _tokens as tokens
+    from replyguard.context._fitting import view_of
+
+    for text in ("", "x", LINE * 10, "é" * 700, "語" * 300):
+        cutter = tokens.Cutter(text)
+        assert tokens.surely_within(text, 3000)
+        assert view_of(cutter, 3000) is text
+        assert cutter._head is None and cutter._tail is None  # the prompt's cut scans afresh
+        assert view_of(tokens.Cutter(text), 3000) == tokens.Cutter(text).ends(3000, "r").text

@@ -41,9 +41,11 @@ HOT_PATH_BOUND = 1.6
 VERIFIED_BOUND = 1.7
 """Verified turn over a raw litellm call to the same loopback judge (1.05-1.4 today; 2.4+
 slowed)."""
-OWN_SHARE_BUDGET = 905_000
+OWN_SHARE_BUDGET = 845_000
 """Instructions of replyguard's own per verified turn, in-process instant judge over the bare
-agent call (840K today, CPython 3.11, the turn's plumbing 457K -> 447K: a plain PASS made a
+agent call (784K today, CPython 3.11, the turn's plumbing 446K -> 412K: a reply that fits is
+its own view, models made of the dicts their callers hold, the policy's FAIL-only inputs asked
+of a FAIL only; 840K after the fourth round, the plumbing 457K -> 447K: a plain PASS made a
 verdict once; 848K after issue 42's third round: the injection screen 282K -> 176K, the turn's
 plumbing 489K -> 458K; 989K after the second round, where the prompt
 build went 269K -> 192K and the plumbing 630K -> 489K; 1,204.8K before it; the same code has

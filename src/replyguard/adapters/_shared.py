@@ -34,7 +34,6 @@ from replyguard.runner._policy import (
     delivery,
     feedback_so_far,
     judged_ending,
-    last_judge_cost,
     retry_ending,
     settled,
     verdict_status,
@@ -292,12 +291,10 @@ class DrivenTurn:
         self.attempts.append(
             Attempt(number=number, reply=reply, verdict=verdict, checks=assessed.checks)
         )
-        acted = done(assessed.tool_calls)
-        ending = judged_ending(
-            self.config, self.attempts, acted=bool(acted), next_cost=last_judge_cost(self.attempts)
-        )
+        ending = judged_ending(self.config, self.attempts, assessed.tool_calls)
         if ending is not None:
             return ending
+        acted = done(assessed.tool_calls)
         self.events.info("retry", turn_id=self.turn.id, attempt=number + 1)
         return feedback_message(
             verdict,

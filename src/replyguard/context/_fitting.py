@@ -60,6 +60,8 @@ def view_of(reply: tokens.Cutter, limit: int) -> str:
     ``reply`` keeps them: the prompt's own cut of the same text reuses them.
     """
     text = reply.text
+    if tokens.surely_within(text, limit):  # whole by its size (what ``ends`` would keep)
+        return text
     span = reply.ends(limit, "reply").span
     if span is None:
         return text

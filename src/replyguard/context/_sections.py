@@ -114,27 +114,28 @@ def render_message(message: Any, *, redact: Redact = _same) -> str:
 def render_metadata(meta: RunMeta | None, turn: Turn, *, redact: Redact = _same) -> str:
     """The execution metadata the judge may use to check claims; ``redact`` sees each value."""
     lines: list[str] = []
-    if meta is not None:
-        if meta.stop_reason:
-            lines.append(f"stop reason: {redact(meta.stop_reason)}")
-        if meta.duration_ms is not None:
-            lines.append(f"agent time: {meta.duration_ms:.0f} ms")
-        if meta.tool_calls:
-            lines.append(f"tool calls this turn ({len(meta.tool_calls)}):")
-            for call in meta.tool_calls[:TOOL_LEDGER_ROWS]:
-                status = "succeeded" if call.succeeded else "FAILED"
-                if call.side_effect and call.succeeded:
+    if meta is not None:  # each field read once (a read through pydantic's hook costs a call)
+        stop_reason, duration_ms, calls = meta.stop_reason, meta.duration_ms, meta.tool_calls
+        if stop_reason:
+            lines.append(f"stop reason: {redact(stop_reason)}")
+        if duration_ms is not None:
+            lines.append(f"agent time: {duration_ms:.0f} ms")
+        if calls:
+            lines.append(f"tool calls this turn ({len(calls)}):")
+            for call in calls[:TOOL_LEDGER_ROWS]:
+                succeeded, arguments = call.succeeded, call.arguments
+                status = "succeeded" if succeeded else "FAILED"
+                if succeeded and call.side_effect:
                     status += " [done: a side effect that already happened; never to repeat]"
-                arguments = (
-                    _short(redact(_text(call.arguments))) if call.arguments is not None else ""
-                )
-                lines.append(f"- {redact(call.name)}({arguments}) {status}")
-            if len(meta.tool_calls) > TOOL_LEDGER_ROWS:
-                lines.append(f"- … {len(meta.tool_calls) - TOOL_LEDGER_ROWS} more")
-        elif meta.stop_reason is not None:
+                shown = _short(redact(_text(arguments))) if arguments is not None else ""
+                lines.append(f"- {redact(call.name)}({shown}) {status}")
+            if len(calls) > TOOL_LEDGER_ROWS:
+                lines.append(f"- … {len(calls) - TOOL_LEDGER_ROWS} more")
+        elif stop_reason is not None:
             lines.append("tool calls this turn: none recorded")
-    if turn.metadata:
-        data = redact(_text(turn.metadata))
+    metadata = turn.metadata
+    if metadata:
+        data = redact(_text(metadata))
         lines.append("run metadata: " + (data if len(data) <= 1000 else data[:1000] + "…"))
     return "\n".join(lines)
 

@@ -29,7 +29,8 @@ _FORMAT_CATEGORY = "Cf"  # invisible format characters: U+200B, U+200D, U+2060, 
 def skip_reason(reply: Reply) -> SkipReason | None:
     """Why ``reply`` must be delivered without a judgement, or ``None`` to go on."""
     meta = reply.meta
-    stop = meta.stop_reason.strip().lower() if meta.stop_reason else ""
+    stop_reason = meta.stop_reason  # read once (a read through pydantic's hook costs a call)
+    stop = stop_reason.strip().lower() if stop_reason else ""
     if meta.pending_tool_calls > 0 or stop in _TOOL_STOP_REASONS:
         return SkipReason.TOOL_CALLS
     if meta.sent_via_messaging_tool:

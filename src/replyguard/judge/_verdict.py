@@ -61,7 +61,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from replyguard import _quoting as quoting
-from replyguard._frozen import assembled
+from replyguard._frozen import assembled_from
 from replyguard._quoting import Kind
 from replyguard.types import FailCategory, Reason, Verdict
 
@@ -118,7 +118,7 @@ def _plain_pass(text: str) -> Verdict | None:
     line is the only verdict line that can count, and the text before it is the reasoning.
     None for any other answer."""
     fields = plain_pass_fields(text)
-    return None if fields is None else assembled(Verdict, **fields)
+    return None if fields is None else assembled_from(Verdict, fields)
 
 
 def plain_pass_fields(text: str) -> dict[str, Any] | None:
@@ -398,7 +398,7 @@ def _verdict(
     extra: frozenset[str] = frozenset(),
 ) -> Verdict:
     if passed:
-        return assembled(Verdict, **_pass_fields(raw, category, feedback, reasoning))
+        return assembled_from(Verdict, _pass_fields(raw, category, feedback, reasoning))
     known = _category(category, extra) if category else None
     if category and known is None:
         feedback = f"[{category}] {feedback or ''}".strip()

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from replyguard._deadlines import deadline_in
-from replyguard._frozen import assembled
+from replyguard._frozen import assembled_from
 from replyguard.context import _tokens as tokens
 from replyguard.context._prompt import JudgePrompt, Redact
 from replyguard.errors import CircuitOpenError, JudgeConfigError
@@ -295,7 +295,7 @@ class Judgements:
         else:
             redact_texts(fields, update, secrets)
         if verdict is None:
-            return assembled(Verdict, **{**fields, **update})
+            return assembled_from(Verdict, {**fields, **update})
         return replaced(verdict, update)
 
 

@@ -27,9 +27,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from replyguard._frozen import assembled
+from replyguard._frozen import assembled_from
 from replyguard.config._exhausted import exhausted_choice
 from replyguard.config._schema import VerifierConfig
+from replyguard.runner._side_effects import done
 from replyguard.types import (
     Attempt,
     CheckResult,
@@ -201,18 +202,22 @@ def raises(config: VerifierConfig, outcome: Outcome) -> bool:
 
 
 def judged_ending(
-    config: VerifierConfig, attempts: Sequence[Attempt], *, acted: bool, next_cost: float
+    config: VerifierConfig, attempts: Sequence[Attempt], tool_calls: Sequence[ToolCallRecord]
 ) -> Ending | None:
     """How the last of ``attempts`` (judged) ends the turn, or None when a retry follows it.
 
-    ``acted``: the turn's tool calls changed the world; ``next_cost``: what another judgement
-    would cost (the last judge call's)."""
+    ``tool_calls``: the turn's tool calls so far, side effects settled. Whether they changed
+    the world is asked only under ``onSideEffects: "deliver"`` (the only policy it changes),
+    and what another judgement would cost (the last judge call's) only of a FAIL that may be
+    retried."""
     attempt = attempts[-1]
     previous = attempts[-2] if len(attempts) > 1 else None
     reply, verdict = attempt.reply, attempt.verdict
     assert verdict is not None  # a recorded attempt is a judged one
+    on_side_effects = config.on_side_effects
+    acted = on_side_effects == "deliver" and bool(done(tool_calls))
     status, reason = verdict_status(
-        verdict, config.mode, acted=acted, on_side_effects=config.on_side_effects
+        verdict, config.mode, acted=acted, on_side_effects=on_side_effects
     )
     if status is not None:
         if reason == Reason.LATENCY_BUDGET:
@@ -223,7 +228,7 @@ def judged_ending(
         return exhausted_ending(config, attempts, reply, Reason.STAGNANT)
     if attempt.number >= config.max_attempts:
         return exhausted_ending(config, attempts, reply, None)
-    if not affordable(config.max_cost_usd, attempts, next_cost):
+    if not affordable(config.max_cost_usd, attempts, last_judge_cost(attempts)):
         return Ending(
             Status.FAILED_OPEN, delivery(config.deliver, attempts, reply), Reason.COST_BUDGET
         )
@@ -291,13 +296,13 @@ def _summed(
             judged += values["cost_usd"]
             judge_in += values["prompt_tokens"]
             judge_out += values["completion_tokens"]
-    usage_total = assembled(
-        TokenUsage,
-        agent_prompt_tokens=agent_in,
-        agent_completion_tokens=agent_out,
-        judge_prompt_tokens=judge_in,
-        judge_completion_tokens=judge_out,
-    )
+    counts = {
+        "agent_prompt_tokens": agent_in,
+        "agent_completion_tokens": agent_out,
+        "judge_prompt_tokens": judge_in,
+        "judge_completion_tokens": judge_out,
+    }
+    usage_total = assembled_from(TokenUsage, counts)
     return checks, judged, agent, usage_total
 
 
@@ -328,7 +333,7 @@ def settled(ending: Ending, attempts: Sequence[Attempt], latency_ms: float) -> O
     }
     if ending.awaiting and ending.status != Status.PASSED:
         return Outcome(**fields)  # its validator says why it cannot be
-    return assembled(Outcome, **fields)
+    return assembled_from(Outcome, fields)
 
 
 # -- what a door that drives its own attempts hands the verifier ---------------------------------

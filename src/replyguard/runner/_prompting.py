@@ -91,18 +91,18 @@ async def _read_by_deadline(step: Step, reading: Reading) -> None:
 
 def _workspace_texts(step: Step, reading: Reading | None) -> tuple[list[RulesSource], str | None]:
     """The rules sources and the heartbeat tasks, from ``reading`` (done)."""
-    config, turn = step.profile.config, step.turn
-    if reading is None and not turn.rules:
-        return [], None
-    texts: tuple[str | None, ...] = ()
+    turn = step.turn
+    rules = turn.rules
+    sources: list[RulesSource] = []
+    heartbeat = None
     if reading is not None:
         texts = reading.result()
-    named = dict(zip(config.rules_files, texts, strict=False))
-    sources = [RulesSource(name, text) for name, text in named.items() if text]
-    heartbeat = texts[-1] if turn.heartbeat and texts else None
-    if turn.rules:
-        rules = "\n".join(f"- {rule}" for rule in turn.rules)
-        sources.append(RulesSource("rules for this turn", rules))
+        named = dict(zip(step.profile.config.rules_files, texts, strict=False))
+        sources = [RulesSource(name, text) for name, text in named.items() if text]
+        heartbeat = texts[-1] if turn.heartbeat and texts else None
+    if rules:
+        listed = "\n".join([f"- {rule}" for rule in rules])
+        sources.append(RulesSource("rules for this turn", listed))
     return sources, heartbeat
 
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from replyguard._frozen import assembled
+from replyguard._frozen import assembled_from
 from replyguard.config._schema import VerifierConfig
 from replyguard.errors import VerificationExhausted
 from replyguard.gate._prechecks import skip_reason
@@ -25,7 +25,6 @@ from replyguard.runner._policy import (
     Ending,
     feedback_line,
     judged_ending,
-    last_judge_cost,
     raises,
     retry_ending,
     settled,
@@ -220,9 +219,8 @@ class _Run:
                 span.set({"replyguard.attempt": number})
                 verdict, results = await self.v.assessor.assess(step)
                 span.record(verdict_attributes, verdict, tracing.log_content)
-        return await self.record(
-            assembled(Attempt, number=number, reply=reply, verdict=verdict, checks=results)
-        )
+        fields = {"number": number, "reply": reply, "verdict": verdict, "checks": results}
+        return await self.record(assembled_from(Attempt, fields))
 
     async def record(self, attempt: Attempt) -> Attempt:
         """Add a decided attempt to the turn (and tell ``on_verdict``)."""
@@ -248,12 +246,7 @@ class _Run:
         if not attempts or attempts[-1] is not attempt:  # (recorded last, as ``drive`` does)
             attempts = [*(a for a in attempts if a is not attempt), attempt]
         assert previous is None or attempts[-2] is previous
-        return judged_ending(
-            self.config,
-            attempts,
-            acted=bool(done(self.tool_ledger)),
-            next_cost=last_judge_cost(attempts),
-        )
+        return judged_ending(self.config, attempts, self.tool_ledger)
 
     async def feedback(self, attempt: Attempt, feedback_so_far: list[str]) -> str:
         """The retry message for a failed attempt (noted in ``feedback_so_far``, logged, and
