@@ -77,7 +77,7 @@ class Hooks:
             return
         done, _ = await asyncio.wait({future}, timeout=time_limit)
         if not done:
-            if inspect.iscoroutinefunction(hook):
+            if isinstance(future, asyncio.Task):  # an async hook's
                 future.cancel()
             # A sync hook is left to run: cancelling it would only drop it from the queue when
             # it still waits there for a thread (a burst of turns), a running one cannot stop.
