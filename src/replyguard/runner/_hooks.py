@@ -7,8 +7,8 @@ turn, so it cannot change what the judge sees. A hook that raises is logged (``h
 one still running after ``hookTimeoutSeconds`` is abandoned (``hook_timed_out``) — never waited
 on again, even if it ignores cancellation. Sync hooks run on the verifier's own small thread
 pool, so hung hooks cannot starve anything else; one that waited there for a thread past its
-time limit still runs when a thread is free (the turn no longer waits for it). The runner does not count hook time against
-the turn's deadline.
+time limit still runs when a thread is free (the turn no longer waits for it). The runner
+does not count hook time against the turn's deadline.
 """
 
 from __future__ import annotations
