@@ -76,24 +76,21 @@ async def after_a_queue_wait(
     return result
 
 
-async def test_a_forbidden_pattern_is_searched_after_a_wait_for_a_thread(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize(
+    ("check", "text", "named"),
+    [
+        (RuleCheck(must_not_match=[r"\bpassword\b"]), "Your password is hunter2.", "password"),
+        (RuleCheck(must_match=[r"^Summary:"]), "Here it is.", "^Summary:"),
+    ],
+    ids=["forbidden", "required"],
+)
+async def test_a_rules_pattern_is_searched_after_a_wait_for_a_thread(
+    check: RuleCheck, text: str, named: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    check = RuleCheck(must_not_match=[r"\bpassword\b"])
-    reply = Reply(text="Your password is hunter2.")
+    reply = Reply(text=text)
     result = await after_a_queue_wait(lambda: check.check(TURN, reply), Clock(), monkeypatch)
     assert (result.passed, result.error) == (False, None)
-    assert "password" in (result.feedback or "")
-
-
-async def test_a_required_pattern_is_searched_after_a_wait_for_a_thread(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    check = RuleCheck(must_match=[r"^Summary:"])
-    reply = Reply(text="Here it is.")
-    result = await after_a_queue_wait(lambda: check.check(TURN, reply), Clock(), monkeypatch)
-    assert (result.passed, result.error) == (False, None)
-    assert "^Summary:" in (result.feedback or "")
+    assert named in (result.feedback or "")
 
 
 async def test_a_json_fields_pattern_is_searched_after_a_wait_for_a_thread(
