@@ -6,7 +6,7 @@ endpoint the config gives, a provider's environment variable, and a provider tha
 from __future__ import annotations
 
 import json
-import time
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -192,16 +192,17 @@ def test_the_config_key_goes_only_to_its_own_provider_unless_an_endpoint_serves_
     assert _check(tmp_path, capsys, proxy)[0] == 0
 
 
-def test_the_check_does_not_import_litellm(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_the_check_does_not_import_litellm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check tells missing keys without litellm (nor the SDKs and tokenizer it brings):
+    here none of them can be imported at all (``sys.modules`` holds None for each, so an
+    ``import`` of it or of any of its modules raises), whether or not an earlier test of this
+    process imported them. (A wall-clock bound stood for this; it failed on a busy machine.)"""
     import replyguard._credentials as credentials
+    from replyguard import VerifierConfig
 
-    started = time.perf_counter()
-    found = credentials.missing_credentials(
-        __import__("replyguard").VerifierConfig(fallback_models=("openai/gpt-4o",))
-    )
-    took = time.perf_counter() - started
+    config = VerifierConfig(fallback_models=("openai/gpt-4o",))
+    for name in ("litellm", "openai", "anthropic", "tiktoken"):
+        monkeypatch.setitem(sys.modules, name, None)
+    found = credentials.missing_credentials(config)
     assert [m.model for m in found] == ["anthropic/claude-sonnet-4-5", "openai/gpt-4o"]
-    assert took < 0.05
     assert "litellm" not in credentials.__dict__

@@ -191,10 +191,19 @@ class CutResult:
     tasks_left: list[str] = field(default_factory=list)
 
 
+UNTIMED_SECONDS = 20.0
+"""``timeoutSeconds`` of the scenarios that stall nothing: no deadline is under test there, and
+every scenario runs at once on one loop, so a judge call waits for the others' work too (on a
+busy machine a fault-free call missed the matrix's 3 s and the turn failed open); under
+``BOUND``, so a hung call still ends the turn before the harness gives up on it."""
+
+
 def _matrix_config(scenario: Scenario, wire: Wire, api_base: str, mode: str) -> Any:
     keys = {"maxAttempts": 3, **scenario.keys}
     if "maxLatencyMs" in keys:
         keys["maxLatencyMs"] = MATRIX_LATENCY_MS
+    else:
+        keys["timeoutSeconds"] = UNTIMED_SECONDS
     return config(
         wire,
         api_base,

@@ -95,8 +95,7 @@ class JsonCheck:
         timed_out: dict[str, Any] = {}
         if self._has_patterns:  # off the loop, by the patterns' time limit
             try:
-                until = patterns.deadline()
-                problems.extend(await asyncio.to_thread(self._bounded_problems, value, until))
+                problems.extend(await asyncio.to_thread(self._bounded_problems, value))
             except patterns.PatternTimeout as exc:
                 timed_out = {"error": str(exc)}
         else:
@@ -106,8 +105,10 @@ class JsonCheck:
         deliver = text if self.deliver_repaired and text != reply.text else None
         return passed(self.name, value=result, deliver_text=deliver, **timed_out)
 
-    def _bounded_problems(self, value: Any, until: float) -> list[str]:
-        token = patterns.within(until)
+    def _bounded_problems(self, value: Any) -> list[str]:
+        """The problems of ``value``, its patterns searched by their time limit, counted from
+        here (in the worker thread: a wait for a free one is not taken from it)."""
+        token = patterns.within(patterns.deadline())
         try:
             return list(islice(self._problems(value), MAX_PROBLEMS + 1))
         finally:

@@ -7,8 +7,10 @@ thirty a's and a "b" runs for half a minute with ``re``, on whatever thread runs
 (``re``-compatible syntax, ``VERSION0``) and searched with its ``timeout``, sharing one budget,
 ``TIME_LIMIT`` seconds, per check of one reply; the checks run them in a worker thread
 (``concurrent=True`` lets the search run without the GIL), so the event loop never waits on
-them and the turn's deadline still holds. A pattern that runs out of time raises
-``PatternTimeout``; the check then fails open (it passes, its ``error`` says which pattern).
+them and the turn's deadline still holds. The budget starts in that thread, when the searches
+do: a wait for a free thread (a burst of turns) is not taken from it. A pattern that runs out
+of time raises ``PatternTimeout``; the check then fails open (it passes, its ``error`` says
+which pattern).
 """
 
 from __future__ import annotations

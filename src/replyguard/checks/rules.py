@@ -103,7 +103,7 @@ class RuleCheck:
         Raises ``PatternTimeout`` when a pattern runs out of time (``check`` fails open then).
         """
         found = self._length_violations(text)
-        found += self._pattern_violations(text, patterns.deadline())
+        found += self._pattern_violations(text)
         found += self._phrase_and_named_violations(text)
         return found
 
@@ -122,7 +122,10 @@ class RuleCheck:
             )
         return found
 
-    def _pattern_violations(self, text: str, until: float) -> list[tuple[str, str]]:
+    def _pattern_violations(self, text: str) -> list[tuple[str, str]]:
+        # The patterns' time limit starts here, where the searches do (in a worker thread for
+        # ``check``): a wait for a free thread, in a burst of turns, is not taken from it.
+        until = patterns.deadline()
         found: list[tuple[str, str]] = []
         for source, pattern in self._must_match:
             if patterns.search(pattern, text, until) is None:
@@ -152,9 +155,7 @@ class RuleCheck:
         timed_out: patterns.PatternTimeout | None = None
         if self._must_match or self._must_not_match:
             try:
-                found += await asyncio.to_thread(
-                    self._pattern_violations, text, patterns.deadline()
-                )
+                found += await asyncio.to_thread(self._pattern_violations, text)
             except patterns.PatternTimeout as exc:
                 timed_out = exc
         found += self._phrase_and_named_violations(text)

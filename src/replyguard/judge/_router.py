@@ -34,6 +34,7 @@ from typing import Any
 
 from replyguard.config._router import RouterConfig
 from replyguard.config._state import url_secrets
+from replyguard.judge._litellm import first_use
 from replyguard.state import current_ticket
 from replyguard.telemetry._events import redact
 
@@ -79,6 +80,29 @@ class _Redacting(logging.Filter):
         if any(secret in message for secret in self.secrets):
             record.msg, record.args = redact(message, self.secrets), None
         return True
+
+
+_ROUTER_FIRST_CALL = (
+    "litellm.integrations.otel.logger",
+    "litellm.router_rust.invoke.prompt_management",
+    "litellm.router_strategy.auto_router.baseline_request",
+    "litellm.router_utils.client_initalization_utils",
+    "litellm.router_utils.pre_call_checks.continuation_prefill_check",
+    "litellm.rust_bridge.logger",
+    "litellm.types.router:ModelGroupInfo",
+    "litellm.types.router:DeploymentPricing",
+)
+"""What a Router's first call imports and builds on the event loop, in the judgement's
+deadline, unless loaded before: its request phases' OpenTelemetry hooks above all (0.1-0.15 s,
+whatever the tracing; a busy machine's first routed judgement could not send its request
+within a short deadline)."""
+
+
+def _load_router() -> None:
+    """``litellm.router``, with what a Router's first call would load (this thread: blocking)."""
+    importlib.import_module("litellm.router")
+    for name in _ROUTER_FIRST_CALL:
+        first_use(name)
 
 
 class JudgeRouter:
@@ -175,7 +199,7 @@ class JudgeRouter:
         on_redis = self._on_redis()
         router = self._routers.get(on_redis)
         if router is None:
-            await asyncio.to_thread(importlib.import_module, "litellm.router")
+            await asyncio.to_thread(_load_router)
             router = self._build(on_redis)
         return router
 

@@ -6,8 +6,9 @@
 turn, so it cannot change what the judge sees. A hook that raises is logged (``hook_failed``);
 one still running after ``hookTimeoutSeconds`` is abandoned (``hook_timed_out``) — never waited
 on again, even if it ignores cancellation. Sync hooks run on the verifier's own small thread
-pool, so hung hooks cannot starve anything else. The runner does not count hook time against
-the turn's deadline.
+pool, so hung hooks cannot starve anything else; one that waited there for a thread past its
+time limit still runs when a thread is free (the turn no longer waits for it). The runner
+does not count hook time against the turn's deadline.
 """
 
 from __future__ import annotations
@@ -76,7 +77,10 @@ class Hooks:
             return
         done, _ = await asyncio.wait({future}, timeout=time_limit)
         if not done:
-            future.cancel()
+            if isinstance(future, asyncio.Task):  # an async hook's
+                future.cancel()
+            # A sync hook is left to run: cancelling it would only drop it from the queue when
+            # it still waits there for a thread (a burst of turns), a running one cannot stop.
             self._abandoned.add(future)  # kept referenced until it really ends
             future.add_done_callback(self._forget)
             events.warning("hook_timed_out", hook=name, timeout_seconds=time_limit)
