@@ -7,8 +7,9 @@ turn, so it cannot change what the judge sees. A hook that raises is logged (``h
 one still running after ``hookTimeoutSeconds`` is abandoned (``hook_timed_out``) — never waited
 on again, even if it ignores cancellation. Sync hooks run on the verifier's own small thread
 pool, so hung hooks cannot starve anything else; one that waited there for a thread past its
-time limit still runs when a thread is free (the turn no longer waits for it). The runner
-does not count hook time against the turn's deadline.
+time limit still runs when a thread is free (the turn no longer waits for it), unless
+``ABANDONED_LIMIT`` hooks are abandoned already (behind hooks that hang): then it is dropped.
+The runner does not count hook time against the turn's deadline.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ from replyguard.types import Turn
 
 Hook = Callable[..., Any]
 _HOOK_THREADS = 4
+ABANDONED_LIMIT = 1000
+"""The most hooks a verifier keeps that its turns stopped waiting for; past it, a sync hook
+still waiting for a thread (behind hooks that hang) is dropped, so memory stays bounded."""
 _NAMES = ("on_verdict", "on_retry", "on_exhausted", "on_fail_open", "on_skip")
 
 
@@ -77,10 +81,11 @@ class Hooks:
             return
         done, _ = await asyncio.wait({future}, timeout=time_limit)
         if not done:
-            if isinstance(future, asyncio.Task):  # an async hook's
-                future.cancel()
             # A sync hook is left to run: cancelling it would only drop it from the queue when
             # it still waits there for a thread (a burst of turns), a running one cannot stop.
+            # Past ``ABANDONED_LIMIT`` (behind hooks that hang) it is dropped if still queued.
+            if isinstance(future, asyncio.Task) or len(self._abandoned) >= ABANDONED_LIMIT:
+                future.cancel()
             self._abandoned.add(future)  # kept referenced until it really ends
             future.add_done_callback(self._forget)
             events.warning("hook_timed_out", hook=name, timeout_seconds=time_limit)
