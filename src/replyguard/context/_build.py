@@ -98,8 +98,6 @@ _SECTIONS = (
 """The review request's values that are sections (all but the history), in ``_Sources``'
 order."""
 _WHERE = {name: index for index, name in enumerate(_SECTIONS)}
-_REPLY = len(_SECTIONS) - 1
-assert _SECTIONS[_REPLY] == "reply"  # the last section: the others are ``texts[:_REPLY]``
 _REQUEST = Filler("judge_context.j2", ("nonce", "categories", *_SECTIONS, "history"))
 """Fills the review request from (code, categories, each section's text, the history)."""
 
@@ -229,10 +227,7 @@ def _at_once(
             return None
         history.append(text)
     kept = [*texts, *history]
-    # One look at all (then none is cleaned): the reply first, on its own, as the injection
-    # screen has just read it (``_shown`` keeps its bytes), then the rest in one.
-    others = "\n".join([*texts[:_REPLY], *history])
-    if not (nothing_to_fence(texts[_REPLY], code) and nothing_to_fence(others, code)):
+    if not nothing_to_fence("\n".join(kept), code):  # one look at all: then none is cleaned
         cleaned = _cleaned(kept, [*caps, *(cap for _ in history)], code)
         if cleaned is None:
             return None

@@ -123,26 +123,13 @@ _ASCII_SHOWN = bytes(
 )
 
 
-_last_shown: tuple[str, bytes | None] = ("", b"")
-"""The text ``_shown`` read last and what it gave (the text held: no other text can take its
-identity). That is the reply's once the injection screen has read it, and the judge prompt's
-fence check asks about the same reply next (``nothing_to_fence``): its bytes are read once."""
-
-
 def _shown(text: str) -> bytes | None:
     """``text``'s bytes in lower case when it is ASCII without a hidden character; None for
     any other text."""
-    global _last_shown
-    last_text, last = _last_shown
-    if text is last_text:
-        return last
-    shown: bytes | None = None
-    if text.isascii():
-        shown = text.encode("ascii").translate(_ASCII_SHOWN)
-        if b"\x00" in shown:
-            shown = None
-    _last_shown = (text, shown)
-    return shown
+    if not text.isascii():
+        return None
+    shown = text.encode("ascii").translate(_ASCII_SHOWN)
+    return None if b"\x00" in shown else shown
 
 
 def _visible_ascii(text: str) -> bool:
