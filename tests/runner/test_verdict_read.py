@@ -175,3 +175,19 @@ async def test_a_turn_s_plain_pass_carries_what_it_cost_redacted(make_config: An
     assert verdict.raw is not None and SHAPED not in verdict.raw
     assert verdict.reasoning is not None and SHAPED not in verdict.reasoning
     assert {"raw", "reasoning", "model", "prompt_tokens", "latency_ms"} <= verdict.model_fields_set
+
+
+@pytest.mark.parametrize(
+    "text", ["PASS", " PASS ", "\nPASS", "\n\n  PASS\n", "why\nPASS", "  \nwhy  \n\nPASS"]
+)
+def test_a_plain_pass_reads_its_reasoning_as_the_general_parse_does(text: str) -> None:
+    """A lone PASS has no reasoning to clean: the quick read and the general one agree on
+    every answer, with text before the verdict line or none."""
+    from replyguard.judge._verdict import _read, plain_pass_fields
+
+    fields = plain_pass_fields(text)
+    assert fields is not None
+    general = _read(text, frozenset())
+    assert general.passed
+    assert fields["reasoning"] == general.reasoning
+    assert fields["raw"] == general.raw

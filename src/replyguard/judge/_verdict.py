@@ -132,7 +132,8 @@ def plain_pass_fields(text: str) -> dict[str, Any] | None:
         return None
     if "{" in text or "```" in text or "~~~" in text or _FAIL.search(text) is not None:
         return None
-    return _pass_fields(text, None, None, _clean(stripped[: max(start - 1, 0)]))
+    reasoning = _clean(stripped[: start - 1]) if start else None  # none before a lone PASS
+    return _pass_fields(text, None, None, reasoning)
 
 
 def _pass_fields(

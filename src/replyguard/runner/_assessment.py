@@ -107,7 +107,9 @@ class Assessor:
         # Nothing made for the checks or the screen stays alive through the judge's wait.
         started = time.perf_counter()
         time_limit = Budget.at(config.timeout_seconds, step.deadline).seconds
-        reading = step.reading or self.read_workspace(step.profile, turn)
+        reading = step.reading
+        if reading is None and not step.read:
+            reading = self.read_workspace(step.profile, turn)
         try:
             results = await bounded(
                 run_checks(

@@ -189,7 +189,10 @@ class Step(NamedTuple):
     """The turn's deadline (``time.monotonic``), or None when it has none."""
     reading: Reading | None = None
     """The workspace files' read the turn started (``Assessor.read_workspace``), or None:
-    the assessment then starts its own."""
+    the assessment then starts its own, unless ``read`` says the turn asked already."""
+    read: bool = False
+    """The turn asked for its workspace read already: ``reading`` None then means nothing
+    to read (not asked again on every attempt)."""
 
     def left(self) -> float | None:
         """Seconds left of the turn (never negative), or None without a deadline."""

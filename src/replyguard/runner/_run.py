@@ -210,6 +210,7 @@ class _Run:
             number,
             self.deadline,
             self.reading,
+            True,  # read: by ``gate`` or before the agent's call (None: nothing to read)
         )
         tracing = self.v.tracing
         if not tracing.enabled:  # no span to open, nothing to record
