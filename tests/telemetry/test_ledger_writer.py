@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -151,3 +152,26 @@ async def test_a_failed_write_is_logged_by_every_turn_whose_line_it_held(
     found = failures(replyguard_logs)
     assert len(found) == 5
     assert all("No space left on device" in message for message in found)
+
+
+def test_a_child_forked_while_the_writer_writes_gets_a_writer_of_its_own(
+    tmp_path: Path, held: HeldWriter
+) -> None:
+    path = tmp_path / "ledger.jsonl"
+    ledger = Ledger(str(path), Events())
+    asyncio.run(ledger.append({"i": "parent"}, time_limit=0))  # the writer takes it and waits
+    assert held.entered.wait(60)
+    child = os.fork()
+    if child == 0:  # the child: its parent's writer thread is not here
+        code = 1
+        try:
+            held.release.set()
+            asyncio.run(ledger.append({"i": "child"}, time_limit=60))
+            code = 0 if any(r["i"] == "child" for r in records(path)) else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(child, 0)
+    held.release.set()
+    writers_done()
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert sorted(r["i"] for r in records(path)) == ["child", "parent"]

@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from replyguard._forks import forgotten_in_children
 from replyguard.telemetry._events import Events, describe_error
 from replyguard.types import Outcome, Turn, Verdict
 
@@ -236,6 +237,12 @@ class Ledger:
     def __init__(self, path: str, events: Events) -> None:
         self.path = path
         self._events = events
+        self.forget()
+        forgotten_in_children(self)
+
+    def forget(self) -> None:
+        """Start empty, with no writer (also in a forked child: its parent's writer thread,
+        its lines and its lock, perhaps held then, stay the parent's)."""
         self._guard = threading.Lock()
         self._waiting: list[_Line] = []
         self._waiting_bytes = 0
