@@ -31,6 +31,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import in_process
+import loopback
 import scenarios as sc
 from judge_server import JudgeServerProcess
 
@@ -82,7 +84,9 @@ async def main_async(args: argparse.Namespace) -> dict[str, list[float]]:
     for kind in ("skip", "quiet") if args.only in (None, "hot") else ():
 
         async def hot(kind: str = kind) -> float:
-            pair = await sc.hot_path(kind, hot_pairs, agent_work=AGENT_WORK, warmup=hot_warmup)
+            pair = await in_process.hot_path(
+                kind, hot_pairs, agent_work=AGENT_WORK, warmup=hot_warmup
+            )
             return pair.ratio
 
         result[kind] = await trials(hot, args.hot_bound)
@@ -91,7 +95,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, list[float]]:
     with JudgeServerProcess() as server:
 
         async def verified() -> float:
-            pair, _ = await sc.verified_vs_raw(
+            pair, _ = await loopback.verified_vs_raw(
                 sc.WIRES["anthropic"], server.url, verified_pairs, warmup=verified_warmup
             )
             return pair.ratio

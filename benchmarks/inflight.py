@@ -35,6 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import scenarios as sc
 from judge_server import JudgeServerProcess
 
+from replyguard import Verifier
+
 
 def _get(url: str) -> dict[str, Any]:
     with urllib.request.urlopen(url, timeout=5) as response:
@@ -90,7 +92,7 @@ async def measure(
 ) -> dict[str, Any]:
     turn, reply = sc.typical_turn()
     cfg = sc.config(wire, f"{server.url}/hold", verifyAll=True, timeoutSeconds=60)
-    verifier = sc.Verifier(cfg)
+    verifier = Verifier(cfg)
     await verifier.warmup()
     agent = sc.reply_agent(reply)
     params = sc.judge_params(cfg, turn, reply)

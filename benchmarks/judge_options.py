@@ -47,7 +47,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import scenarios as sc
 from judge_server import JudgeServerProcess
 
-from replyguard.judge import VERDICT_FORMAT
+from replyguard import Verifier
+from replyguard.judge import VERDICT_FORMAT, LiteLLMJudge
 from replyguard.judge._answer_cap import AnswerSessions
 from replyguard.judge._clients import ClientScope
 from replyguard.telemetry import Events
@@ -76,11 +77,11 @@ async def sides_for(wire: sc.Wire, url: str) -> tuple[dict[str, Any], Callable[[
 
     turn, reply = sc.typical_turn()
     cfg = sc.config(wire, f"{url}/fast", verifyAll=True)
-    verifier = sc.Verifier(cfg)
+    verifier = Verifier(cfg)
     await verifier.warmup()
     agent = sc.reply_agent(reply)
     sessions, scope = AnswerSessions(), ClientScope(Events(), drain_seconds=1)
-    judge = sc.LiteLLMJudge(cfg, Events(), sessions=sessions, clients=scope)
+    judge = LiteLLMJudge(cfg, Events(), sessions=sessions, clients=scope)
     prompt = sc.prompt_of_turn(cfg, turn, reply)
     params = sc.judge_params(cfg, turn, reply)
     default = sc.default_params(params)

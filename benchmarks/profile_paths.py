@@ -31,8 +31,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import in_process
+import sampling
 import scenarios as sc
 from judge_server import JudgeServerProcess
+
+from replyguard import Verifier
 
 Key = tuple[str, int, str]
 
@@ -82,7 +86,7 @@ async def verified(turns: int, out: Path, limit: int) -> None:
         for wire in sc.WIRES.values():
             turn, reply = sc.typical_turn()
             cfg = sc.config(wire, f"{server.url}/fast", verifyAll=True)
-            verifier = sc.Verifier(cfg)
+            verifier = Verifier(cfg)
             await verifier.warmup()
             agent = sc.reply_agent(reply)
             params = sc.default_params(sc.judge_params(cfg, turn, reply))
@@ -213,7 +217,7 @@ async def stages(turns: int) -> None:
         module = importlib.import_module(module_name)
         owner = getattr(module, class_name) if class_name else module
         setattr(owner, name, _timed(getattr(owner, name), timings[label], is_async))
-    verified_turn, _ = await sc.instant_sides()
+    verified_turn, _ = await in_process.instant_sides()
     for _ in range(100):
         await verified_turn()
     results: dict[str, dict[str, float]] = {}
@@ -223,12 +227,12 @@ async def stages(turns: int) -> None:
         whole: list[float] = []
         for _ in range(turns):
             if mode == "cold":
-                sc.evict_caches()
+                in_process.evict_caches()
             started = time.perf_counter()
             await verified_turn()
             whole.append(time.perf_counter() - started)
-        results[mode] = {"whole turn (verifier.run)": sc.median(whole)}
-        results[mode].update({label: sc.median(v) for label, v in timings.items() if v})
+        results[mode] = {"whole turn (verifier.run)": sampling.median(whole)}
+        results[mode].update({label: sampling.median(v) for label, v in timings.items() if v})
     print(f"\n== stages of a verified turn, in-process instant judge, median of {turns} turns")
     print(f"  {'warm µs':>8} {'cold µs':>8}  stage")
     for label in results["warm"]:

@@ -39,7 +39,7 @@ SIZED = [
 
 async def _turn_arguments() -> tuple[tuple[Any, ...], dict[str, Any]]:
     """The arguments the in-process verified turn builds its prompt with."""
-    import scenarios as sc
+    import in_process
 
     from replyguard.context import _build
     from replyguard.runner import _prompting
@@ -54,7 +54,7 @@ async def _turn_arguments() -> tuple[tuple[Any, ...], dict[str, Any]]:
     prompting: Any = _prompting  # the turn's own look-up of the builder, recorded
     prompting.build_judge_prompt = recording
     try:
-        verified_turn, _ = await sc.instant_sides()
+        verified_turn, _ = await in_process.instant_sides()
         await verified_turn()
     finally:
         prompting.build_judge_prompt = real
