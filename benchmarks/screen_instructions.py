@@ -1,7 +1,7 @@
 """Instructions per injection screen (``suspected_injection``) and for importing it, counted
 by callgrind.
 
-    python benchmarks/screen_instructions.py [--screens N]
+    python benchmarks/screen_instructions.py [--screens N] [--needles]
 
 Rows: importing the screen (``replyguard.context._injection`` after ``replyguard.context``,
 once, in a fresh interpreter: its patterns and tables), then the screen of the in-process
@@ -15,7 +15,9 @@ work runs inside one ``functools.reduce`` call, and callgrind counts only inside
 (``--toggle-collect=functools_reduce``) and writes one dump as it leaves (``--dump-after``):
 no warm-up counted. The import row counts compiling the modules' sources too unless their
 bytecode is cached: run once first without ``PYTHONDONTWRITEBYTECODE`` (``PYTHONPYCACHEPREFIX``
-keeps the cache out of the tree). Needs valgrind; under a minute.
+keeps the cache out of the tree). ``--needles`` adds rows for the screen's needle search
+beside the alternatives measured against it (``_needle_cases``). Needs valgrind; under a
+minute.
 """
 
 from __future__ import annotations
@@ -73,6 +75,28 @@ def _cases() -> list[tuple[str, Callable[[], object]]]:
     ]
 
 
+def _needle_cases() -> list[tuple[str, Callable[[], object]]]:
+    """``--needles``: the screen's needle search (``_present``: one ``in`` a needle) on the turn's
+    1 KB reply, beside what the alternatives tried cost before any needle is reported: one
+    regex alternation of the needles (which would still miss overlapped ones) and the set of
+    the text's characters."""
+    import re
+
+    import scenarios as sc
+
+    from replyguard.context._injection import _needles, _present
+
+    _, reply = sc.typical_turn()
+    flat = reply.text.lower()
+    longest_first = sorted(_needles(), key=len, reverse=True)
+    alternation = re.compile("|".join(map(re.escape, longest_first)))
+    return [
+        ("needles: one `in` each (_present), the 1 KB reply", lambda: _present(flat)),
+        ("needles: one regex alternation, findall", lambda: alternation.findall(flat)),
+        ("needles: the set of the text's characters alone", lambda: set(flat)),
+    ]
+
+
 def _the_heavy() -> Callable[[], object]:
     """40K characters of prose whose 'the ' and 'any ' lead a phrase rule that one of its
     needs and anchors lets in (no match)."""
@@ -95,7 +119,7 @@ def _varied() -> Callable[[], object]:
     return lambda: suspected_injection(next(texts))
 
 
-def _child(screens: int, names_file: Path) -> None:
+def _child(screens: int, names_file: Path, needles: bool) -> None:
     """Under callgrind: the import counted once, then each case warmed and its screens
     inside one ``reduce``."""
     sys.path.insert(0, str(HERE))
@@ -103,7 +127,7 @@ def _child(screens: int, names_file: Path) -> None:
     functools.reduce(
         lambda _, __: importlib.import_module("replyguard.context._injection"), range(1), None
     )
-    cases = _cases()
+    cases = _cases() + (_needle_cases() if needles else [])
     names_file.write_text("\n".join([IMPORT, *(name for name, _ in cases)]))
     for _, screen in cases:
         for _ in range(3):
@@ -115,14 +139,18 @@ def main() -> int:
     sys.path.insert(0, str(HERE))
     from prompt_instructions import counted_args
 
+    needles = "--needles" in sys.argv  # the needle search's rows too (``_needle_cases``)
+    if needles:
+        sys.argv.remove("--needles")
     args = counted_args(__doc__, "--screens", 50, "screens counted per case")
     if args.child:
-        _child(args.screens, args.child)
+        _child(args.screens, args.child, needles)
         return 0
     from prompt_instructions import reduce_counts  # the parent's only: the child counts imports
 
     env = {**os.environ, "PYTHONHASHSEED": "0"}
-    labels, counts = reduce_counts(__file__, ["--screens", str(args.screens)], env)
+    flags = ["--screens", str(args.screens), *(["--needles"] if needles else [])]
+    labels, counts = reduce_counts(__file__, flags, env)
     print(f"\n== instructions per injection screen ({args.screens} screens a case)")
     for label, total in zip(labels, counts[-len(labels) :], strict=True):
         per = total if label == IMPORT else total / args.screens

@@ -121,7 +121,8 @@ def _gated_checks(text: str) -> tuple[list[bool], bool, bool]:
     upper-case role line and master key checks, at the line starts it knows."""
     shown, lowered, flat = screen_oracle.skeleton(text)
     gated, blocks = _gated(_present(flat)), _code_blocks(shown)
-    rules = [_any_found((rule,), flat, gated, _line_starts(flat)) for rule in screen_oracle.RULES]
+    tried = [tuple((r, c) for r, c in gated.items() if r is rule) for rule in screen_oracle.RULES]
+    rules = [_any_found(alone, flat, _line_starts(flat)) for alone in tried]
     lines = _line_starts(lowered)
     return rules, _shouted_role(shown, lines), _master_key(lowered, blocks, lines)
 

@@ -285,24 +285,58 @@ def _holding() -> dict[str, frozenset[str]]:
     """Each anchor and lead of a phrase rule, with the needles it holds: it can occur only in
     a text where each of them is present (``_gated``), a subset test instead of a search of
     the string for every needle absent (a text's needles vary: real replies make hundreds of
-    sets, more than ``_gated`` keeps)."""
+    sets, more than ``_tried`` keeps)."""
     needles = _needles()
     rules = (*_INSTRUCTIONS, *_ROLE_MARKERS, _JSON_VERDICT)
     strings = {s for rule in rules for s in (*rule.anchors, *rule.leads)}
     return {s: frozenset(needle for needle in needles if needle in s) for s in strings}
 
 
+@functools.cache
+def _held() -> dict[_Rule, tuple[frozenset[str], frozenset[str]]]:
+    """Each phrase rule's needles held by its anchors, and those held by its leads
+    (``_holding``): the only needles that tell which of them may occur (``_possible``)."""
+    holding = _holding()
+    rules = (*_INSTRUCTIONS, *_ROLE_MARKERS, _JSON_VERDICT)
+    return {
+        rule: (
+            frozenset().union(*(holding[s] for s in rule.anchors)),
+            frozenset().union(*(holding[s] for s in rule.leads)),
+        )
+        for rule in rules
+    }
+
+
+@functools.cache
+def _possible(strings: tuple[str, ...], present: frozenset[str]) -> tuple[str, ...]:
+    """Those of a rule's anchors or leads (``strings``) that may occur in a text holding the
+    needles ``present`` of those they hold (``_held``): each needle one holds is present.
+    Made once for each: the needles a rule's strings hold are at most eight, so a few hundred
+    sets in all, where the texts' sets of needles are thousands (``_tried``'s cache misses)."""
+    holding = _holding()
+    return tuple(s for s in strings if holding[s] <= present)
+
+
 Gate = dict[_Rule, Chance]
 """The phrase rules that may count in a text, each with what its needles tell of it
 (``_gated``)."""
 
+Tried = tuple[tuple[_Rule, Chance], ...]
+"""The phrase rules of one finding that may count in a text, with their chances, in the order
+the finding lists them (``_tried``)."""
+
+# The phrase rules by the finding they make: "json_verdict", "judge_instruction", "role_marker".
+_FINDINGS = ((_JSON_VERDICT,), _INSTRUCTIONS, _ROLE_MARKERS)
+
 
 @functools.lru_cache(maxsize=256)
-def _gated(present: frozenset[str]) -> Gate:
+def _tried(present: frozenset[str]) -> tuple[Tried, Tried, Tried]:
     """The phrase rules that may count in a text holding the needles ``present`` (and no
-    other): those one of whose needs is there (a string one of which each of its matches
-    holds), one of whose anchors may be (the anchors decide whether a match counts) and, for
-    a rule tried at its leads, one of whose leads may be (each of its matches starts with one).
+    other), for each finding of ``_FINDINGS``: those one of whose needs is there (a string one
+    of which each of its matches holds), one of whose anchors may be (the anchors decide
+    whether a match counts) and, for a rule tried at its leads, one of whose leads may be
+    (each of its matches starts with one). Most texts let in one rule or none: each finding
+    tries those only.
 
     Decided from the needles alone, no search of the text: a string that is a needle occurs
     exactly when it is present; one that holds a needle not present (``"instructions for"``
@@ -311,27 +345,39 @@ def _gated(present: frozenset[str]) -> Gate:
     looks for them), and the leads that may stand in the text.
     """
     needing, always = _needing()
-    holding = _holding()
+    held = _held()
+    candidates = always.union(*(needing.get(needle, ()) for needle in present))
 
-    def possible(strings: tuple[str, ...]) -> tuple[str, ...]:
-        return tuple(s for s in strings if holding[s] <= present)
+    def tried(rules: tuple[_Rule, ...]) -> Tried:
+        found = []
+        for rule in rules:
+            if rule in candidates:
+                in_anchors, in_leads = held[rule]
+                anchors = (
+                    None
+                    if not present.isdisjoint(rule.anchors)
+                    else _possible(rule.anchors, present & in_anchors)
+                )
+                leads = _possible(rule.leads, present & in_leads)
+                if anchors != () and (leads or not rule.leads):
+                    found.append((rule, (anchors, leads)))
+        return tuple(found)
 
-    gated: Gate = {}
-    for rule in always.union(*(needing.get(needle, ()) for needle in present)):
-        anchors = None if not present.isdisjoint(rule.anchors) else possible(rule.anchors)
-        leads = possible(rule.leads)
-        if anchors != () and (leads or not rule.leads):
-            gated[rule] = (anchors, leads)
-    return gated
+    json_verdict, instructions, role_markers = map(tried, _FINDINGS)
+    return json_verdict, instructions, role_markers
 
 
-def _any_found(
-    rules: tuple[_Rule, ...], flat: str, gated: Gate, lines: list[int] | None = None
-) -> bool:
-    """Whether one of ``rules`` matches ``flat`` while one of its anchors occurs in it (the
-    anchors decide whether a rule counts); only the rules ``gated`` in (``_gated``) are
-    tried. ``lines``: where the lines of ``flat`` start, when known."""
-    return any(rule.matches(flat, lines, gated[rule]) for rule in rules if rule in gated)
+def _gated(present: frozenset[str]) -> Gate:
+    """The phrase rules that may count in a text holding the needles ``present``, each with
+    its chance: every finding's (``_tried``) in one."""
+    return {rule: chance for tried in _tried(present) for rule, chance in tried}
+
+
+def _any_found(tried: Tried, flat: str, lines: list[int] | None = None) -> bool:
+    """Whether one of the rules ``tried`` (``_tried``) matches ``flat`` while one of its
+    anchors occurs in it (the anchors decide whether a rule counts). ``lines``: where the
+    lines of ``flat`` start, when known."""
+    return bool(tried) and any(rule.matches(flat, lines, chance) for rule, chance in tried)
 
 
 def _section_tag(flat: str, present: frozenset[str]) -> bool:
@@ -363,21 +409,20 @@ def suspected_injection(text: str) -> list[str]:
     flat = lowered if plain_spaces else _compiled(_SPACES).sub(" ", lowered)
     blocks = _code_blocks(skeleton)
     present = _present(flat)  # "pass" and "fail" are in flat exactly when they are in lowered
-    gated = _gated(present)
+    json_verdict, instructions, role_markers = _tried(present)
     lines = _line_starts(lowered)  # the same in the skeleton, and in flat when it is lowered
     flat_lines = lines if flat is lowered else None
     found = {
         "verdict_line": not present.isdisjoint(_VERDICT_WORDS)
         and _verdict_lines(skeleton, lowered, blocks),
-        "json_verdict": _any_found((_JSON_VERDICT,), flat, gated),
-        "judge_instruction": _any_found(_INSTRUCTIONS, flat, gated)
+        "json_verdict": _any_found(json_verdict, flat),
+        "judge_instruction": _any_found(instructions, flat)
         or (
             "pass" in present
             and "PASS" in skeleton
             and bool(_compiled(_SHOUTED_DEMAND).search(skeleton))
         ),
-        "role_marker": _any_found(_ROLE_MARKERS, flat, gated, flat_lines)
-        or _shouted_role(skeleton, lines),
+        "role_marker": _any_found(role_markers, flat, flat_lines) or _shouted_role(skeleton, lines),
         "section_tag": _section_tag(flat, present),
         "master_key": _master_key(lowered, blocks, lines),
         "hidden_instruction": _hidden_instruction(flat, skeleton),
