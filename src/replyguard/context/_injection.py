@@ -215,9 +215,12 @@ def _hidden_texts(flat: str) -> list[str]:
 
 
 def _hidden_instruction(flat: str, skeleton: str) -> bool:
-    return _shouted_comment(skeleton) or any(
+    if _shouted_comment(skeleton):
+        return True
+    hidden = _hidden_texts(flat)  # most replies hide nothing: no generator for them
+    return bool(hidden) and any(
         _compiled(_HIDDEN_WORDS).search(text) or any(rule.search(text) for rule in _INSTRUCTIONS)
-        for text in _hidden_texts(flat)
+        for text in hidden
     )
 
 
@@ -252,6 +255,7 @@ def _padding(text: str) -> bool:
 
 
 _VERDICT_WORDS = ("pass", "fail")
+_FENCE_CHARS = ("`", "~")  # a code fence's characters (``_quoting.code_blocks``)
 _SECTION_WORDS = ("<", "code")  # every form the section-tag pattern matches holds one
 
 
@@ -260,7 +264,12 @@ def _needles() -> tuple[str, ...]:
     """Every string a phrase rule needs (``_Rule.needs``), and the words the other checks
     look for first: each looked for once per text (``_present``)."""
     rules = (*_INSTRUCTIONS, *_ROLE_MARKERS, _JSON_VERDICT)
-    words = {*_VERDICT_WORDS, *_SECTION_WORDS, *(need for rule in rules for need in rule.needs)}
+    words = {
+        *_VERDICT_WORDS,
+        *_SECTION_WORDS,
+        *_FENCE_CHARS,
+        *(need for rule in rules for need in rule.needs),
+    }
     return tuple(sorted(words))
 
 
@@ -416,8 +425,9 @@ def suspected_injection(text: str) -> list[str]:
         (visible or _visible_ascii(lowered)) and "\t" not in lowered and "  " not in lowered
     )
     flat = lowered if plain_spaces else _compiled(_SPACES).sub(" ", lowered)
-    blocks = _code_blocks(skeleton)
     present = _present(flat)  # "pass" and "fail" are in flat exactly when they are in lowered
+    # A fence is three backticks or tildes, needles as the skeleton's too: none, no block.
+    blocks = [] if present.isdisjoint(_FENCE_CHARS) else _code_blocks(skeleton)
     json_verdict, instructions, role_markers = _tried(present)
     lines = _line_starts(lowered)  # the same in the skeleton, and in flat when it is lowered
     flat_lines = lines if flat is lowered else None
