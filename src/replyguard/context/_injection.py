@@ -193,16 +193,16 @@ def _html_comments(text: str) -> Iterator[str]:
 
 
 def _shouted_comment(skeleton: str) -> bool:
-    """An upper-case PASS or FAIL in an HTML comment."""
-    # A one-character search (memchr) first: most replies hold no "<" and no "]".
-    if "<" not in skeleton or "<!--" not in skeleton:
+    """An upper-case PASS or FAIL in an HTML comment (asked of a text holding a "<")."""
+    if "<!--" not in skeleton:
         return False
     return any(map(_compiled(_SHOUTED_VERDICT).search, _html_comments(skeleton)))
 
 
-def _hidden_texts(flat: str) -> list[str]:
-    """The texts hidden in ``flat``: HTML comments, link notes and titles, hidden markup."""
-    angle, bracket = "<" in flat, "]" in flat
+def _hidden_texts(flat: str, angle: bool) -> list[str]:
+    """The texts hidden in ``flat``: HTML comments, link notes and titles, hidden markup.
+    ``angle``: whether ``flat`` holds a "<"."""
+    bracket = "]" in flat  # a one-character search (memchr): most replies hold no "]"
     hidden = list(_html_comments(flat)) if angle and "<!--" in flat else []
     if bracket and "]:" in flat:
         hidden += [match.group(1) for match in _at_lines(_HIDDEN_NOTE).finditer(flat)]
@@ -214,10 +214,13 @@ def _hidden_texts(flat: str) -> list[str]:
     return hidden
 
 
-def _hidden_instruction(flat: str, skeleton: str) -> bool:
-    if _shouted_comment(skeleton):
+def _hidden_instruction(flat: str, skeleton: str, present: frozenset[str]) -> bool:
+    """Reviewer-directed text hidden in comments or markup; ``present``: the needles of
+    ``flat`` ("<" is one, and in the skeleton exactly when in ``flat``)."""
+    angle = "<" in present
+    if angle and _shouted_comment(skeleton):
         return True
-    hidden = _hidden_texts(flat)  # most replies hide nothing: no generator for them
+    hidden = _hidden_texts(flat, angle)  # most replies hide nothing: no generator for them
     return bool(hidden) and any(
         _compiled(_HIDDEN_WORDS).search(text) or any(rule.search(text) for rule in _INSTRUCTIONS)
         for text in hidden
@@ -444,7 +447,7 @@ def suspected_injection(text: str) -> list[str]:
         "role_marker": _any_found(role_markers, flat, flat_lines) or _shouted_role(skeleton, lines),
         "section_tag": _section_tag(flat, present),
         "master_key": _master_key(lowered, blocks, lines),
-        "hidden_instruction": _hidden_instruction(flat, skeleton),
+        "hidden_instruction": _hidden_instruction(flat, skeleton, present),
         "invisible_characters": not visible and _invisible(text),
         "homoglyph_verdict": _homoglyph(text, skeleton),
         "padding": _padding(text),
