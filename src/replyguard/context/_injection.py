@@ -47,7 +47,6 @@ from replyguard.context._phrases import (
     Chance,
     _master_key_pattern,
     _Rule,
-    at_line_starts,
     first_line_start,
 )
 from replyguard.context._sanitise import (
@@ -133,13 +132,12 @@ def _at_lines(pattern: str) -> AtLineStart:
 
 
 def _line_matches(pattern: str, firsts: str, text: str, starts: list[int] | None) -> Iterable[int]:
-    """Where each line of ``text`` that the line rule ``pattern`` matches starts
-    (``AtLineStart.starts``). When the line starts are known (``starts``), it is tried only at
-    those whose first character is one of ``firsts`` (those a line it matches may start with;
-    "" at the end of a text that ends with a newline, tried too)."""
+    """Where each line of ``text`` that the line rule ``pattern`` matches starts; tried only at
+    the line ``starts`` when known (``_phrases.first_line_start``), else ``AtLineStart``'s."""
     if starts is None:
         return _at_lines(pattern).starts(text)
-    return at_line_starts(_compiled(pattern, re.M), firsts, text, starts)
+    compiled = _compiled(pattern, re.M)
+    return [at for at in starts if text[at : at + 1] in firsts and compiled.match(text, at)]
 
 
 def _verdict_lines(skeleton: str, lowered: str, blocks: list[tuple[int, int]]) -> bool:
@@ -200,8 +198,7 @@ def _shouted_comment(skeleton: str) -> bool:
 
 
 def _hidden_texts(flat: str, angle: bool) -> list[str]:
-    """The texts hidden in ``flat``: HTML comments, link notes and titles, hidden markup.
-    ``angle``: whether ``flat`` holds a "<"."""
+    """Texts hidden in ``flat``: HTML comments, link notes and titles, markup (``angle``: "<")."""
     bracket = "]" in flat  # a one-character search (memchr): most replies hold no "]"
     hidden = list(_html_comments(flat)) if angle and "<!--" in flat else []
     if bracket and "]:" in flat:
@@ -215,9 +212,7 @@ def _hidden_texts(flat: str, angle: bool) -> list[str]:
 
 
 def _hidden_instruction(flat: str, skeleton: str, present: frozenset[str]) -> bool:
-    """Reviewer-directed text hidden in comments or markup; ``present``: the needles of
-    ``flat`` ("<" is one, and in the skeleton exactly when in ``flat``)."""
-    angle = "<" in present
+    angle = "<" in present  # a needle: in the skeleton exactly when in ``flat``
     if angle and _shouted_comment(skeleton):
         return True
     hidden = _hidden_texts(flat, angle)  # most replies hide nothing: no generator for them
@@ -267,12 +262,7 @@ def _needles() -> tuple[str, ...]:
     """Every string a phrase rule needs (``_Rule.needs``), and the words the other checks
     look for first: each looked for once per text (``_present``)."""
     rules = (*_INSTRUCTIONS, *_ROLE_MARKERS, _JSON_VERDICT)
-    words = {
-        *_VERDICT_WORDS,
-        *_SECTION_WORDS,
-        *_FENCE_CHARS,
-        *(need for rule in rules for need in rule.needs),
-    }
+    words = {*_VERDICT_WORDS, *_SECTION_WORDS, *_FENCE_CHARS, *(n for r in rules for n in r.needs)}
     return tuple(sorted(words))
 
 
@@ -391,9 +381,7 @@ def _any_found(tried: Tried, flat: str, lines: list[int] | None = None) -> bool:
     """Whether one of the rules ``tried`` (``_tried``) matches ``flat`` while one of its
     anchors occurs in it (the anchors decide whether a rule counts). ``lines``: where the
     lines of ``flat`` start, when known."""
-    # A plain loop, not ``any`` over a generator: most texts try one rule or none, and the
-    # generator made and resumed for them cost more than the rule's own try (4K a screen).
-    for rule, chance in tried:  # noqa: SIM110
+    for rule, chance in tried:  # noqa: SIM110 - no generator: most texts try one rule or none
         if rule.matches(flat, lines, chance):
             return True
     return False
@@ -409,7 +397,7 @@ def _shouted_role(skeleton: str, lines: list[int] | None) -> bool:
     """A line that opens as an upper-case role ("SYSTEM:"); ``lines``: its line starts."""
     if lines is None:
         return next(_at_lines(_SHOUTED_ROLE).starts(skeleton), None) is not None
-    pattern = _compiled(_SHOUTED_ROLE, re.M)
+    pattern = _compiled(_SHOUTED_ROLE, re.M)  # the first line start it matches is enough
     return first_line_start(pattern, _SHOUTED_ROLE_FIRSTS, skeleton, lines) is not None
 
 
@@ -429,8 +417,7 @@ def suspected_injection(text: str) -> list[str]:
     )
     flat = lowered if plain_spaces else _compiled(_SPACES).sub(" ", lowered)
     present = _present(flat)  # "pass" and "fail" are in flat exactly when they are in lowered
-    # A fence is three backticks or tildes, needles as the skeleton's too: none, no block.
-    blocks = [] if present.isdisjoint(_FENCE_CHARS) else _code_blocks(skeleton)
+    blocks = [] if present.isdisjoint(_FENCE_CHARS) else _code_blocks(skeleton)  # no fence
     json_verdict, instructions, role_markers = _tried(present)
     lines = _line_starts(lowered)  # the same in the skeleton, and in flat when it is lowered
     flat_lines = lines if flat is lowered else None

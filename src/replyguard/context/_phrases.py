@@ -158,25 +158,12 @@ _CROWDED = 64
 _SAMPLE = 4_096  # a longer text is first taken as crowded when its start is
 
 
-def at_line_starts(
-    pattern: re.Pattern[str], firsts: str, text: str, starts: Sequence[int]
-) -> list[int]:
-    """The line ``starts`` of ``text`` where ``pattern`` matches, tried only at those whose
-    first character is one of ``firsts`` (those a matching line may start with; "" at the end
-    of a text that ends with a newline, tried too). A list: the starts are few (a text of
-    more lines is scanned by ``AtLineStart``), most of them tried by a character look-up."""
-    return [
-        start
-        for start in starts
-        if text[start : start + 1] in firsts and pattern.match(text, start) is not None
-    ]
-
-
 def first_line_start(
     pattern: re.Pattern[str], firsts: str, text: str, starts: Sequence[int]
 ) -> int | None:
-    """The first of ``at_line_starts``, or None: a plain loop, no generator to make and
-    resume for the one start most callers ask for."""
+    """The first of the line ``starts`` of ``text`` where ``pattern`` matches, or None, tried
+    only at those whose first character is one of ``firsts`` (those a matching line may start
+    with; "" at the end of a text that ends with a newline, tried too)."""
     for start in starts:
         if text[start : start + 1] in firsts and pattern.match(text, start) is not None:
             return start
