@@ -43,7 +43,7 @@ VERIFIED_BOUND = 1.7
 slowed)."""
 OWN_SHARE_BUDGET = 813_000
 """Instructions of replyguard's own per verified turn, in-process instant judge over the bare
-agent call (740-741K today, CPython 3.11, 767-769K before the seventh round: the injection
+agent call (739-741K today, CPython 3.11, 767-769K before the seventh round: the injection
 screen's interpreter overhead and a few pydantic reads and searches a turn, 27K less, the
 budget lowered by as much; 776-780K before the screen's sixth round, the plumbing 411K ->
 404K: a lone PASS has no reasoning to clean, a workspace read that found nothing is not
