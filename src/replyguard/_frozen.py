@@ -88,7 +88,7 @@ def replaced(model: _M, update: dict[str, Any]) -> _M:
 
 
 @functools.cache
-def _layout(cls: type[_Frozen]) -> tuple[dict[str, Any], tuple[str, ...], dict[str, FieldInfo]]:
+def _layout(cls: type[_Frozen]) -> tuple[dict[str, Any], frozenset[str], dict[str, FieldInfo]]:
     """``cls``'s fields in order with their defaults (None for a required one or one with a
     factory), its required fields, and its fields' default factories."""
     defaults: dict[str, Any] = {}
@@ -100,7 +100,7 @@ def _layout(cls: type[_Frozen]) -> tuple[dict[str, Any], tuple[str, ...], dict[s
             required.append(name)
         elif info.default_factory is not None:
             factories[name] = info
-    return defaults, tuple(required), factories
+    return defaults, frozenset(required), factories
 
 
 def assembled(cls: type[_M], **given: Any) -> _M:
@@ -119,7 +119,7 @@ def assembled_from(cls: type[_M], given: dict[str, Any]) -> _M:
     fields into keyword arguments again."""
     defaults, required, factories = _layout(cls)
     values = {**defaults, **given}
-    if len(values) != len(defaults) or not all(map(given.__contains__, required)):
+    if len(values) != len(defaults) or not given.keys() >= required:
         return cls(**given)  # a field unknown or missing: validation says which
     for name, info in factories.items():
         if name not in given:

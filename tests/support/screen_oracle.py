@@ -100,7 +100,7 @@ def suspected_injection(text: str) -> list[str]:
         "hidden_instruction": _shouted_comment(shown)
         or any(
             re.search(_HIDDEN_WORDS, part) or any(found(rule, part) for rule in _INSTRUCTIONS)
-            for part in _hidden_texts(flat)
+            for part in _hidden_texts(flat, "<" in flat)
         ),
         "invisible_characters": _invisible(text),
         "homoglyph_verdict": _homoglyph(text, shown),

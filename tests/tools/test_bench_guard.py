@@ -41,12 +41,14 @@ HOT_PATH_BOUND = 1.6
 VERIFIED_BOUND = 1.7
 """Verified turn over a raw litellm call to the same loopback judge (1.05-1.4 today; 2.4+
 slowed)."""
-OWN_SHARE_BUDGET = 840_000
+OWN_SHARE_BUDGET = 813_000
 """Instructions of replyguard's own per verified turn, in-process instant judge over the bare
-agent call (776-780K today, CPython 3.11, the plumbing 411K -> 404K: a lone PASS has no
-reasoning to clean, a workspace read that found nothing is not asked again on the attempt;
-784K after the fifth round, the turn's plumbing
-446K -> 412K: a reply that fits is
+agent call (739-741K today, CPython 3.11, 767-769K before the seventh round: the injection
+screen's interpreter overhead and a few pydantic reads and searches a turn, 27K less, the
+budget lowered by as much; 776-780K before the screen's sixth round, the plumbing 411K ->
+404K: a lone PASS has no reasoning to clean, a workspace read that found nothing is not
+asked again on the attempt; 784K after the fifth round, the turn's plumbing 446K -> 412K: a
+reply that fits is
 its own view, models made of the dicts their callers hold, the policy's FAIL-only inputs asked
 of a FAIL only; 840K after the fourth round, the plumbing 457K -> 447K: a plain PASS made a
 verdict once; 848K after issue 42's third round: the injection screen 282K -> 176K, the turn's

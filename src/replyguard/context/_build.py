@@ -175,7 +175,8 @@ def _sources(
     redact: Redact,
 ) -> _Sources:
     """Every section's text, redacted whole (``redact`` sees each caller-supplied text)."""
-    history_source = turn.history[-limits.history_turns :] if limits.history_turns else []
+    history = turn.history  # read once (a read through pydantic's hook costs a call)
+    history_source = history[-limits.history_turns :] if limits.history_turns else []
     texts = (
         redact(turn.user_message),
         _rules_text(rules, redact),
@@ -186,7 +187,7 @@ def _sources(
         redact((heartbeat_tasks or "").strip()),
         redact(reply_text),
     )
-    trimmed = len(turn.history) > len(history_source)
+    trimmed = len(history) > len(history_source)
     return _Sources(texts, limits._caps, history_source, trimmed, redact)
 
 

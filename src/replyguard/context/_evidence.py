@@ -76,8 +76,9 @@ def render_evidence(meta: RunMeta | None, turn: Turn, *, redact: Redact = _same)
         sources.append(_tool_results(meta, redact))
     if turn.evidence:
         sources.append(_retrieved(turn, redact))
-    if turn.history:
-        sources.append(_tool_messages(turn.history, redact))
+    history = turn.history  # read once (a read through pydantic's hook costs a call)
+    if history:
+        sources.append(_tool_messages(history, redact))
     entries: list[str] = []
     size = 0
     for source in sources:

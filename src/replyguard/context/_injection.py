@@ -19,7 +19,7 @@ import functools
 import re
 import unicodedata
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from replyguard import _quoting as quoting
 from replyguard._quoting import AtLineStart
@@ -46,9 +46,8 @@ from replyguard.context._phrases import (
     _VERDICT_WORD,
     Chance,
     _master_key_pattern,
-    _occurrences,
     _Rule,
-    at_line_starts,
+    first_line_start,
 )
 from replyguard.context._sanitise import (
     _BIDI_OR_TAGS,
@@ -117,10 +116,12 @@ def _line_starts(text: str) -> list[int] | None:
     """Where each line of ``text`` starts, or None for a text of more than ``_FEW_LINES``
     lines (each line-start pattern then scans it for newlines itself, ``AtLineStart``)."""
     starts = [0]
-    for at in _occurrences(text, "\n"):
+    at = text.find("\n")
+    while at >= 0:
         if len(starts) > _FEW_LINES:
             return None
         starts.append(at + 1)
+        at = text.find("\n", at + 1)
     return starts
 
 
@@ -130,14 +131,13 @@ def _at_lines(pattern: str) -> AtLineStart:
     return AtLineStart(pattern)
 
 
-def _line_matches(pattern: str, firsts: str, text: str, starts: list[int] | None) -> Iterator[int]:
-    """Where each line of ``text`` that the line rule ``pattern`` matches starts
-    (``AtLineStart.starts``). When the line starts are known (``starts``), it is tried only at
-    those whose first character is one of ``firsts`` (those a line it matches may start with;
-    "" at the end of a text that ends with a newline, tried too)."""
+def _line_matches(pattern: str, firsts: str, text: str, starts: list[int] | None) -> Iterable[int]:
+    """Where each line of ``text`` that the line rule ``pattern`` matches starts; tried only at
+    the line ``starts`` when known (``_phrases.first_line_start``), else ``AtLineStart``'s."""
     if starts is None:
         return _at_lines(pattern).starts(text)
-    return at_line_starts(_compiled(pattern, re.M), firsts, text, starts)
+    compiled = _compiled(pattern, re.M)
+    return [at for at in starts if text[at : at + 1] in firsts and compiled.match(text, at)]
 
 
 def _verdict_lines(skeleton: str, lowered: str, blocks: list[tuple[int, int]]) -> bool:
@@ -191,16 +191,15 @@ def _html_comments(text: str) -> Iterator[str]:
 
 
 def _shouted_comment(skeleton: str) -> bool:
-    """An upper-case PASS or FAIL in an HTML comment."""
-    # A one-character search (memchr) first: most replies hold no "<" and no "]".
-    if "<" not in skeleton or "<!--" not in skeleton:
+    """An upper-case PASS or FAIL in an HTML comment (asked of a text holding a "<")."""
+    if "<!--" not in skeleton:
         return False
     return any(map(_compiled(_SHOUTED_VERDICT).search, _html_comments(skeleton)))
 
 
-def _hidden_texts(flat: str) -> list[str]:
-    """The texts hidden in ``flat``: HTML comments, link notes and titles, hidden markup."""
-    angle, bracket = "<" in flat, "]" in flat
+def _hidden_texts(flat: str, angle: bool) -> list[str]:
+    """Texts hidden in ``flat``: HTML comments, link notes and titles, markup (``angle``: "<")."""
+    bracket = "]" in flat  # a one-character search (memchr): most replies hold no "]"
     hidden = list(_html_comments(flat)) if angle and "<!--" in flat else []
     if bracket and "]:" in flat:
         hidden += [match.group(1) for match in _at_lines(_HIDDEN_NOTE).finditer(flat)]
@@ -212,10 +211,14 @@ def _hidden_texts(flat: str) -> list[str]:
     return hidden
 
 
-def _hidden_instruction(flat: str, skeleton: str) -> bool:
-    return _shouted_comment(skeleton) or any(
+def _hidden_instruction(flat: str, skeleton: str, present: frozenset[str]) -> bool:
+    angle = "<" in present  # a needle: in the skeleton exactly when in ``flat``
+    if angle and _shouted_comment(skeleton):
+        return True
+    hidden = _hidden_texts(flat, angle)  # most replies hide nothing: no generator for them
+    return bool(hidden) and any(
         _compiled(_HIDDEN_WORDS).search(text) or any(rule.search(text) for rule in _INSTRUCTIONS)
-        for text in _hidden_texts(flat)
+        for text in hidden
     )
 
 
@@ -250,6 +253,7 @@ def _padding(text: str) -> bool:
 
 
 _VERDICT_WORDS = ("pass", "fail")
+_FENCE_CHARS = ("`", "~")  # a code fence's characters (``_quoting.code_blocks``)
 _SECTION_WORDS = ("<", "code")  # every form the section-tag pattern matches holds one
 
 
@@ -258,7 +262,7 @@ def _needles() -> tuple[str, ...]:
     """Every string a phrase rule needs (``_Rule.needs``), and the words the other checks
     look for first: each looked for once per text (``_present``)."""
     rules = (*_INSTRUCTIONS, *_ROLE_MARKERS, _JSON_VERDICT)
-    words = {*_VERDICT_WORDS, *_SECTION_WORDS, *(need for rule in rules for need in rule.needs)}
+    words = {*_VERDICT_WORDS, *_SECTION_WORDS, *_FENCE_CHARS, *(n for r in rules for n in r.needs)}
     return tuple(sorted(words))
 
 
@@ -377,7 +381,10 @@ def _any_found(tried: Tried, flat: str, lines: list[int] | None = None) -> bool:
     """Whether one of the rules ``tried`` (``_tried``) matches ``flat`` while one of its
     anchors occurs in it (the anchors decide whether a rule counts). ``lines``: where the
     lines of ``flat`` start, when known."""
-    return bool(tried) and any(rule.matches(flat, lines, chance) for rule, chance in tried)
+    for rule, chance in tried:  # noqa: SIM110 - no generator: most texts try one rule or none
+        if rule.matches(flat, lines, chance):
+            return True
+    return False
 
 
 def _section_tag(flat: str, present: frozenset[str]) -> bool:
@@ -388,8 +395,10 @@ def _section_tag(flat: str, present: frozenset[str]) -> bool:
 
 def _shouted_role(skeleton: str, lines: list[int] | None) -> bool:
     """A line that opens as an upper-case role ("SYSTEM:"); ``lines``: its line starts."""
-    found = _line_matches(_SHOUTED_ROLE, _SHOUTED_ROLE_FIRSTS, skeleton, lines)
-    return next(found, None) is not None
+    if lines is None:
+        return next(_at_lines(_SHOUTED_ROLE).starts(skeleton), None) is not None
+    pattern = _compiled(_SHOUTED_ROLE, re.M)  # the first line start it matches is enough
+    return first_line_start(pattern, _SHOUTED_ROLE_FIRSTS, skeleton, lines) is not None
 
 
 def suspected_injection(text: str) -> list[str]:
@@ -407,8 +416,8 @@ def suspected_injection(text: str) -> list[str]:
         (visible or _visible_ascii(lowered)) and "\t" not in lowered and "  " not in lowered
     )
     flat = lowered if plain_spaces else _compiled(_SPACES).sub(" ", lowered)
-    blocks = _code_blocks(skeleton)
     present = _present(flat)  # "pass" and "fail" are in flat exactly when they are in lowered
+    blocks = [] if present.isdisjoint(_FENCE_CHARS) else _code_blocks(skeleton)  # no fence
     json_verdict, instructions, role_markers = _tried(present)
     lines = _line_starts(lowered)  # the same in the skeleton, and in flat when it is lowered
     flat_lines = lines if flat is lowered else None
@@ -425,7 +434,7 @@ def suspected_injection(text: str) -> list[str]:
         "role_marker": _any_found(role_markers, flat, flat_lines) or _shouted_role(skeleton, lines),
         "section_tag": _section_tag(flat, present),
         "master_key": _master_key(lowered, blocks, lines),
-        "hidden_instruction": _hidden_instruction(flat, skeleton),
+        "hidden_instruction": _hidden_instruction(flat, skeleton, present),
         "invisible_characters": not visible and _invisible(text),
         "homoglyph_verdict": _homoglyph(text, skeleton),
         "padding": _padding(text),

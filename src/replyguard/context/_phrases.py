@@ -90,8 +90,8 @@ class _Rule:
         if self._lines:  # a line start follows a newline: no word boundary to check
             if line_starts is None:
                 return self._anchored(text, anchors) and bool(self.line_pattern.search(text))
-            found = at_line_starts(self.pattern, self.firsts, text, line_starts)
-            return next(found, None) is not None and self._anchored(text, anchors)
+            found = first_line_start(self.pattern, self.firsts, text, line_starts)
+            return found is not None and self._anchored(text, anchors)
         starts = self._starts(text, leads) if self.leads else None
         if starts is None:  # no leads, or crowded: one scan of the whole text
             return self._anchored(text, anchors) and any(
@@ -158,17 +158,16 @@ _CROWDED = 64
 _SAMPLE = 4_096  # a longer text is first taken as crowded when its start is
 
 
-def at_line_starts(
+def first_line_start(
     pattern: re.Pattern[str], firsts: str, text: str, starts: Sequence[int]
-) -> Iterator[int]:
-    """The line ``starts`` of ``text`` where ``pattern`` matches, tried only at those whose
-    first character is one of ``firsts`` (those a matching line may start with; "" at the end
-    of a text that ends with a newline, tried too)."""
-    return (
-        start
-        for start in starts
-        if text[start : start + 1] in firsts and pattern.match(text, start) is not None
-    )
+) -> int | None:
+    """The first of the line ``starts`` of ``text`` where ``pattern`` matches, or None, tried
+    only at those whose first character is one of ``firsts`` (those a matching line may start
+    with; "" at the end of a text that ends with a newline, tried too)."""
+    for start in starts:
+        if text[start : start + 1] in firsts and pattern.match(text, start) is not None:
+            return start
+    return None
 
 
 def _occurrences(text: str, needle: str) -> Iterator[int]:

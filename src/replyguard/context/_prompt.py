@@ -104,12 +104,11 @@ class JudgePrompt:
         tokens: int | None = None,
         trimmed: tuple[str, ...] = (),
     ) -> None:
-        set_ = object.__setattr__
-        set_(self, "system", system)
-        set_(self, "user", user)
-        set_(self, "nonce", nonce)
-        set_(self, "trimmed", tuple(trimmed))
-        set_(self, "_tokens", tokens)
+        _set_system(self, system)
+        _set_user(self, user)
+        _set_nonce(self, nonce)
+        _set_trimmed(self, tuple(trimmed))
+        _set_tokens(self, tokens)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("a JudgePrompt is immutable")
@@ -125,7 +124,7 @@ class JudgePrompt:
         """The whole prompt's exact tokens (counted now if the build did not need to)."""
         if self._tokens is None:
             counted = tokens.count(self.system) + tokens.count(self.user) + MESSAGE_OVERHEAD
-            object.__setattr__(self, "_tokens", counted)
+            _set_tokens(self, counted)
             return counted
         return self._tokens
 
@@ -138,6 +137,15 @@ class JudgePrompt:
     def messages(self) -> list[dict[str, Any]]:
         """The chat messages to send: the static rubric, then the review request."""
         return [{"role": "system", "content": self.system}, {"role": "user", "content": self.user}]
+
+
+# Each slot set through its own descriptor, bound once (``JudgePrompt`` refuses
+# ``__setattr__``): a third of what ``object.__setattr__`` costs, on every judge prompt.
+_set_system = JudgePrompt.__dict__["system"].__set__
+_set_user = JudgePrompt.__dict__["user"].__set__
+_set_nonce = JudgePrompt.__dict__["nonce"].__set__
+_set_trimmed = JudgePrompt.__dict__["trimmed"].__set__
+_set_tokens = JudgePrompt.__dict__["_tokens"].__set__
 
 
 def new_nonce() -> str:

@@ -114,8 +114,12 @@ def render_message(message: Any, *, redact: Redact = _same) -> str:
 def render_metadata(meta: RunMeta | None, turn: Turn, *, redact: Redact = _same) -> str:
     """The execution metadata the judge may use to check claims; ``redact`` sees each value."""
     lines: list[str] = []
-    if meta is not None:  # each field read once (a read through pydantic's hook costs a call)
-        stop_reason, duration_ms, calls = meta.stop_reason, meta.duration_ms, meta.tool_calls
+    if meta is not None:
+        # Fields read from ``__dict__``: a read through pydantic's attribute hook costs a call.
+        fields = meta.__dict__
+        stop_reason = fields["stop_reason"]
+        duration_ms = fields["duration_ms"]
+        calls = fields["tool_calls"]
         if stop_reason:
             lines.append(f"stop reason: {redact(stop_reason)}")
         if duration_ms is not None:
@@ -123,12 +127,13 @@ def render_metadata(meta: RunMeta | None, turn: Turn, *, redact: Redact = _same)
         if calls:
             lines.append(f"tool calls this turn ({len(calls)}):")
             for call in calls[:TOOL_LEDGER_ROWS]:
-                succeeded, arguments = call.succeeded, call.arguments
+                record = call.__dict__
+                succeeded, arguments = record["succeeded"], record["arguments"]
                 status = "succeeded" if succeeded else "FAILED"
-                if succeeded and call.side_effect:
+                if succeeded and record["side_effect"]:
                     status += " [done: a side effect that already happened; never to repeat]"
                 shown = _short(redact(_text(arguments))) if arguments is not None else ""
-                lines.append(f"- {redact(call.name)}({shown}) {status}")
+                lines.append(f"- {redact(record['name'])}({shown}) {status}")
             if len(calls) > TOOL_LEDGER_ROWS:
                 lines.append(f"- … {len(calls) - TOOL_LEDGER_ROWS} more")
         elif stop_reason is not None:

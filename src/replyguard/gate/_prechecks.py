@@ -28,18 +28,20 @@ _FORMAT_CATEGORY = "Cf"  # invisible format characters: U+200B, U+200D, U+2060, 
 
 def skip_reason(reply: Reply) -> SkipReason | None:
     """Why ``reply`` must be delivered without a judgement, or ``None`` to go on."""
-    meta = reply.meta
-    stop_reason = meta.stop_reason  # read once (a read through pydantic's hook costs a call)
+    # The metadata's fields read from its ``__dict__`` (a read through pydantic's attribute
+    # hook costs a call; these are read on every reply).
+    meta = reply.meta.__dict__
+    stop_reason = meta["stop_reason"]
     stop = stop_reason.strip().lower() if stop_reason else ""
-    if meta.pending_tool_calls > 0 or stop in _TOOL_STOP_REASONS:
+    if meta["pending_tool_calls"] > 0 or stop in _TOOL_STOP_REASONS:
         return SkipReason.TOOL_CALLS
-    if meta.sent_via_messaging_tool:
+    if meta["sent_via_messaging_tool"]:
         return SkipReason.MESSAGING_TOOL_SENT
-    if meta.streamed_block_keys:
+    if meta["streamed_block_keys"]:
         return SkipReason.BLOCK_STREAMING_SENT
     if _is_blank(reply.text):
         return SkipReason.EMPTY_RESPONSE
-    if (meta.error or "").strip() or stop == _ERROR_STOP_REASON:
+    if (meta["error"] or "").strip() or stop == _ERROR_STOP_REASON:
         return SkipReason.ERROR_RESPONSE
     return None
 

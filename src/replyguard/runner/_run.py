@@ -296,6 +296,6 @@ def _unjudged(run: _Run, reply: Reply) -> Ending | None:
     if trigger is None:
         return Ending(Status.NOT_TRIGGERED, reply)
     rate = config.sample_rate
-    if trigger == TriggerKind.VERIFY_ALL and rate < 1 and not _sampled_in(run.sample_key, rate):
+    if rate < 1 and trigger == TriggerKind.VERIFY_ALL and not _sampled_in(run.sample_key, rate):
         return Ending(Status.NOT_TRIGGERED, reply, Reason.SAMPLED_OUT)
     return None

@@ -55,15 +55,15 @@ class SideEffects:
         """``reply`` as checks and judge see it: with the tool calls of the whole turn (the
         earlier attempts' first: "I sent it" may rest on a call an earlier attempt made),
         their side effects settled."""
-        own = reply.meta.tool_calls
+        meta = reply.meta  # read once (a read through pydantic's hook costs a call)
+        own = meta.tool_calls
         if earlier:
             calls = self.resolved((*(c for r in earlier for c in r.meta.tool_calls), *own))
         else:
             calls = self.resolved(own)
         if not calls or (len(calls) == len(own) and all(map(operator.is_, calls, own))):
             return reply  # no earlier calls, each flag already settled: nothing to change
-        meta = replaced(reply.meta, {"tool_calls": calls})
-        return replaced(reply, {"meta": meta})
+        return replaced(reply, {"meta": replaced(meta, {"tool_calls": calls})})
 
 
 def _identity(call: ToolCallRecord) -> tuple[str, str]:

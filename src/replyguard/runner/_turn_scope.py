@@ -64,7 +64,8 @@ def current_turn() -> TurnContext | None:
 def with_turn_id(turn: Turn) -> Turn:
     """``turn`` itself when it has an id; else a copy with a fresh one (once per run). A blank
     id counts as none: turns sharing it would share every idempotency key."""
-    if turn.id is not None and turn.id.strip():
+    turn_id = turn.id  # read once (a read through pydantic's hook costs a call)
+    if turn_id is not None and turn_id.strip():
         return turn
     fresh = uuid.UUID(bytes=token_bytes(16), version=4)  # uuid4's, drawn from a batch
     return turn.model_copy(update={"id": f"turn-{fresh.hex}"})

@@ -196,7 +196,8 @@ class Verifier:
         started = time.perf_counter()
         self._life.entered(asyncio.get_running_loop())
         profile = self._profile(turn)
-        sample_key = turn.id if turn.id is not None else turn.user_message
+        turn_id = turn.id  # read once (a read through pydantic's hook costs a call)
+        sample_key = turn_id if turn_id is not None else turn.user_message
         turn = with_turn_id(turn)
         tracing = self._parts.tracing
         if not tracing.enabled:  # no span to open, nothing to record
