@@ -156,6 +156,17 @@ def plain_pass(answer: JudgeReply) -> dict[str, Any] | None:
     return plain_pass_fields(answer.text)
 
 
+async def readable(answer: JudgeReply) -> bool:
+    """Whether ``answer`` reads as a verdict (``answer.parsed().readable``). A plain PASS
+    (``plain_pass``) is told so without making its verdict, nor keeping one on the answer:
+    the runner then makes the turn's verdict once, of the parse's fields and its own
+    (``_judging._read``). Any other answer is parsed, and its verdict kept, as ``parsed``
+    does."""
+    if plain_pass(answer) is not None:
+        return True
+    return (await answer.parsed()).readable
+
+
 class Judge(Protocol):
     """Anything that can judge a prompt within ``time_left`` seconds."""
 
