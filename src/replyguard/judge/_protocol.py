@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from replyguard.context._prompt import JudgePrompt
 from replyguard.judge._answer_cap import MAX_ANSWER_BYTES
+from replyguard._frozen import assembled_from
 from replyguard.judge._verdict import parse_verdict, plain_pass_fields
 from replyguard.types import FailCategory, Reason, Verdict
 
@@ -123,6 +124,9 @@ class JudgeReply(BaseModel):
                 f"{MAX_ANSWER_BYTES} a verdict may take",
                 fail_open_reason=Reason.UNREADABLE_VERDICT,
             )
+        fields = _kept_plain_pass(self)
+        if fields is not None and fields is not _UNREAD:  # a plain PASS (``plain_pass``)
+            return assembled_from(Verdict, fields)
         return parse_verdict(self.text)
 
     async def parsed(self, categories: Collection[str] = ()) -> Verdict:
@@ -148,12 +152,33 @@ def plain_pass(answer: JudgeReply) -> dict[str, Any] | None:
     is a plain PASS (``parse_verdict``'s common answer) read on the event loop and not read
     yet: a caller adding fields of its own makes the one verdict of them all. None for any
     other answer, one read already (then ``parsed`` gives what was read), or a host's
-    subclass of ``JudgeReply`` (its own ``parsed`` or ``verdict`` is asked)."""
+    subclass of ``JudgeReply`` (its own ``parsed`` or ``verdict`` is asked).
+
+    Read once per answer: the fields are kept on it (as its verdict is, in its ``__dict__``)
+    and each caller gets a copy of them; its ``verdict`` is then made of them."""
     if type(answer) is not JudgeReply or "verdict" in answer.__dict__:
         return None
     if len(answer.text) > _INLINE_PARSE_CHARS:
         return None
-    return plain_pass_fields(answer.text)
+    fields = _kept_plain_pass(answer)
+    if fields is _UNREAD:
+        fields = plain_pass_fields(answer.text)
+        answer.__dict__["plain_pass"] = (answer.text, fields)
+    return None if fields is None else dict(fields)
+
+
+_UNREAD: Any = object()
+"""``plain_pass`` has not read the answer's text yet."""
+
+
+def _kept_plain_pass(answer: JudgeReply) -> dict[str, Any] | None:
+    """What ``plain_pass`` read of ``answer``'s text (None: not a plain PASS), or ``_UNREAD``
+    (not read, or read of another text: a copy of the answer with its text changed)."""
+    kept = answer.__dict__.get("plain_pass")
+    if kept is None or kept[0] is not answer.text:
+        return _UNREAD
+    fields: dict[str, Any] | None = kept[1]
+    return fields
 
 
 async def readable(answer: JudgeReply) -> bool:
