@@ -17,8 +17,8 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 from replyguard._families import model_family
-from replyguard._frozen import assembled_from
 from replyguard._forks import loading
+from replyguard._frozen import assembled_from
 from replyguard.judge._prompt_cache import look_up
 from replyguard.judge._protocol import JudgeReply
 from replyguard.judge._worker import stop_logging_worker

@@ -12,9 +12,9 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from replyguard._frozen import assembled_from
 from replyguard.context._prompt import JudgePrompt
 from replyguard.judge._answer_cap import MAX_ANSWER_BYTES
-from replyguard._frozen import assembled_from
 from replyguard.judge._verdict import parse_verdict, plain_pass_fields
 from replyguard.types import FailCategory, Reason, Verdict
 
@@ -124,9 +124,9 @@ class JudgeReply(BaseModel):
                 f"{MAX_ANSWER_BYTES} a verdict may take",
                 fail_open_reason=Reason.UNREADABLE_VERDICT,
             )
-        fields = _kept_plain_pass(self)
-        if fields is not None and fields is not _UNREAD:  # a plain PASS (``plain_pass``)
-            return assembled_from(Verdict, fields)
+        kept = _kept_plain_pass(self)
+        if kept is not None and kept[1] is not None:  # a plain PASS (``plain_pass``)
+            return assembled_from(Verdict, kept[1])
         return parse_verdict(self.text)
 
     async def parsed(self, categories: Collection[str] = ()) -> Verdict:
@@ -160,25 +160,19 @@ def plain_pass(answer: JudgeReply) -> dict[str, Any] | None:
         return None
     if len(answer.text) > _INLINE_PARSE_CHARS:
         return None
-    fields = _kept_plain_pass(answer)
-    if fields is _UNREAD:
-        fields = plain_pass_fields(answer.text)
-        answer.__dict__["plain_pass"] = (answer.text, fields)
+    kept = _kept_plain_pass(answer)
+    if kept is None:
+        kept = answer.__dict__["plain_pass"] = (answer.text, plain_pass_fields(answer.text))
+    fields = kept[1]
     return None if fields is None else dict(fields)
 
 
-_UNREAD: Any = object()
-"""``plain_pass`` has not read the answer's text yet."""
-
-
-def _kept_plain_pass(answer: JudgeReply) -> dict[str, Any] | None:
-    """What ``plain_pass`` read of ``answer``'s text (None: not a plain PASS), or ``_UNREAD``
-    (not read, or read of another text: a copy of the answer with its text changed)."""
-    kept = answer.__dict__.get("plain_pass")
-    if kept is None or kept[0] is not answer.text:
-        return _UNREAD
-    fields: dict[str, Any] | None = kept[1]
-    return fields
+def _kept_plain_pass(answer: JudgeReply) -> tuple[str, dict[str, Any] | None] | None:
+    """What ``plain_pass`` read of ``answer``'s text (the text, and its fields or None: not a
+    plain PASS); None when it has not read it (nor a copy of the answer with its text
+    changed)."""
+    kept: tuple[str, dict[str, Any] | None] | None = answer.__dict__.get("plain_pass")
+    return kept if kept is not None and kept[0] is answer.text else None
 
 
 async def readable(answer: JudgeReply) -> bool:
