@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from replyguard.config._keys import ENV_PREFIX
 from replyguard.config._schema import VerifierConfig
 from replyguard.context._prompt import JudgePrompt
 from replyguard.errors import ConfigError, JudgeConfigError
@@ -71,6 +72,7 @@ class RequestPlan:
             and (config.api_base is not None or _provider(model) == primary)
             for model in models
         }
+        self._literal_key = _literal(config)
         self.client_timeout = config.timeout_seconds + _CLIENT_TIMEOUT_MARGIN
         """The timeout litellm's HTTP client gets: past the judgement's deadline, which
         decides."""
@@ -148,6 +150,8 @@ class RequestPlan:
     def api_key(self) -> str | None:
         """The configured ``apiKey``, its ``env:`` variable read now; ``JudgeConfigError``
         (logged) when it cannot be."""
+        if self._literal_key is not None:
+            return self._literal_key
         try:
             return self._config.resolve_api_key()
         except ConfigError as exc:
@@ -187,6 +191,14 @@ class RequestPlan:
             if _loaded_litellm() is not None:
                 self._formats[model] = known
         return known
+
+
+def _literal(config: VerifierConfig) -> str | None:
+    """``config``'s ``apiKey`` when it is the key itself (the same on every call); None when
+    it is unset or an ``env:`` reference (read on each call: ``api_key``)."""
+    key = config.api_key
+    raw = key.get_secret_value() if key is not None else None
+    return None if raw is None or raw.startswith(ENV_PREFIX) else raw
 
 
 def _refused_options(exc: Exception, params: dict[str, Any]) -> frozenset[str]:
