@@ -36,11 +36,11 @@ REPLY = "Done: three bullet points on revenue, costs and hiring."
 
 @pytest.fixture
 def config_for(make_config: Callable[..., VerifierConfig]) -> Callable[..., VerifierConfig]:
-    def build(wire: Wire, **keys: Any) -> VerifierConfig:
-        base = {"model": wire.judge_model, "agentModel": wire.agent_model, "apiKey": API_KEY}
-        return make_config(**{"verifyAll": True, **base, **keys})
-
-    return build
+    """A config judged by ``wire``'s model with the test key, every reply judged."""
+    base = {"verifyAll": True, "apiKey": API_KEY}
+    return lambda wire, **keys: make_config(
+        **{**base, "model": wire.judge_model, "agentModel": wire.agent_model, **keys}
+    )
 
 
 def prompt_of(question: str) -> JudgePrompt:
