@@ -330,8 +330,10 @@ async def test_any_other_answer_is_parsed_and_its_verdict_kept(
     assert reply.__dict__["verdict"] == parse_verdict(text)
 
 
-def test_the_fields_handed_out_are_a_copy() -> None:
+async def test_the_fields_kept_are_handed_out_as_a_copy() -> None:
     reply = JudgeReply(text=PLAIN, model="m")
+    assert await readable(reply) is True
+    assert "plain_pass" in reply.__dict__
     first = plain_pass(reply)
     assert first is not None
     first["passed"] = False
@@ -342,9 +344,9 @@ def test_the_fields_handed_out_are_a_copy() -> None:
     assert reply.verdict == parse_verdict(PLAIN)
 
 
-def test_a_copy_with_another_text_is_read_anew() -> None:
+async def test_a_copy_with_another_text_is_read_anew() -> None:
     reply = JudgeReply(text=PLAIN, model="m")
-    assert plain_pass(reply) is not None
+    assert await readable(reply) is True
     changed = reply.model_copy(update={"text": "It lacks a point.\nFAIL [incomplete]: add it"})
     assert plain_pass(changed) is None
     assert changed.verdict.passed is False

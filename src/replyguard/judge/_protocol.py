@@ -125,7 +125,7 @@ class JudgeReply(BaseModel):
                 fail_open_reason=Reason.UNREADABLE_VERDICT,
             )
         kept = _kept_plain_pass(self)
-        if kept is not None and kept[1] is not None:  # a plain PASS (``plain_pass``)
+        if kept is not None:  # a plain PASS (``readable``)
             return assembled_from(Verdict, kept[1])
         return parse_verdict(self.text)
 
@@ -154,24 +154,21 @@ def plain_pass(answer: JudgeReply) -> dict[str, Any] | None:
     other answer, one read already (then ``parsed`` gives what was read), or a host's
     subclass of ``JudgeReply`` (its own ``parsed`` or ``verdict`` is asked).
 
-    Read once per answer: the fields are kept on it (as its verdict is, in its ``__dict__``)
-    and each caller gets a copy of them; its ``verdict`` is then made of them."""
+    Fields ``readable`` kept on the answer are not read again: the caller gets a copy."""
     if type(answer) is not JudgeReply or "verdict" in answer.__dict__:
         return None
     if len(answer.text) > _INLINE_PARSE_CHARS:
         return None
     kept = _kept_plain_pass(answer)
     if kept is None:
-        kept = answer.__dict__["plain_pass"] = (answer.text, plain_pass_fields(answer.text))
-    fields = kept[1]
-    return None if fields is None else dict(fields)
+        return plain_pass_fields(answer.text)
+    return dict(kept[1])
 
 
-def _kept_plain_pass(answer: JudgeReply) -> tuple[str, dict[str, Any] | None] | None:
-    """What ``plain_pass`` read of ``answer``'s text (the text, and its fields or None: not a
-    plain PASS); None when it has not read it (nor a copy of the answer with its text
-    changed)."""
-    kept: tuple[str, dict[str, Any] | None] | None = answer.__dict__.get("plain_pass")
+def _kept_plain_pass(answer: JudgeReply) -> tuple[str, dict[str, Any]] | None:
+    """What ``readable`` kept of ``answer``'s text (the text, and its plain PASS's fields);
+    None when it kept nothing (nor for a copy of the answer with its text changed)."""
+    kept: tuple[str, dict[str, Any]] | None = answer.__dict__.get("plain_pass")
     return kept if kept is not None and kept[0] is answer.text else None
 
 
@@ -180,8 +177,12 @@ async def readable(answer: JudgeReply) -> bool:
     (``plain_pass``) is told so without making its verdict, nor keeping one on the answer:
     the runner then makes the turn's verdict once, of the parse's fields and its own
     (``_judging._read``). Any other answer is parsed, and its verdict kept, as ``parsed``
-    does."""
-    if plain_pass(answer) is not None:
+    does. A plain PASS's fields are kept on the answer (as its verdict is, in its
+    ``__dict__``), so that the runner's ``plain_pass`` does not read them again, and its
+    ``verdict``, if asked for, is made of them."""
+    fields = plain_pass(answer)
+    if fields is not None:
+        answer.__dict__["plain_pass"] = (answer.text, fields)
         return True
     return (await answer.parsed()).readable
 
