@@ -69,7 +69,7 @@ _set_dict = BaseModel.__dict__["__dict__"].__set__
 _set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
 _set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
 _set_private = BaseModel.__dict__["__pydantic_private__"].__set__
-_M = TypeVar("_M", bound=_Frozen)
+_M = TypeVar("_M", bound=BaseModel)  # replyguard's own models (``JudgeReply`` too)
 
 
 def replaced(model: _M, update: dict[str, Any]) -> _M:

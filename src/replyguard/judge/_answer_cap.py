@@ -150,12 +150,10 @@ class AnswerSessions:
             session = self._sessions[loop] = _new_session(litellm)
         return session
 
-    def handler(self, litellm: Any, timeout: float) -> Any | None:
-        """litellm's own HTTP handler over the running loop's capped session, for the routes
-        that take a ``client`` and ignore ``shared_session`` (Anthropic's), or None."""
-        session = self.session(litellm)
-        if session is None:
-            return None
+    def handler(self, session: Any, timeout: float) -> Any:
+        """litellm's own HTTP handler over ``session`` (the running loop's capped session,
+        ``session()``), for the routes that take a ``client`` and ignore ``shared_session``
+        (Anthropic's)."""
         loop = asyncio.get_running_loop()
         handler = self._handlers.get(loop)
         if handler is None or getattr(handler, "shared_session", None) is not session:

@@ -21,7 +21,7 @@ from replyguard.judge._litellm import _provider, classify_failure, read_response
 from replyguard.judge._owned import JudgeParts
 from replyguard.judge._protocol import JudgeReply
 from replyguard.judge._requests import RequestPlan
-from replyguard.judge._settling import closing_pass, let_go
+from replyguard.judge._settling import closing_pass, let_go, shielded
 from replyguard.judge._streamed import (
     VERDICT_FIRST_REMINDER,
     VERDICT_FIRST_SYSTEM,
@@ -94,7 +94,7 @@ class ModelCalls:
                 task = capped_context(ticket).run(
                     loop.create_task, self._call(litellm, call, model, params, until, request)
                 )
-                response = await asyncio.shield(task)
+                response = await shielded(task)
             except JudgeConfigError as exc:  # the Router could not be built (logged)
                 span.fail(exc)
                 raise
@@ -171,9 +171,7 @@ class ModelCalls:
             return
         params["shared_session"] = session
         if _provider(model) == "anthropic":  # its route takes a client, not a session
-            handler = sessions.handler(litellm, self._plan.client_timeout)
-            if handler is not None:
-                params["client"] = handler
+            params["client"] = sessions.handler(session, self._plan.client_timeout)
 
 
 def _refused(exc: Exception) -> bool:

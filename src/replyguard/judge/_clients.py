@@ -64,7 +64,8 @@ def _cache(litellm: Any) -> Any:
 
 
 class _Calls:
-    """Calls in flight on one event loop, by scope generation."""
+    """Calls in flight on one event loop, by scope generation; an ``asyncio.Event`` for a
+    generation only once ``aclose`` waits for its calls (``before``), set as the last ends."""
 
     def __init__(self) -> None:
         self.counts: dict[int, int] = {}
@@ -72,19 +73,27 @@ class _Calls:
 
     def enter(self, generation: int) -> None:
         self.counts[generation] = self.counts.get(generation, 0) + 1
-        idle = self.idle.get(generation)
-        if idle is None:
-            idle = self.idle[generation] = asyncio.Event()
-        idle.clear()
 
     def leave(self, generation: int) -> None:
-        self.counts[generation] -= 1
-        if not self.counts[generation]:
-            del self.counts[generation]
-            self.idle.pop(generation).set()
+        left = self.counts[generation] - 1
+        if left:
+            self.counts[generation] = left
+            return
+        del self.counts[generation]
+        idle = self.idle.pop(generation, None)
+        if idle is not None:
+            idle.set()
 
     def before(self, generation: int) -> list[asyncio.Event]:
-        return [event for g, event in self.idle.items() if g < generation]
+        """An event per generation before ``generation`` with calls in flight, set once
+        they have all ended."""
+        waiting = []
+        for g in self.counts:
+            if g < generation:
+                if g not in self.idle:
+                    self.idle[g] = asyncio.Event()
+                waiting.append(self.idle[g])
+        return waiting
 
 
 class _Using:
@@ -118,6 +127,8 @@ class ClientScope:
         self._drain_seconds = drain_seconds
         self._lock = threading.Lock()
         self._generation = 0
+        self._current = self._name(0)
+        """The current generation's name (``_name``), made once per generation."""
         self._closed = False
         self._litellm: Any = None
         self._calls: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Calls] = (
@@ -130,25 +141,31 @@ class ClientScope:
     def _loop_calls(self) -> _Calls:
         loop = asyncio.get_running_loop()
         with self._lock:
-            calls = self._calls.get(loop)
-            if calls is None:
-                calls = self._calls[loop] = _Calls()
-            return calls
+            return self._calls_of(loop)
+
+    def _calls_of(self, loop: asyncio.AbstractEventLoop) -> _Calls:
+        """``loop``'s calls in flight (the lock held)."""
+        calls = self._calls.get(loop)
+        if calls is None:
+            calls = self._calls[loop] = _Calls()
+        return calls
 
     def using(self, litellm: Any) -> _Using:
         """Around one litellm call, in the call's own task (a context manager): the clients
         it gets (or makes) are this scope's."""
         _cache(litellm)
+        loop = asyncio.get_running_loop()
         with self._lock:
             self._litellm = litellm
-            generation, reopened = self._generation, self._closed
+            generation, name, reopened = self._generation, self._current, self._closed
             self._closed = False
+            calls = self._calls_of(loop)
         if reopened:
             self._events.warning(
                 "verifier_reopened",
                 detail="used after aclose(): new HTTP clients are opened; aclose() it again",
             )
-        return _Using(self._loop_calls(), generation, self._name(generation))
+        return _Using(calls, generation, name)
 
     def loops(self) -> list[asyncio.AbstractEventLoop]:
         """The event loops this scope has made calls on (and that still exist)."""
@@ -163,6 +180,7 @@ class ClientScope:
         """
         with self._lock:
             retired = self._generation = self._generation + 1
+            self._current = self._name(retired)
             self._closed = True
         waiting = self._loop_calls().before(retired)
         if waiting:

@@ -71,7 +71,7 @@ from replyguard.judge._clients import ClientScope
 from replyguard.judge._failures import Failures, no_answer
 from replyguard.judge._litellm import import_litellm
 from replyguard.judge._owned import JudgeParts
-from replyguard.judge._protocol import JudgeReply
+from replyguard.judge._protocol import JudgeReply, readable
 from replyguard.judge._requests import RequestPlan
 from replyguard.telemetry._events import Events
 from replyguard.telemetry._tracing import NO_TRACING, Tracing
@@ -266,7 +266,7 @@ class LiteLLMJudge(BaseJudge):
             if self._breaker is not None:
                 self._breaker.record_success(model)
             reply = answer if spent is None else _added(answer, spent)
-            if (await reply.parsed()).readable:
+            if await readable(reply):
                 return reply
             self._events.info("judge_model_unreadable", model=model, note=reply.note)
             spent = unreadable = reply

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from replyguard._families import model_family
 from replyguard._forks import loading
+from replyguard._frozen import assembled_from
 from replyguard.judge._prompt_cache import look_up
 from replyguard.judge._protocol import JudgeReply
 from replyguard.judge._worker import stop_logging_worker
@@ -200,14 +201,32 @@ def read_response(response: Any, model: str, unpriced: set[str] | None = None) -
         cost = _completion_cost(response)
         if cost is None and unpriced is not None:
             unpriced.add(model)
-    return JudgeReply(
-        text=text,
-        model=str(_field(response, "model") or model),
-        prompt_tokens=int(_field(usage, "prompt_tokens") or 0) if usage is not None else 0,
-        completion_tokens=int(_field(usage, "completion_tokens") or 0) if usage is not None else 0,
-        cost_usd=float(cost or 0.0),
-        note=note,
-    )
+    fields = {
+        "text": text,
+        "model": str(_field(response, "model") or model),
+        "prompt_tokens": int(_field(usage, "prompt_tokens") or 0) if usage is not None else 0,
+        "completion_tokens": (
+            int(_field(usage, "completion_tokens") or 0) if usage is not None else 0
+        ),
+        "cost_usd": float(cost or 0.0),
+        "note": note,
+    }
+    return _reply(fields)
+
+
+def _reply(fields: dict[str, Any]) -> JudgeReply:
+    """``JudgeReply(**fields)`` of ``read_response``'s fields, without validating them again
+    when they are valid as they are (texts of type ``str``, counts and cost not negative);
+    anything else (a negative or NaN count, a ``str`` subclass) is validated as before."""
+    if (
+        type(fields["text"]) is str
+        and type(fields["model"]) is str
+        and fields["prompt_tokens"] >= 0
+        and fields["completion_tokens"] >= 0
+        and fields["cost_usd"] >= 0
+    ):
+        return assembled_from(JudgeReply, fields)
+    return JudgeReply(**fields)
 
 
 def _completion_cost(response: Any) -> float | None:

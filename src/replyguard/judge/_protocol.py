@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from replyguard._frozen import assembled_from
 from replyguard.context._prompt import JudgePrompt
 from replyguard.judge._answer_cap import MAX_ANSWER_BYTES
 from replyguard.judge._verdict import parse_verdict, plain_pass_fields
@@ -123,6 +124,9 @@ class JudgeReply(BaseModel):
                 f"{MAX_ANSWER_BYTES} a verdict may take",
                 fail_open_reason=Reason.UNREADABLE_VERDICT,
             )
+        kept = _kept_plain_pass(self)
+        if kept is not None:  # a plain PASS (``readable``)
+            return assembled_from(Verdict, kept[1])
         return parse_verdict(self.text)
 
     async def parsed(self, categories: Collection[str] = ()) -> Verdict:
@@ -148,12 +152,39 @@ def plain_pass(answer: JudgeReply) -> dict[str, Any] | None:
     is a plain PASS (``parse_verdict``'s common answer) read on the event loop and not read
     yet: a caller adding fields of its own makes the one verdict of them all. None for any
     other answer, one read already (then ``parsed`` gives what was read), or a host's
-    subclass of ``JudgeReply`` (its own ``parsed`` or ``verdict`` is asked)."""
+    subclass of ``JudgeReply`` (its own ``parsed`` or ``verdict`` is asked).
+
+    Fields ``readable`` kept on the answer are not read again: the caller gets a copy."""
     if type(answer) is not JudgeReply or "verdict" in answer.__dict__:
         return None
     if len(answer.text) > _INLINE_PARSE_CHARS:
         return None
-    return plain_pass_fields(answer.text)
+    kept = _kept_plain_pass(answer)
+    if kept is None:
+        return plain_pass_fields(answer.text)
+    return dict(kept[1])
+
+
+def _kept_plain_pass(answer: JudgeReply) -> tuple[str, dict[str, Any]] | None:
+    """What ``readable`` kept of ``answer``'s text (the text, and its plain PASS's fields);
+    None when it kept nothing (nor for a copy of the answer with its text changed)."""
+    kept: tuple[str, dict[str, Any]] | None = answer.__dict__.get("plain_pass")
+    return kept if kept is not None and kept[0] is answer.text else None
+
+
+async def readable(answer: JudgeReply) -> bool:
+    """Whether ``answer`` reads as a verdict (``answer.parsed().readable``). A plain PASS
+    (``plain_pass``) is told so without making its verdict, nor keeping one on the answer:
+    the runner then makes the turn's verdict once, of the parse's fields and its own
+    (``_judging._read``). Any other answer is parsed, and its verdict kept, as ``parsed``
+    does. A plain PASS's fields are kept on the answer (as its verdict is, in its
+    ``__dict__``), so that the runner's ``plain_pass`` does not read them again, and its
+    ``verdict``, if asked for, is made of them."""
+    fields = plain_pass(answer)
+    if fields is not None:
+        answer.__dict__["plain_pass"] = (answer.text, fields)
+        return True
+    return (await answer.parsed()).readable
 
 
 class Judge(Protocol):

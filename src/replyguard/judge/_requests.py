@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from replyguard.config._keys import ENV_PREFIX
 from replyguard.config._schema import VerifierConfig
 from replyguard.context._prompt import JudgePrompt
 from replyguard.errors import ConfigError, JudgeConfigError
@@ -56,6 +57,7 @@ class RequestPlan:
         self._structured: dict[str, bool] = {}  # per model, asked of litellm once
         self._formats: dict[str, dict[str, Any]] = {}  # the schema's option, per model
         self._refused: dict[str, frozenset[str]] = {}  # options a model refused (send)
+        self._templates: dict[str, dict[str, Any]] = {}  # per model: ``_template``
         self.verdict_first = config.judge_answer == "verdict_first"
         """Whether the judge is asked for its verdict first, its answer streamed
         (``judge/_streamed``)."""
@@ -70,6 +72,7 @@ class RequestPlan:
             and (config.api_base is not None or _provider(model) == primary)
             for model in models
         }
+        self._literal_key = _literal(config)
         self.client_timeout = config.timeout_seconds + _CLIENT_TIMEOUT_MARGIN
         """The timeout litellm's HTTP client gets: past the judgement's deadline, which
         decides."""
@@ -77,31 +80,49 @@ class RequestPlan:
     def params(
         self, model: str, prompt: JudgePrompt, *, timeout: float, api_key: str | None
     ) -> dict[str, Any]:
-        """The keyword arguments of one ``litellm.acompletion`` call to ``model``."""
-        config = self._config
-        refused = self._refused.get(model, frozenset())
+        """The keyword arguments of one ``litellm.acompletion`` call to ``model``: a new dict
+        each call (the caller may add to it), its options copied from the model's template."""
+        template = self._templates.get(model) or self._template(model)
+        params = dict(template)
         messages = prompt.messages
         if self.verdict_first:
             messages = verdict_first_messages(messages)
-        params: dict[str, Any] = {
+            params["stream_options"] = {"include_usage": True}
+        params["messages"] = with_cached_system(self.models_behind(model), messages)
+        params["timeout"] = timeout
+        if "api_key" in params:
+            params["api_key"] = api_key
+        return params
+
+    def _template(self, model: str) -> dict[str, Any]:
+        """What every call to ``model`` sends, in the order it is sent, ``messages``,
+        ``timeout``, ``api_key`` and ``stream_options`` left for each call (``params``);
+        kept once litellm is loaded (before that, whether the verdict's schema is sent is a
+        guess), until the model refuses an option (``send``)."""
+        config = self._config
+        settled = _loaded_litellm() is not None
+        refused = self._refused.get(model, frozenset())
+        template: dict[str, Any] = {
             "model": model,
-            "messages": with_cached_system(self.models_behind(model), messages),
+            "messages": None,
             "max_tokens": self._max_tokens.get(model) or config.judge_max_tokens_for(model),
-            "timeout": timeout,
+            "timeout": None,
             "max_retries": 0,
             "num_retries": 0,
         }
         if "temperature" not in refused:
-            params["temperature"] = 0
+            template["temperature"] = 0
         if not refused & _FORMAT_OPTIONS and self._wants_structured(model):
-            params.update(self._format_params(model))
+            template.update(self._format_params(model))
         if self._own_credentials.get(model, False):
-            params["api_base"] = config.api_base
-            params["api_key"] = api_key
+            template["api_base"] = config.api_base
+            template["api_key"] = None
         if self.verdict_first:
-            params["stream"] = True
-            params["stream_options"] = {"include_usage": True}
-        return params
+            template["stream"] = True
+            template["stream_options"] = None
+        if settled:
+            self._templates[model] = template
+        return template
 
     def models_behind(self, model: str) -> tuple[str, ...]:
         """The models behind ``model`` (a router group's deployments, or itself)."""
@@ -122,12 +143,15 @@ class RequestPlan:
                 raise
         response = await call(**_without(params, refused))
         self._refused[model] = self._refused.get(model, frozenset()) | refused
+        self._templates.pop(model, None)  # made again without the refused options
         self._events.debug("judge_option_refused", model=model, options=sorted(refused))
         return response
 
     def api_key(self) -> str | None:
         """The configured ``apiKey``, its ``env:`` variable read now; ``JudgeConfigError``
         (logged) when it cannot be."""
+        if self._literal_key is not None:
+            return self._literal_key
         try:
             return self._config.resolve_api_key()
         except ConfigError as exc:
@@ -167,6 +191,14 @@ class RequestPlan:
             if _loaded_litellm() is not None:
                 self._formats[model] = known
         return known
+
+
+def _literal(config: VerifierConfig) -> str | None:
+    """``config``'s ``apiKey`` when it is the key itself (the same on every call); None when
+    it is unset or an ``env:`` reference (read on each call: ``api_key``)."""
+    key = config.api_key
+    raw = key.get_secret_value() if key is not None else None
+    return None if raw is None or raw.startswith(ENV_PREFIX) else raw
 
 
 def _refused_options(exc: Exception, params: dict[str, Any]) -> frozenset[str]:

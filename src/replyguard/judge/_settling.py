@@ -1,12 +1,15 @@
-"""A judge call cut off from outside: cancelled once, given a moment to close its connection,
-then let go (``let_go``); and the loop pass a cut-off call needs to close its socket
-(``closing_pass``)."""
+"""A judge call cut off from outside: awaited through ``shielded``, cancelled once, given a
+moment to close its connection, then let go (``let_go``); and the loop pass a cut-off call
+needs to close its socket (``closing_pass``)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
+import functools
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
 
 # How long a judge call cancelled from outside is given to close its connection (a few
 # milliseconds) before the turn goes on without waiting for it (``let_go``).
@@ -15,9 +18,38 @@ _SETTLE_SECONDS = 0.1
 _UNSETTLED: set[asyncio.Task[Any]] = set()
 
 
+def shielded(call: asyncio.Task[_T]) -> asyncio.Future[_T]:
+    """``asyncio.shield(call)`` for a task just started: a future that ends as ``call`` does,
+    which cancelling does not cancel ``call`` (``let_go`` does, at most once).
+
+    ``shield``'s own future with one done callback (made once, not two closures): on
+    ``call``'s end, one callback passes its outcome on, where ``shield`` scheduled a second
+    to unhook the first. A callback left on ``call`` after the future was cancelled reads its
+    exception, as ``shield`` does (``let_go``'s ``_forget`` reads it too)."""
+    outer: asyncio.Future[_T] = call.get_loop().create_future()
+    call.add_done_callback(functools.partial(_pass_on, outer))
+    return outer
+
+
+def _pass_on(outer: asyncio.Future[_T], call: asyncio.Task[_T]) -> None:
+    """``call`` ended: its outcome handed to ``outer`` (``shield``'s inner callback)."""
+    if outer.cancelled():
+        if not call.cancelled():
+            call.exception()  # retrieved: no "never retrieved" log of a call given up on
+        return
+    if call.cancelled():
+        outer.cancel()
+        return
+    exc = call.exception()
+    if exc is not None:
+        outer.set_exception(exc)
+    else:
+        outer.set_result(call.result())
+
+
 async def let_go(call: asyncio.Task[Any]) -> None:
     """After the caller of ``call`` (a judge call in a task of its own, awaited through
-    ``asyncio.shield``) was cancelled: cancel ``call`` at most once, and wait for it a moment.
+    ``shielded``) was cancelled: cancel ``call`` at most once, and wait for it a moment.
 
     A cancelled HTTP request closes its connection in a few steps (httpcore's clean-up awaits
     a lock and the stream's close); a second cancellation arriving meanwhile ends the clean-up
