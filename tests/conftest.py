@@ -56,6 +56,10 @@ KNOWN_KEYS: tuple[str, ...] = (
     "fleet-redis-password-0001",  # tests/state, the Redis password in state.redisUrl
     "fleet-wrong-password-0002",  # tests/state, a wrong Redis password
     "sk-example-placeholder",  # test_example_offline, both provider keys set
+    "key-one",  # test_judge_handling, one call's literal key
+    "key-two",  # test_judge_handling, the next call's literal key
+    "sk-first-0123456789",  # test_judge_handling, an env: key's value
+    "sk-second-0123456789",  # test_judge_handling, the same env: key after rotation
 )
 
 
