@@ -8,17 +8,25 @@ from __future__ import annotations
 import asyncio
 import copy
 import gc
+import json
 import pickle
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import httpx
 import pytest
+import respx
 
+from conftest import API_KEY
+from replyguard import Turn, Verifier, VerifierConfig
 from replyguard._frozen import replaced
+from replyguard.judge import LiteLLMJudge
 from replyguard.judge._litellm import read_response
 from replyguard.judge._protocol import JudgeReply, plain_pass, readable
 from replyguard.judge._settling import let_go, shielded
 from replyguard.judge._verdict import parse_verdict, plain_pass_fields
+from replyguard.telemetry import Events
+from support.provider_server import ANTHROPIC, OPENAI, Step, Wire
 
 PLAIN = "The reply answers the question.\nPASS"
 
@@ -197,3 +205,36 @@ def test_odd_usage_reads_as_validation_reads_it(usage: Any, cost: Any) -> None:
     assert reply.__dict__ == again.__dict__
     assert [type(v) for v in reply.__dict__.values()] == [type(v) for v in again.__dict__.values()]
     assert reply.model_fields_set == again.model_fields_set
+
+
+# --- the template after calls on the wire -----------------------------------------------------
+
+
+@pytest.mark.parametrize("wire", [OPENAI, ANTHROPIC], ids=["openai", "anthropic"])
+async def test_calls_on_the_wire_leave_the_model_template_as_it_was(
+    respx_litellm: None, make_config: Callable[..., VerifierConfig], wire: Wire
+) -> None:
+    """litellm maps the options it is given (the verdict schema into a provider's form): the
+    template each call copies, its nested schema included, is the same after the calls, and
+    each call sends the same options."""
+    keys = {"verifyAll": True, "apiKey": API_KEY, "agentModel": wire.agent_model}
+    config = make_config(model=wire.judge_model, **keys)
+    judge = LiteLLMJudge(config, Events())
+    verifier = Verifier(config, judge=judge)
+
+    def respond(request: httpx.Request) -> httpx.Response:
+        model = json.loads(request.content)["model"]
+        return httpx.Response(200, json=wire.answer(Step(text="PASS"), model))
+
+    with respx.mock(assert_all_mocked=True) as http:
+        route = http.post(wire.url).mock(side_effect=respond)
+        await verifier.verify(Turn(user_message="Summarise the report."), "Done: three points.")
+        templates = copy.deepcopy(judge._plan._templates)
+        assert templates  # kept once litellm is loaded
+        await verifier.verify(Turn(user_message="Name three cities."), "Paris, Rome, Oslo.")
+        await verifier.verify(Turn(user_message="Name two rivers."), "Nile, Amazon.")
+    assert judge._plan._templates == templates
+    bodies = [json.loads(call.request.content) for call in route.calls]
+    options = [{k: v for k, v in b.items() if k not in ("messages", "system")} for b in bodies]
+    assert len(options) == 3 and options[0] == options[1] == options[2]
+    await verifier.aclose()
