@@ -238,3 +238,23 @@ async def test_calls_on_the_wire_leave_the_model_template_as_it_was(
     options = [{k: v for k, v in b.items() if k not in ("messages", "system")} for b in bodies]
     assert len(options) == 3 and options[0] == options[1] == options[2]
     await verifier.aclose()
+
+
+# --- the literal key kept per plan ------------------------------------------------------------
+
+
+class _VaultConfig(VerifierConfig):
+    """A host's config whose key comes from its own store, whatever the file says."""
+
+    def resolve_api_key(self) -> str | None:
+        return "sk-from-the-vault-0123456789"
+
+
+def test_a_host_config_resolving_its_own_key_is_asked_on_every_call(
+    make_config: Callable[..., VerifierConfig],
+) -> None:
+    """The literal key kept per plan is ``VerifierConfig``'s own reading of ``apiKey``: a
+    subclass that resolves the key itself is asked each call, as before the key was kept."""
+    config = _VaultConfig(**make_config(apiKey=API_KEY).__dict__)
+    plan = LiteLLMJudge(config, Events())._plan
+    assert plan.api_key() == "sk-from-the-vault-0123456789"
