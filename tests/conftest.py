@@ -60,6 +60,7 @@ KNOWN_KEYS: tuple[str, ...] = (
     "key-two",  # test_judge_handling, the next call's literal key
     "sk-first-0123456789",  # test_judge_handling, an env: key's value
     "sk-second-0123456789",  # test_judge_handling, the same env: key after rotation
+    "sk-from-the-vault-0123456789",  # test_judge_handling_hostile, a host config's own key
 )
 
 

@@ -109,10 +109,15 @@ class JudgeReply(BaseModel):
 
         A text longer than any answer the byte cap lets through (``MAX_ANSWER_BYTES``) is
         unreadable unparsed, whatever judge returned it.
+
+        Kept with the text it was read from: a copy of the answer with its text changed
+        (``model_copy(update={"text": ...})`` copies the ``__dict__``) reads its own text.
         """
-        known: Verdict | None = self.__dict__.get("verdict")
+        known = _kept_verdict(self)
         if known is None:
-            known = self.__dict__["verdict"] = self._verdict()
+            known = self._verdict()
+            self.__dict__["verdict_of"] = self.text
+            self.__dict__["verdict"] = known
         return known
 
     def _verdict(self) -> Verdict:
@@ -136,7 +141,7 @@ class JudgeReply(BaseModel):
         ``categories``: custom FAIL categories to accept (a FAIL without a built-in category
         is read again with them: they change its category, never its readability).
         """
-        if "verdict" not in self.__dict__ and len(self.text) > _INLINE_PARSE_CHARS:
+        if _kept_verdict(self) is None and len(self.text) > _INLINE_PARSE_CHARS:
             verdict = await asyncio.to_thread(lambda: self.verdict)
         else:
             verdict = self.verdict
@@ -155,7 +160,7 @@ def plain_pass(answer: JudgeReply) -> dict[str, Any] | None:
     subclass of ``JudgeReply`` (its own ``parsed`` or ``verdict`` is asked).
 
     Fields ``readable`` kept on the answer are not read again: the caller gets a copy."""
-    if type(answer) is not JudgeReply or "verdict" in answer.__dict__:
+    if type(answer) is not JudgeReply or _kept_verdict(answer) is not None:
         return None
     if len(answer.text) > _INLINE_PARSE_CHARS:
         return None
@@ -163,6 +168,13 @@ def plain_pass(answer: JudgeReply) -> dict[str, Any] | None:
     if kept is None:
         return plain_pass_fields(answer.text)
     return dict(kept[1])
+
+
+def _kept_verdict(answer: JudgeReply) -> Verdict | None:
+    """The verdict kept on ``answer`` (``verdict``), when it was read from its text; None when
+    none was (nor for a copy of the answer with its text changed)."""
+    known: Verdict | None = answer.__dict__.get("verdict")
+    return known if known is not None and answer.__dict__.get("verdict_of") is answer.text else None
 
 
 def _kept_plain_pass(answer: JudgeReply) -> tuple[str, dict[str, Any]] | None:

@@ -195,7 +195,10 @@ class RequestPlan:
 
 def _literal(config: VerifierConfig) -> str | None:
     """``config``'s ``apiKey`` when it is the key itself (the same on every call); None when
-    it is unset or an ``env:`` reference (read on each call: ``api_key``)."""
+    it is unset or an ``env:`` reference, or ``config`` a host's subclass that resolves its
+    key itself (each read on each call: ``api_key``)."""
+    if type(config).resolve_api_key is not VerifierConfig.resolve_api_key:
+        return None
     key = config.api_key
     raw = key.get_secret_value() if key is not None else None
     return None if raw is None or raw.startswith(ENV_PREFIX) else raw
