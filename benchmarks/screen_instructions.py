@@ -84,7 +84,7 @@ def _needle_cases() -> list[tuple[str, Callable[[], object]]]:
 
     import scenarios as sc
 
-    from replyguard.context._injection import _needles, _present
+    from replyguard.context._screen_gate import _needles, _present
 
     _, reply = sc.typical_turn()
     flat = reply.text.lower()

@@ -14,7 +14,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from replyguard.context import _phrases
-from replyguard.context._injection import _gated, _needing, _needles, _present
 from replyguard.context._phrases import (
     _CROWDED,
     _INSTRUCTIONS,
@@ -22,6 +21,7 @@ from replyguard.context._phrases import (
     _ROLE_MARKERS,
     _Rule,
 )
+from replyguard.context._screen_gate import _gated, _needing, _needles, _present
 from support import screen_corpus, screen_oracle
 
 RULES = [*_INSTRUCTIONS, *_ROLE_MARKERS, _JSON_VERDICT]

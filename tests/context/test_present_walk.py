@@ -1,4 +1,4 @@
-"""The screen's needle search (``_injection._present``) held to its definition, the needles
+"""The screen's needle search (``_screen_gate._present``) held to its definition, the needles
 that occur in the text (``{n for n in _needles() if n in text}``), over a seeded walk of texts
 built to break a cleverer search: the needles themselves, each one cut at every position,
 needles that overlap one another (a tail of one the head of the next, one inside another),
@@ -15,7 +15,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterator
 
-from replyguard.context._injection import _needles, _present
+from replyguard.context._screen_gate import _needles, _present
 from support import screen_corpus, screen_oracle
 
 NEEDLES = _needles()

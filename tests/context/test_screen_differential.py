@@ -20,15 +20,13 @@ from hypothesis import strategies as st
 
 from replyguard.context._injection import (
     REASONS,
-    _any_found,
     _code_blocks,
-    _gated,
     _line_starts,
     _master_key,
-    _present,
     _shouted_role,
     suspected_injection,
 )
+from replyguard.context._screen_gate import _any_found, _gated, _present
 from support import screen_corpus, screen_golden, screen_oracle
 
 SECTIONS = screen_golden.sections()

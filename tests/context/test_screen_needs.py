@@ -90,7 +90,7 @@ def test_every_match_of_a_rule_holds_one_of_its_needs(rule: _Rule) -> None:
 @pytest.mark.parametrize("rule", RULES, ids=[rule.pattern.pattern[:30] for rule in RULES])
 def test_every_match_of_a_rule_holds_one_of_its_anchors(rule: _Rule) -> None:
     """The anchors are needs too: a rule that matches has its anchor, so the gate that skips a
-    rule none of whose anchors may occur (``_injection._gated``) skips no finding."""
+    rule none of whose anchors may occur (``_screen_gate._gated``) skips no finding."""
     assert every_match_holds_a_need(rule._source[0], rule.anchors)
 
 

@@ -13,7 +13,7 @@ from replyguard.context._sanitise import _latin
 # -- phrase rules (on lower-case text, spaces collapsed) -------------------------------------
 
 
-# What the needles found in a text tell of a phrase rule (``_injection._gated``): its anchors
+# What the needles found in a text tell of a phrase rule (``_screen_gate._gated``): its anchors
 # that may occur in the text (None: one does), and its leads that may stand in it. A plain
 # tuple: a named tuple class costs more to create at import than it saves.
 Chance = tuple[tuple[str, ...] | None, tuple[str, ...]]
