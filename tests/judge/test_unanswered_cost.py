@@ -104,7 +104,9 @@ async def test_a_member_not_waited_for_is_charged_its_prompt_in_the_outcome_and_
 @pytest.fixture(scope="module")
 def redis() -> Iterator[RedisServer]:
     if not os.access(REDIS_SERVER, os.X_OK):
-        pytest.skip("redis-server is not installed (.ci/run installs it)")
+        pytest.skip(
+            "redis-server is not installed (apt-get install redis-server; .ci/run installs it)"
+        )
     with redis_server() as server:
         yield server
 

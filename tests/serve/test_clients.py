@@ -244,7 +244,7 @@ def test_the_openclaw_plugins_hook_asks_for_a_retry_on_fail_and_fails_open_other
 ) -> None:
     node = shutil.which("node")
     if node is None:
-        pytest.skip("node is not installed (.ci/run installs it)")
+        pytest.skip("node is not installed (apt-get install nodejs; .ci/run installs it)")
     scripts.judge.extend([Step(text=FAIL), Step(text="PASS"), Step(text=FAIL, delay=3)])
     dead_url = f"http://127.0.0.1:{free_port()}"  # nothing listens: connection refused
     ran = subprocess.run(
