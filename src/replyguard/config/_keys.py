@@ -51,6 +51,15 @@ def resolved_key(value: SecretStr | None, key: str) -> str | None:
     return resolved
 
 
+def literal_key(value: SecretStr | None) -> str | None:
+    """The key itself when ``value`` is one (``resolved_key`` returns it as it is, on every
+    call); None when it is unset or an ``env:NAME`` reference (read on each call)."""
+    if value is None:
+        return None
+    raw = value.get_secret_value()
+    return None if raw.startswith(ENV_PREFIX) else raw
+
+
 def key_values(value: SecretStr | None) -> tuple[str, ...]:
     """The secret value ``value`` stands for, for redaction (an env value read now; none when
     the variable is unset)."""

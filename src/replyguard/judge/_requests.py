@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from replyguard.config._keys import ENV_PREFIX
+from replyguard.config._keys import literal_key
 from replyguard.config._schema import VerifierConfig
 from replyguard.context._prompt import JudgePrompt
 from replyguard.errors import ConfigError, JudgeConfigError
@@ -199,9 +199,7 @@ def _literal(config: VerifierConfig) -> str | None:
     key itself (each read on each call: ``api_key``)."""
     if type(config).resolve_api_key is not VerifierConfig.resolve_api_key:
         return None
-    key = config.api_key
-    raw = key.get_secret_value() if key is not None else None
-    return None if raw is None or raw.startswith(ENV_PREFIX) else raw
+    return literal_key(config.api_key)
 
 
 def _refused_options(exc: Exception, params: dict[str, Any]) -> frozenset[str]:
